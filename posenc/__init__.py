@@ -1,0 +1,26 @@
+"""posenc: Transformer positional encodings, exact to the last bit. Pure NumPy."""
+
+from posenc.cache import ByteBoundedCache, CacheStats
+from posenc.errors import NotApplicable, ParameterError, PosencError
+from posenc.schemes import SCHEMES, Parameter, Scheme, get
+from posenc.sinusoidal import SinusoidalParams, encode, frequencies, table
+from posenc.verify import Check, Report, Statistic
+
+__all__ = [
+    "SCHEMES",
+    "ByteBoundedCache",
+    "CacheStats",
+    "Check",
+    "NotApplicable",
+    "Parameter",
+    "ParameterError",
+    "PosencError",
+    "Report",
+    "Scheme",
+    "SinusoidalParams",
+    "Statistic",
+    "encode",
+    "frequencies",
+    "get",
+    "table",
+]

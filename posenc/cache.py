@@ -1,0 +1,91 @@
+"""A least-recently-used cache bounded by the bytes it holds, not by its entry count.
+
+Tables differ in size by six orders of magnitude, so a count bound either wastes memory or
+evicts everything at the first large table. Arrays are stored read-only and handed out as
+views, which cannot be made writable again: a caller can never corrupt a cached table.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+
+Value = TypeVar("Value", np.ndarray, bytes)
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    hits: int
+    misses: int
+    bytes: int
+    entries: int
+    capacity: int
+
+
+class ByteBoundedCache:
+    """LRU mapping of hashable keys to arrays or bytes, holding at most ``capacity`` bytes.
+
+    >>> cache = ByteBoundedCache(capacity=16)
+    >>> cache.get_or_compute("a", lambda: np.zeros(2)).flags.writeable
+    False
+    >>> cache.get_or_compute("b", lambda: b"12345678").decode()
+    '12345678'
+    >>> cache.get_or_compute("c", lambda: b"x"), cache.stats().entries
+    (b'x', 2)
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._entries: OrderedDict[Hashable, np.ndarray | bytes] = OrderedDict()
+        self._bytes = 0
+        self._hits = 0
+        self._misses = 0
+        self._lock = threading.Lock()
+
+    def get_or_compute(self, key: Hashable, compute: Callable[[], Value]) -> Value:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+                self._hits += 1
+                return _handed_out(found)  # type: ignore[return-value]
+            self._misses += 1
+        # Computed outside the lock so a slow table never blocks hits on other keys; two
+        # threads may race to compute the same key, and the second simply replaces the first.
+        value = compute()
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+        self._store(key, value)
+        return _handed_out(value)
+
+    def _store(self, key: Hashable, value: np.ndarray | bytes) -> None:
+        size = _size(value)
+        if size > self.capacity:
+            return
+        with self._lock:
+            previous = self._entries.pop(key, None)
+            if previous is not None:
+                self._bytes -= _size(previous)
+            self._entries[key] = value
+            self._bytes += size
+            while self._bytes > self.capacity:
+                _, evicted = self._entries.popitem(last=False)
+                self._bytes -= _size(evicted)
+
+    def stats(self) -> CacheStats:
+        with self._lock:
+            return CacheStats(self._hits, self._misses, self._bytes, len(self._entries),
+                              self.capacity)
+
+
+def _size(value: np.ndarray | bytes) -> int:
+    return value.nbytes if isinstance(value, np.ndarray) else len(value)
+
+
+def _handed_out(value: np.ndarray | bytes) -> np.ndarray | bytes:
+    return value.view() if isinstance(value, np.ndarray) else value

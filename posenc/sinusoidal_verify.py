@@ -1,0 +1,236 @@
+"""The properties of API.md §6.1, measured on the sinusoidal table the service serves.
+
+Tolerances are built from ``u``, the unit roundoff of the served dtype (2^-24 for float32): the
+table's values are each within ``u·|v|`` of the exact ones, so any identity that combines ``m``
+of them with weights of size ≤ 1 may be off by about ``m·u``. Float64 terms (2^-50 · scale)
+cover the arithmetic of the check itself.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal, localcontext
+
+import numpy as np
+import numpy.typing as npt
+
+from posenc.exact import sincos
+from posenc.sinusoidal import SinusoidalParams, frequencies
+from posenc.verify import (
+    Check,
+    PairwiseFigures,
+    Report,
+    Statistic,
+    bounded,
+    decimal_sin_cos,
+    ulp_error,
+    unit_roundoff,
+)
+
+FloatArray = npt.NDArray[np.floating]
+_ARITHMETIC = 2.0**-50
+_MAX_SHIFTS = 64
+_SAMPLES = 96
+
+
+def verify(params: SinusoidalParams, served: FloatArray, positions: npt.NDArray[np.int64]) -> Report:
+    """Check the served ``(n, d_model)`` table of ``positions`` (consecutive) against §6.1."""
+    table = served.astype(np.float64)
+    u = unit_roundoff(served.dtype)
+    sines, cosines = _pairs(table, params)
+    pairwise = PairwiseFigures.of(table, positions)
+    turns = frequencies(params.d_model, params.base)
+    checks = (
+        _formula_equivalence(params, table, positions, u),
+        bounded(table),
+        pairwise.unique_positions(),
+        _constant_norm(params, table, u),
+        _relative_rotation(params, sines, cosines, u),
+        _offset_invariant_dot(params, table, u),
+        _frequency_range(params, sines, cosines, u),
+        _rounding(params, served, positions),
+    )
+    wavelengths = 2 * np.pi / turns.radians
+    statistics = (
+        *pairwise.statistics(),
+        Statistic("wavelength_min", float(wavelengths.min()), "2π/ω_0, in positions"),
+        Statistic("wavelength_max", float(wavelengths.max()), "2π/ω_(h-1), in positions"),
+    )
+    return Report(checks, statistics)
+
+
+def _pairs(table: FloatArray, params: SinusoidalParams) -> tuple[FloatArray, FloatArray]:
+    """The sine and cosine columns of the frequencies that have both (``floor(d/2)`` of them)."""
+    pairs = params.d_model // 2
+    if params.layout == "interleaved":
+        return table[:, 0 : 2 * pairs : 2], table[:, 1::2]
+    h = params.frequency_count
+    return table[:, :pairs], table[:, h:]
+
+
+def _interleave_as(params: SinusoidalParams, sin: FloatArray, cos: FloatArray) -> FloatArray:
+    out = np.empty((sin.shape[0], params.d_model))
+    cosine_count = params.d_model // 2
+    if params.layout == "interleaved":
+        out[:, 0::2], out[:, 1::2] = sin, cos[:, :cosine_count]
+    else:
+        h = params.frequency_count
+        out[:, :h], out[:, h:] = sin, cos[:, :cosine_count]
+    return out
+
+
+def _formula_equivalence(
+    params: SinusoidalParams, table: FloatArray, positions: npt.NDArray[np.int64], u: float
+) -> Check:
+    i = np.arange(params.frequency_count)
+    p = positions.astype(np.float64)[:, None]
+    by_division = p / params.base ** (2.0 * i / params.d_model)
+    by_exponent = p * np.exp(-(2.0 * i / params.d_model) * math.log(params.base))
+    worst = max(
+        float(np.max(np.abs(_interleave_as(params, np.sin(a), np.cos(a)) - table)))
+        for a in (by_division, by_exponent)
+    )
+    # The two float64 angles are each within a few roundings (2^-50 relative) of the exact one.
+    tolerance = u + _ARITHMETIC * max(1.0, float(positions.max()))
+    return Check(
+        "formula_equivalence", worst <= tolerance, "max_abs_error", worst, tolerance,
+        "sin(pos / base^(2i/d)) and sin(pos · exp(-(2i/d)·ln base)), evaluated in float64, both "
+        "agree with the served table; the tolerance is the served rounding plus the float64 "
+        "angle error, which grows with the position",
+    )
+
+
+def _constant_norm(params: SinusoidalParams, table: FloatArray, u: float) -> Check:
+    d = params.d_model
+    deviation = float(np.max(np.abs(np.einsum("ij,ij->i", table, table) - d / 2)))
+    # ‖v̂‖² − ‖v‖² = Σ (v̂−v)(v̂+v) ≤ 2u·‖v‖² = u·d.
+    tolerance = d * (u + _ARITHMETIC)
+    detail = "‖PE(pos)‖² = d_model/2 at every position"
+    if d % 2:
+        detail += (
+            "; with an odd d_model the last frequency has a sine and no cosine, so "
+            "‖PE(pos)‖² = (d_model−1)/2 + sin²(pos·ω_(h-1)) is not constant"
+        )
+    return Check(
+        "constant_norm", deviation <= tolerance, "max_abs_deviation", deviation, tolerance, detail
+    )
+
+
+def _shifts(n: int) -> npt.NDArray[np.int64]:
+    """Every shift 1 … n-1 for short tables, else a geometric spread from 1 to n-1."""
+    if n - 1 <= _MAX_SHIFTS:
+        return np.arange(1, n, dtype=np.int64)
+    return np.unique(np.geomspace(1, n - 1, _MAX_SHIFTS).round().astype(np.int64))
+
+
+def _relative_rotation(
+    params: SinusoidalParams, sines: FloatArray, cosines: FloatArray, u: float
+) -> Check:
+    pairs = cosines.shape[1]
+    shifts = _shifts(len(sines))
+    worst = 0.0
+    if pairs and len(shifts):
+        turns = frequencies(params.d_model, params.base)
+        shift_sin, shift_cos = sincos(shifts, turns)
+        for k, sk, ck in zip(shifts.tolist(), shift_sin[:, :pairs], shift_cos[:, :pairs], strict=True):
+            s, c = sines[:-k], cosines[:-k]
+            worst = max(
+                worst,
+                float(np.max(np.abs(s * ck + c * sk - sines[k:]))),
+                float(np.max(np.abs(c * ck - s * sk - cosines[k:]))),
+            )
+    # Each rotated value combines two served values and is compared with a third: ≤ (1+√2)·u.
+    tolerance = 3 * u + _ARITHMETIC
+    detail = (
+        f"PE(p+k) equals PE(p) rotated by k·ω_i in each of the {pairs} (sin, cos) pairs, "
+        f"for every p and {len(shifts)} shifts k from 1 to {len(sines) - 1}"
+    )
+    if not pairs or not len(shifts):
+        detail = "nothing to rotate: " + ("d_model = 1 has no cosine" if not pairs else "one row")
+    return Check("relative_rotation", worst <= tolerance, "max_abs_error", worst, tolerance, detail)
+
+
+def _offset_invariant_dot(params: SinusoidalParams, table: FloatArray, u: float) -> Check:
+    spread = 0.0
+    shifts = _shifts(len(table))
+    for k in shifts.tolist():
+        dots = np.einsum("ij,ij->i", table[:-k], table[k:])
+        spread = max(spread, float(dots.max() - dots.min()))
+    d = params.d_model
+    # Each dot product is within u·d of the exact one; a spread is the difference of two.
+    tolerance = 2 * d * (u + _ARITHMETIC)
+    detail = f"PE(p)·PE(p+k) is the same for every p, for {len(shifts)} shifts k"
+    if d % 2:
+        detail += (
+            "; with an odd d_model the sine-only last column adds sin(p·ω)·sin((p+k)·ω), "
+            "which depends on p"
+        )
+    return Check(
+        "offset_invariant_dot", spread <= tolerance, "max_spread_over_p", spread, tolerance, detail
+    )
+
+
+def _frequency_range(
+    params: SinusoidalParams, sines: FloatArray, cosines: FloatArray, u: float
+) -> Check:
+    """Frequencies read off the table (the angle between consecutive rows) against the law."""
+    h = params.frequency_count
+    law = params.base ** (-2.0 * np.arange(h) / params.d_model)
+    pairs = cosines.shape[1]
+    if len(sines) >= 2 and pairs:
+        s0, c0, s1, c1 = sines[:-1], cosines[:-1], sines[1:], cosines[1:]
+        measured = np.arctan2(s1 * c0 - c1 * s0, c1 * c0 + s1 * s0)
+        deviation = float(np.max(np.abs(measured - law[:pairs])))
+        source = "measured as the angle between consecutive rows of the served table"
+        tolerance = 4 * u + _ARITHMETIC
+    else:
+        used = frequencies(params.d_model, params.base).radians
+        deviation = float(np.max(np.abs(used - law)))
+        source = "of the frequencies behind the table (one row or no cosine: no angle to measure)"
+        tolerance = _ARITHMETIC
+    wavelengths = 2 * np.pi / law
+    spans = wavelengths[0] == 2 * np.pi and wavelengths[-1] < 2 * np.pi * params.base
+    return Check(
+        "frequency_range", deviation <= tolerance and bool(spans), "max_abs_error", deviation,
+        tolerance,
+        f"ω_i {source} follow base^(-2i/d) from 1 down to {law[-1]:.6g}; wavelengths run "
+        f"from 2π to {wavelengths[-1]:.6g} < 2π·base",
+    )
+
+
+def _rounding(
+    params: SinusoidalParams, served: FloatArray, positions: npt.NDArray[np.int64]
+) -> Check:
+    rows, columns = _sample(len(positions), params.d_model)
+    h = params.frequency_count
+    with localcontext(prec=60):
+        log_base = Decimal(params.base).ln()
+        exact = []
+        for row, column in zip(rows.tolist(), columns.tolist(), strict=True):
+            i, is_cos = _frequency_of_column(params, column, h)
+            omega = (-Decimal(2 * i) / params.d_model * log_base).exp()
+            sin, cos = decimal_sin_cos(int(positions[row]) * omega)
+            exact.append(cos if is_cos else sin)
+    worst = ulp_error(served[rows, columns], exact)
+    # float32 and float16 are one rounding of a float64 that is far more accurate than their
+    # half-ulp. A float64 table carries NumPy's sin/cos error (≤ 1 ulp) and one more rounding.
+    tolerance = 2.0 if served.dtype == np.float64 else 1.0
+    return Check(
+        "float32_rounding", worst <= tolerance, "max_ulp_error", worst, tolerance,
+        f"{len(rows)} served {served.dtype} values, from the first and last positions and a "
+        "seeded sample in between, against sin/cos evaluated at 50 digits; error in ulps of "
+        f"{served.dtype}",
+    )
+
+
+def _sample(n: int, d: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    rng = np.random.default_rng(0)
+    rows = np.concatenate([[0, n - 1], rng.integers(0, n, _SAMPLES - 2)])
+    columns = np.concatenate([[0, d - 1], rng.integers(0, d, _SAMPLES - 2)])
+    return rows.astype(np.int64), columns.astype(np.int64)
+
+
+def _frequency_of_column(params: SinusoidalParams, column: int, h: int) -> tuple[int, bool]:
+    if params.layout == "interleaved":
+        return column // 2, column % 2 == 1
+    return (column, False) if column < h else (column - h, True)
