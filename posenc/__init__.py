@@ -1,7 +1,7 @@
 """posenc: Transformer positional encodings, exact to the last bit. Pure NumPy."""
 
 from posenc.cache import ByteBoundedCache, CacheStats
-from posenc.errors import NotApplicable, ParameterError, PosencError
+from posenc.errors import NotApplicableError, ParameterError, PosencError
 from posenc.schemes import SCHEMES, Parameter, Scheme, get
 from posenc.sinusoidal import SinusoidalParams, encode, frequencies, table
 from posenc.verify import Check, Report, Statistic
@@ -11,7 +11,7 @@ __all__ = [
     "ByteBoundedCache",
     "CacheStats",
     "Check",
-    "NotApplicable",
+    "NotApplicableError",
     "Parameter",
     "ParameterError",
     "PosencError",

@@ -11,11 +11,17 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import numpy as np
 
-Value = TypeVar("Value", np.ndarray, bytes)
+
+class Sized(Protocol):
+    @property
+    def nbytes(self) -> int: ...
+
+
+Value = TypeVar("Value", bound=Sized)
 
 
 @dataclass(frozen=True)
@@ -28,20 +34,20 @@ class CacheStats:
 
 
 class ByteBoundedCache:
-    """LRU mapping of hashable keys to arrays or bytes, holding at most ``capacity`` bytes.
+    """LRU mapping of keys to arrays (or anything with ``nbytes``), at most ``capacity`` bytes.
 
     >>> cache = ByteBoundedCache(capacity=16)
     >>> cache.get_or_compute("a", lambda: np.zeros(2)).flags.writeable
     False
-    >>> cache.get_or_compute("b", lambda: b"12345678").decode()
-    '12345678'
-    >>> cache.get_or_compute("c", lambda: b"x"), cache.stats().entries
-    (b'x', 2)
+    >>> cache.get_or_compute("b", lambda: np.zeros(1)).tolist()
+    [0.0]
+    >>> cache.get_or_compute("c", lambda: np.ones(1)).tolist(), cache.stats().entries
+    ([1.0], 2)
     """
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self._entries: OrderedDict[Hashable, np.ndarray | bytes] = OrderedDict()
+        self._entries: OrderedDict[Hashable, Sized] = OrderedDict()
         self._bytes = 0
         self._hits = 0
         self._misses = 0
@@ -63,29 +69,26 @@ class ByteBoundedCache:
         self._store(key, value)
         return _handed_out(value)
 
-    def _store(self, key: Hashable, value: np.ndarray | bytes) -> None:
-        size = _size(value)
+    def _store(self, key: Hashable, value: Sized) -> None:
+        size = value.nbytes
         if size > self.capacity:
             return
         with self._lock:
             previous = self._entries.pop(key, None)
             if previous is not None:
-                self._bytes -= _size(previous)
+                self._bytes -= previous.nbytes
             self._entries[key] = value
             self._bytes += size
             while self._bytes > self.capacity:
                 _, evicted = self._entries.popitem(last=False)
-                self._bytes -= _size(evicted)
+                self._bytes -= evicted.nbytes
 
     def stats(self) -> CacheStats:
         with self._lock:
-            return CacheStats(self._hits, self._misses, self._bytes, len(self._entries),
-                              self.capacity)
+            return CacheStats(
+                self._hits, self._misses, self._bytes, len(self._entries), self.capacity
+            )
 
 
-def _size(value: np.ndarray | bytes) -> int:
-    return value.nbytes if isinstance(value, np.ndarray) else len(value)
-
-
-def _handed_out(value: np.ndarray | bytes) -> np.ndarray | bytes:
+def _handed_out(value: Value) -> Value:
     return value.view() if isinstance(value, np.ndarray) else value

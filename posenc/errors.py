@@ -2,7 +2,7 @@
 
     PosencError(ValueError)
     ├── ParameterError(param, message)   a parameter is out of its range
-    └── NotApplicable(param, scheme)     a parameter that the scheme does not take
+    └── NotApplicableError(param, scheme)     a parameter that the scheme does not take
 
 Every message names the parameter, what was given and what is allowed, so the HTTP layer can
 pass it to the client unchanged.
@@ -20,7 +20,7 @@ class ParameterError(PosencError):
         self.message = message
 
 
-class NotApplicable(PosencError):
+class NotApplicableError(PosencError):
     def __init__(self, param: str, scheme: str) -> None:
         message = f"does not apply to scheme {scheme!r}"
         super().__init__(f"{param}: {message}")

@@ -42,13 +42,24 @@ class Scheme:
 
 
 _COMMON = (
-    Parameter("d_model", "integer", None, "required; odd values are valid", 1,
-              sinusoidal.MAX_D_MODEL),
+    Parameter(
+        "d_model", "integer", None, "required; odd values are valid", 1, sinusoidal.MAX_D_MODEL
+    ),
     Parameter("base", "number", 10000.0, "1 < base ≤ 1e12", 1, sinusoidal.MAX_BASE),
-    Parameter("layout", "string", "interleaved", "sin, cos, sin, cos … or all sines then all "
-              "cosines", choices=("interleaved", "split")),
-    Parameter("dtype", "string", "float32", "the served type; computed in float64 and rounded "
-              "once", choices=("float32", "float64", "float16")),
+    Parameter(
+        "layout",
+        "string",
+        "interleaved",
+        "sin, cos, sin, cos … or all sines then all cosines",
+        choices=("interleaved", "split"),
+    ),
+    Parameter(
+        "dtype",
+        "string",
+        "float32",
+        "the served type; computed in float64 and rounded once",
+        choices=("float32", "float64", "float16"),
+    ),
 )
 
 SCHEMES: dict[str, Scheme] = {

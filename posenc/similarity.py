@@ -34,7 +34,8 @@ def against(rows: npt.ArrayLike, reference: npt.ArrayLike, metric: Metric) -> Fl
     """``S[k] = metric(reference, rows[k])``, shape ``(n,)``."""
     x = np.asarray(rows, dtype=np.float64)
     r = np.asarray(reference, dtype=np.float64)[None, :]
-    return _pairs(r, x, metric)[0]
+    result: Float64Array = _pairs(r, x, metric)[0]
+    return result
 
 
 def _pairs(a: Float64Array, b: Float64Array, metric: Metric) -> Float64Array:
@@ -48,10 +49,12 @@ def _pairs(a: Float64Array, b: Float64Array, metric: Metric) -> Float64Array:
         with np.errstate(invalid="ignore", divide="ignore"):
             cosine = dots / norms
         # A zero vector has no direction; 0 is the convention of scikit-learn and SciPy's users.
-        return np.clip(np.where(norms > 0, cosine, 0.0), -1.0, 1.0)
+        clipped: Float64Array = np.clip(np.where(norms > 0, cosine, 0.0), -1.0, 1.0)
+        return clipped
     squared = sq_a[:, None] + sq_b[None, :] - 2.0 * dots
     scale = sq_a[:, None] + sq_b[None, :]
     i, j = np.nonzero(squared <= _CANCELLATION * scale)
     diff = a[i] - b[j]
     squared[i, j] = np.einsum("ij,ij->i", diff, diff)
-    return np.sqrt(np.maximum(squared, 0.0))
+    distances: Float64Array = np.sqrt(np.maximum(squared, 0.0))
+    return distances

@@ -2,7 +2,7 @@
 
 With ``h = ceil(d_model / 2)`` frequencies ``ω_i = base^(-2i/d_model)`` and ``θ = pos · ω_i``:
 
-- ``interleaved``: column ``2i`` is ``sin θ``, column ``2i+1`` is ``cos θ`` (when ``2i+1 < d_model``);
+- ``interleaved``: column ``2i`` is ``sin θ``, column ``2i+1`` is ``cos θ`` (if ``2i+1 < d_model``);
 - ``split``: columns ``0 … h-1`` hold the sines, columns ``h … d_model-1`` the cosines.
 
 An odd ``d_model`` keeps the sine of the last frequency and drops its cosine: the paper's formula

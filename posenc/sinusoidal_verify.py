@@ -33,7 +33,9 @@ _MAX_SHIFTS = 64
 _SAMPLES = 96
 
 
-def verify(params: SinusoidalParams, served: FloatArray, positions: npt.NDArray[np.int64]) -> Report:
+def verify(
+    params: SinusoidalParams, served: FloatArray, positions: npt.NDArray[np.int64]
+) -> Report:
     """Check the served ``(n, d_model)`` table of ``positions`` (consecutive) against §6.1."""
     table = served.astype(np.float64)
     u = unit_roundoff(served.dtype)
@@ -93,7 +95,11 @@ def _formula_equivalence(
     # The two float64 angles are each within a few roundings (2^-50 relative) of the exact one.
     tolerance = u + _ARITHMETIC * max(1.0, float(positions.max()))
     return Check(
-        "formula_equivalence", worst <= tolerance, "max_abs_error", worst, tolerance,
+        "formula_equivalence",
+        worst <= tolerance,
+        "max_abs_error",
+        worst,
+        tolerance,
         "sin(pos / base^(2i/d)) and sin(pos · exp(-(2i/d)·ln base)), evaluated in float64, both "
         "agree with the served table; the tolerance is the served rounding plus the float64 "
         "angle error, which grows with the position",
@@ -132,7 +138,9 @@ def _relative_rotation(
     if pairs and len(shifts):
         turns = frequencies(params.d_model, params.base)
         shift_sin, shift_cos = sincos(shifts, turns)
-        for k, sk, ck in zip(shifts.tolist(), shift_sin[:, :pairs], shift_cos[:, :pairs], strict=True):
+        for k, sk, ck in zip(
+            shifts.tolist(), shift_sin[:, :pairs], shift_cos[:, :pairs], strict=True
+        ):
             s, c = sines[:-k], cosines[:-k]
             worst = max(
                 worst,
@@ -191,7 +199,10 @@ def _frequency_range(
     wavelengths = 2 * np.pi / law
     spans = wavelengths[0] == 2 * np.pi and wavelengths[-1] < 2 * np.pi * params.base
     return Check(
-        "frequency_range", deviation <= tolerance and bool(spans), "max_abs_error", deviation,
+        "frequency_range",
+        deviation <= tolerance and bool(spans),
+        "max_abs_error",
+        deviation,
         tolerance,
         f"ω_i {source} follow base^(-2i/d) from 1 down to {law[-1]:.6g}; wavelengths run "
         f"from 2π to {wavelengths[-1]:.6g} < 2π·base",
@@ -216,7 +227,11 @@ def _rounding(
     # half-ulp. A float64 table carries NumPy's sin/cos error (≤ 1 ulp) and one more rounding.
     tolerance = 2.0 if served.dtype == np.float64 else 1.0
     return Check(
-        "float32_rounding", worst <= tolerance, "max_ulp_error", worst, tolerance,
+        "float32_rounding",
+        worst <= tolerance,
+        "max_ulp_error",
+        worst,
+        tolerance,
         f"{len(rows)} served {served.dtype} values, from the first and last positions and a "
         "seeded sample in between, against sin/cos evaluated at 50 digits; error in ulps of "
         f"{served.dtype}",

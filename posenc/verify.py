@@ -60,7 +60,11 @@ def unit_roundoff(dtype: npt.DTypeLike) -> float:
 def bounded(table: npt.NDArray[np.floating]) -> Check:
     largest = float(np.max(np.abs(table))) if table.size else 0.0
     return Check(
-        "bounded", largest <= 1.0, "max_abs_value", largest, 1.0,
+        "bounded",
+        largest <= 1.0,
+        "max_abs_value",
+        largest,
+        1.0,
         "every value of the table lies in [-1, 1]",
     )
 
@@ -74,7 +78,9 @@ class PairwiseFigures:
     mean_abs_cosine: float | None
 
     @classmethod
-    def of(cls, rows: npt.NDArray[np.floating], positions: npt.NDArray[np.int64]) -> PairwiseFigures:
+    def of(
+        cls, rows: npt.NDArray[np.floating], positions: npt.NDArray[np.int64]
+    ) -> PairwiseFigures:
         n = len(rows)
         if n < 2:
             return cls(None, None, None)
@@ -89,8 +95,11 @@ class PairwiseFigures:
     def unique_positions(self) -> Check:
         distance = self.min_distance
         return Check(
-            "unique_positions", distance is None or distance > 0.0,
-            "min_pairwise_distance", distance, 0.0,
+            "unique_positions",
+            distance is None or distance > 0.0,
+            "min_pairwise_distance",
+            distance,
+            0.0,
             "no two positions of the table share an encoding (smallest Euclidean distance > 0)"
             + ("; a single row has no pairs" if distance is None else ""),
         )
@@ -98,11 +107,13 @@ class PairwiseFigures:
     def statistics(self) -> list[Statistic]:
         return [
             Statistic(
-                "mean_abs_cosine_distinct", self.mean_abs_cosine,
+                "mean_abs_cosine_distinct",
+                self.mean_abs_cosine,
                 "mean |cos| between the encodings of distinct positions",
             ),
             Statistic(
-                "min_pairwise_distance", self.min_distance,
+                "min_pairwise_distance",
+                self.min_distance,
                 "smallest Euclidean distance between two rows",
             ),
             Statistic("closest_pair", self.closest_pair, "the two positions at that distance"),

@@ -1,0 +1,42 @@
+# The way in: `make run` serves, `make test` proves. Both build .venv first when needed.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+POSENC_HOST ?= 127.0.0.1
+POSENC_PORT ?= 8000
+export POSENC_HOST POSENC_PORT
+
+.PHONY: install run test check lint format bench
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(BIN)/uvicorn --factory app.main:create_app --host $(POSENC_HOST) --port $(POSENC_PORT) \
+		--no-server-header
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+# Everything, slow system tests included: what CI runs.
+test: lint
+	$(BIN)/pytest
+
+# The fast part: lint, core and API tests, no real servers, containers or browsers.
+check: lint
+	$(BIN)/pytest -m "not live and not system"
+
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: install
+	$(BIN)/python bench/run.py

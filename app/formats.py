@@ -1,0 +1,258 @@
+"""Array → bytes in every format of API.md §3, and the choice of format from ``format=``/Accept."""
+
+from __future__ import annotations
+
+import io
+import struct
+import zlib
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, cast
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+
+from app.params import Format
+
+MEDIA_TYPES: dict[str, str] = {
+    "json": "application/json",
+    "npy": "application/x-npy",
+    "bin": "application/octet-stream",
+    "csv": "text/csv; charset=utf-8",
+    "plotly": "application/json",
+    "png": "image/png",
+}
+_BY_MEDIA_TYPE: dict[str, Format] = {
+    "application/json": "json",
+    "application/x-npy": "npy",
+    "application/octet-stream": "bin",
+    "text/csv": "csv",
+    "image/png": "png",
+}
+
+
+def negotiate(requested: Format | None, accept: str | None) -> Format:
+    """``format=`` wins; else the most preferred media type of Accept we serve; else json.
+
+    >>> negotiate(None, "text/html;q=0.9, text/csv")
+    'csv'
+    >>> negotiate("npy", "text/csv"), negotiate(None, None), negotiate(None, "*/*")
+    ('npy', 'json', 'json')
+    """
+    if requested is not None:
+        return requested
+    ranked: list[tuple[float, int, Format]] = []
+    for index, item in enumerate((accept or "").split(",")):
+        media_type, *options = (part.strip() for part in item.split(";"))
+        quality = 1.0
+        for option in options:
+            key, _, value = option.partition("=")
+            if key.strip() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        chosen = _BY_MEDIA_TYPE.get(media_type.lower())
+        if chosen is not None and quality > 0:
+            ranked.append((-quality, index, chosen))
+    return min(ranked)[2] if ranked else "json"
+
+
+@dataclass(frozen=True)
+class Labels:
+    """What a picture of the array is about: for Plotly figures and PNG heatmaps."""
+
+    title: str
+    x: str
+    y: str
+    value: str
+    x_values: list[int] | None = None
+    y_values: list[int] | None = None
+
+
+def serialize(
+    array: npt.NDArray[Any], fmt: Format, envelope: dict[str, Any], labels: Labels
+) -> bytes:
+    """The body for ``fmt``; ``envelope`` holds the JSON fields that go beside ``data``."""
+    array = np.ascontiguousarray(array)
+    if fmt == "json":
+        head = orjson.dumps({**envelope, "shape": list(array.shape), "dtype": str(array.dtype)})
+        return head[:-1] + b',"data":' + json_array(array) + b"}"
+    if fmt == "csv":
+        return csv(array)
+    if fmt == "npy":
+        buffer = io.BytesIO()
+        np.lib.format.write_array(buffer, array, version=(1, 0), allow_pickle=False)
+        return buffer.getvalue()
+    if fmt == "bin":
+        return array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+    if fmt == "plotly":
+        return orjson.dumps(plotly_figure(array, labels), option=orjson.OPT_SERIALIZE_NUMPY)
+    return png_heatmap(array)
+
+
+def json_array(array: npt.NDArray[Any]) -> bytes:
+    """Nested JSON lists, each float in the shortest form that round-trips in its own dtype.
+
+    >>> json_array(np.array([[0.1, 1/3]], dtype=np.float32)), json_array(np.float16([0.1, 2]))
+    (b'[[0.1,0.33333334]]', b'[0.1,2.0]')
+    """
+    if array.dtype == np.float16:
+        # orjson writes float16 with float32's shortest digits (0.1 → 0.099975586).
+        return _float16_json(array)
+    return orjson.dumps(array, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+@lru_cache(maxsize=1)
+def _float16_digits() -> npt.NDArray[np.object_]:
+    every = np.arange(2**16, dtype=np.uint16).view(np.float16)
+    return np.array([str(value).encode() for value in every], dtype=object)
+
+
+def _float16_json(array: npt.NDArray[Any]) -> bytes:
+    # Every float16 has one of 65536 bit patterns: look its shortest digits up.
+    words = _float16_digits()[np.ascontiguousarray(array).view(np.uint16)]
+    return _nested(words)
+
+
+def _nested(words: npt.NDArray[np.object_]) -> bytes:
+    if words.ndim == 0:
+        return cast(bytes, words.item())
+    if words.ndim == 1:
+        return b"[" + b",".join(words.tolist()) + b"]"
+    return b"[" + b",".join(_nested(part) for part in words) + b"]"
+
+
+def csv(array: npt.NDArray[Any]) -> bytes:
+    """One line per first-axis index, values comma-separated, no header.
+
+    >>> csv(np.array([[1.5, 2], [3, 4]], dtype=np.float32)), csv(np.float64([0.1, 2]))
+    (b'1.5,2.0\\n3.0,4.0\\n', b'0.1\\n2.0\\n')
+    """
+    rows = array.reshape(array.shape[0], -1) if array.ndim > 1 else array.reshape(-1, 1)
+    text = json_array(rows)
+    # json_array gives [[a,b],[c,d]]: its numbers hold no brackets or commas to confuse.
+    return text[2:-2].replace(b"],[", b"\n") + b"\n"
+
+
+# ColorBrewer RdBu, negative blue to positive red: a diverging map with a neutral midpoint.
+_DIVERGING = (
+    "053061",
+    "2166ac",
+    "4393c3",
+    "92c5de",
+    "d1e5f0",
+    "f7f7f7",
+    "fddbc7",
+    "f4a582",
+    "d6604d",
+    "b2182b",
+    "67001f",
+)
+# Viridis: perceptually uniform and sequential, for values that are never negative.
+_SEQUENTIAL = (
+    "440154",
+    "472d7b",
+    "3b528b",
+    "2c728e",
+    "21918c",
+    "28ae80",
+    "5ec962",
+    "addc30",
+    "fde725",
+)
+
+
+def _colour_limits(array: npt.NDArray[Any]) -> tuple[tuple[str, ...], float, float]:
+    values = array.astype(np.float64, copy=False)
+    low, high = (float(values.min()), float(values.max())) if values.size else (0.0, 0.0)
+    if low < 0:
+        bound = max(-low, high) or 1.0
+        return _DIVERGING, -bound, bound
+    return _SEQUENTIAL, low, high if high > low else low + 1.0
+
+
+def plotly_figure(array: npt.NDArray[Any], labels: Labels) -> dict[str, Any]:
+    """A figure ready for ``Plotly.newPlot``: a heatmap for 2-D arrays, a line for 1-D."""
+    values = array.astype(np.float64) if array.dtype == np.float16 else array
+    layout: dict[str, Any] = {
+        "title": {"text": labels.title},
+        "xaxis": {"title": {"text": labels.x}},
+        "yaxis": {"title": {"text": labels.y if values.ndim == 2 else labels.value}},
+    }
+    if values.ndim == 1:
+        trace: dict[str, Any] = {
+            "type": "scatter",
+            "mode": "lines",
+            "y": values,
+            "name": labels.value,
+        }
+        if labels.x_values is not None:
+            trace["x"] = labels.x_values
+        return {"data": [trace], "layout": layout}
+    colours, low, high = _colour_limits(values)
+    steps = np.linspace(0, 1, len(colours)).tolist()
+    heatmap: dict[str, Any] = {
+        "type": "heatmap",
+        "z": values.reshape(values.shape[0], -1),
+        "zmin": low,
+        "zmax": high,
+        "colorscale": [[step, f"#{colour}"] for step, colour in zip(steps, colours, strict=True)],
+        "colorbar": {"title": {"text": labels.value}},
+    }
+    if labels.x_values is not None:
+        heatmap["x"] = labels.x_values
+    if labels.y_values is not None:
+        heatmap["y"] = labels.y_values
+    layout["yaxis"]["autorange"] = "reversed"
+    return {"data": [heatmap], "layout": layout}
+
+
+_PNG_MAX_SIDE = 2048
+_PNG_MIN_SIDE = 256
+
+
+def png_heatmap(array: npt.NDArray[Any]) -> bytes:
+    """The array as a heatmap, rows top to bottom; small arrays are enlarged, huge ones sampled."""
+    values = array.reshape(array.shape[0], -1) if array.ndim > 1 else array.reshape(1, -1)
+    rows = _pixel_index(values.shape[0])
+    columns = _pixel_index(values.shape[1])
+    colours, low, high = _colour_limits(values)
+    lut = _lut(colours)
+    scaled = (values[np.ix_(rows, columns)].astype(np.float64) - low) / (high - low)
+    pixels = lut[np.clip((scaled * 255).round(), 0, 255).astype(np.intp)]
+    return _png(pixels)
+
+
+def _pixel_index(count: int) -> npt.NDArray[np.intp]:
+    """Which value each pixel shows: small arrays grow by a whole factor, big ones are sampled."""
+    size = (_PNG_MIN_SIDE // count) * count if count < _PNG_MIN_SIDE else min(count, _PNG_MAX_SIDE)
+    return (np.arange(size) * count // size).astype(np.intp)
+
+
+@lru_cache(maxsize=4)
+def _lut(colours: tuple[str, ...]) -> npt.NDArray[np.uint8]:
+    anchors = np.array([[int(c[i : i + 2], 16) for i in (0, 2, 4)] for c in colours], float)
+    where = np.linspace(0, len(colours) - 1, 256)
+    lut = np.stack([np.interp(where, np.arange(len(colours)), anchors[:, k]) for k in range(3)], 1)
+    return lut.round().astype(np.uint8)
+
+
+def _png(pixels: npt.NDArray[np.uint8]) -> bytes:
+    height, width, _ = pixels.shape
+    # Each scanline starts with filter type 0 (none).
+    raw = np.concatenate([np.zeros((height, 1), np.uint8), pixels.reshape(height, -1)], axis=1)
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(raw.tobytes(), 6))
+        + chunk(b"IEND", b"")
+    )

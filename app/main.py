@@ -1,0 +1,71 @@
+"""The application factory: ``uvicorn --factory app.main:create_app``."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from fastapi import FastAPI, Request, Response
+from fastapi.middleware.cors import CORSMiddleware
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+import posenc
+from app import problems, routes
+from app.metrics import Metrics, MetricsMiddleware
+from app.middleware import BodyLimitMiddleware, SecurityHeadersMiddleware
+from app.responses import VERSION
+from app.settings import Settings
+
+DESCRIPTION = """Transformer positional encodings, correctly rounded: every value is computed in
+float64 with an exact angle reduction and rounded once to the served dtype, so a float32 table is
+within 1 ulp of the exact value at every position below 2^31. Errors are
+`application/problem+json`; computational GETs carry strong ETags and may be cached forever."""
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+    logging.getLogger("posenc").setLevel(settings.log_level.upper())
+    app = FastAPI(title="posenc", version=VERSION, description=DESCRIPTION)
+    app.state.settings = settings
+    app.state.cache = posenc.ByteBoundedCache(settings.cache_bytes)
+    app.state.metrics = Metrics(app.state.cache)
+    app.include_router(routes.router)
+    _add_operations(app)
+    problems.register(app)
+    # Added last runs first: metrics see every answer, including 413s and CORS preflights.
+    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=settings.cors_origin_list,
+        allow_credentials=False,
+        allow_methods=["GET", "POST", "OPTIONS"],
+        allow_headers=["*"],
+        expose_headers=["X-Array-Shape", "X-Array-Dtype", "ETag"],
+    )
+    app.add_middleware(SecurityHeadersMiddleware)
+    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    return app
+
+
+def _add_operations(app: FastAPI) -> None:
+    @app.get("/healthz", tags=["operations"])
+    def healthz() -> dict[str, str]:
+        """Liveness: the process answers."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["operations"])
+    def readyz(request: Request) -> dict[str, str]:
+        """Readiness: the core computes and the cache stores."""
+        cache: posenc.ByteBoundedCache = request.app.state.cache
+        probe = cache.get_or_compute(
+            ("readyz",), lambda: posenc.table(posenc.SinusoidalParams(d_model=2), 2)
+        )
+        if not np.array_equal(probe[:, 0], [0.0, np.sin(1.0)]):
+            raise RuntimeError("the core computed a wrong probe table")
+        return {"status": "ready"}
+
+    @app.get("/metrics", tags=["operations"], response_class=Response)
+    def metrics(request: Request) -> Response:
+        """Prometheus text format: requests and latency by route and status; cache figures."""
+        body = generate_latest(request.app.state.metrics.registry)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,99 @@
+"""Every error as application/problem+json (RFC 9457): one table of exception → status, type.
+
+Starlette looks handlers up along the exception's MRO, so ``LimitExceededError`` finds its own row
+before its base class ``ParameterError`` does. Unexpected errors answer a fixed body; their
+message is logged, never sent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from http import HTTPStatus
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+
+from app.params import LimitExceededError
+from posenc.errors import NotApplicableError, ParameterError, PosencError
+
+MEDIA_TYPE = "application/problem+json"
+_log = logging.getLogger("posenc")
+
+# exception class → (status, problem type)
+PROBLEMS: dict[type[Exception], tuple[int, str]] = {
+    PosencError: (422, "about:blank"),
+    ParameterError: (422, "about:blank"),
+    NotApplicableError: (422, "urn:posenc:problem:not-applicable"),
+    LimitExceededError: (422, "urn:posenc:problem:limit-exceeded"),
+}
+
+
+# RFC 9110's names; Python's HTTPStatus keeps older ones for these two before 3.13.
+_TITLES = {413: "Content Too Large", 422: "Unprocessable Content"}
+
+
+def problem(
+    status: int,
+    detail: str,
+    errors: list[dict[str, Any]] | None = None,
+    type_: str = "about:blank",
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    body: dict[str, Any] = {
+        "type": type_,
+        "title": _TITLES.get(status) or HTTPStatus(status).phrase,
+        "status": status,
+        "detail": detail,
+    }
+    if errors is not None:
+        body["errors"] = errors
+    return Response(orjson.dumps(body), status_code=status, media_type=MEDIA_TYPE, headers=headers)
+
+
+def _core_error(request: Request, exc: Exception) -> Response:
+    status, type_ = next(PROBLEMS[cls] for cls in type(exc).__mro__ if cls in PROBLEMS)
+    param = getattr(exc, "param", None)
+    errors = None
+    if param is not None:
+        source = getattr(request.state, "param_source", "query")
+        errors = [{"loc": [source, param], "msg": getattr(exc, "message", str(exc))}]
+    return problem(status, str(exc), errors, type_)
+
+
+def _validation_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    errors = [
+        {
+            "loc": [str(part) if not isinstance(part, int) else part for part in error["loc"]],
+            "msg": error["msg"],
+        }
+        for error in exc.errors()
+    ]
+    detail = "; ".join(
+        f"{'.'.join(str(part) for part in error['loc'][1:]) or error['loc'][0]}: {error['msg']}"
+        for error in errors
+    )
+    return problem(422, detail, errors)
+
+
+def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
+    return problem(exc.status_code, detail, headers=exc.headers)
+
+
+def _unexpected(request: Request, exc: Exception) -> Response:
+    _log.exception("unexpected error on %s %s", request.method, request.url.path)
+    return problem(500, "an internal error occurred; it has been logged")
+
+
+def register(app: FastAPI) -> None:
+    for cls in PROBLEMS:
+        app.add_exception_handler(cls, _core_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)

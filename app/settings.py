@@ -1,0 +1,22 @@
+"""Configuration from ``POSENC_*`` environment variables, read once when the app is created."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="POSENC_", frozen=True, extra="ignore")
+
+    max_elements: int = Field(2**24, ge=1, description="values in one response")
+    max_text_elements: int = Field(2**21, ge=1, description="values in one JSON or CSV response")
+    max_positions: int = Field(65536, ge=1, description="items in one positions list")
+    max_body_bytes: int = Field(64 * 2**20, ge=1, description="bytes in one request body")
+    cache_bytes: int = Field(256 * 2**20, ge=0, description="bytes of computed arrays and bodies")
+    cors_origins: str = Field("*", description="comma-separated origins allowed by CORS")
+    log_level: str = "info"
+
+    @property
+    def cors_origin_list(self) -> list[str]:
+        return [origin.strip() for origin in self.cors_origins.split(",") if origin.strip()]
