@@ -46,9 +46,13 @@ def _not_an_integer(value: Any) -> PydanticCustomError:
     )
 
 
-Integer = Annotated[int, BeforeValidator(_integer)]
+# Constraints stand before the validator so that OpenAPI shows them as minimum/maximum.
+_AnInteger = BeforeValidator(_integer)
 Position = Annotated[
-    Integer, Field(ge=0, le=MAX_POSITION, description="a position, 0 ≤ pos < 2^31")
+    int, Field(ge=0, le=MAX_POSITION, description="a position, 0 ≤ pos < 2^31"), _AnInteger
+]
+SeqLen = Annotated[
+    int, Field(ge=1, le=MAX_POSITION + 1, description="number of positions, ≥ 1"), _AnInteger
 ]
 
 
@@ -97,7 +101,9 @@ class EncodingQuery(BaseModel):
         Field(description="which encoding", json_schema_extra={"enum": list(posenc.SCHEMES)}),
     ] = "sinusoidal"
     d_model: Annotated[
-        Integer, Field(ge=1, le=65536, description="width of the encoding; odd values are valid")
+        int,
+        Field(ge=1, le=65536, description="width of the encoding; odd values are valid"),
+        _AnInteger,
     ]
     base: Annotated[
         float, Field(gt=1, le=1e12, allow_inf_nan=False, description="1 < base ≤ 1e12")
@@ -127,7 +133,7 @@ class ArrayQuery(EncodingQuery):
 
 
 class TableQuery(ArrayQuery):
-    seq_len: Annotated[Integer, Field(ge=1, le=MAX_POSITION + 1, description="rows, ≥ 1")]
+    seq_len: SeqLen
     offset: Position = 0
 
     def positions_end(self) -> int:
@@ -144,7 +150,7 @@ class SimilarityQuery(TableQuery):
 
 
 class VerifyQuery(EncodingQuery):
-    seq_len: Annotated[Integer, Field(ge=1, le=MAX_POSITION + 1)] = 128
+    seq_len: SeqLen = 128
     offset: Position = 0
 
 

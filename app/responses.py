@@ -82,15 +82,18 @@ def accepts_gzip(request: Request) -> bool:
     return False
 
 
-def matches(request: Request, etag: str) -> bool:
-    """If-None-Match compares weakly (RFC 9110 §13.1.2), so W/ prefixes do not matter."""
+def matching_tag(request: Request, etag: str) -> str | None:
+    """The tag of If-None-Match that names this answer, plain or gzipped, if any.
+
+    The comparison is weak (RFC 9110 §13.1.2), so W/ prefixes do not matter.
+    """
     header = request.headers.get("if-none-match")
     if header is None:
-        return False
+        return None
     if header.strip() == "*":
-        return True
+        return etag
     tags = {tag.strip().removeprefix("W/") for tag in header.split(",")}
-    return etag in tags or _gzip_variant(etag) in tags
+    return next((tag for tag in (etag, _gzip_variant(etag)) if tag in tags), None)
 
 
 def caching_headers(etag: str) -> dict[str, str]:

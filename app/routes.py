@@ -73,8 +73,9 @@ def _serve(
     """The cached GET path: 304 if the client has it, else the body from cache or ``render``."""
     _, cache = _state(request)
     etag = responses.etag_for(request.url.path, canonical, fmt)
-    if responses.matches(request, etag):
-        return responses.not_modified(etag)
+    matched = responses.matching_tag(request, etag)
+    if matched is not None:
+        return responses.not_modified(matched)
     gzip = responses.accepts_gzip(request)
     body = cache.get_or_compute(("body", etag, gzip), lambda: render(gzip))
     return responses.send(body, etag)

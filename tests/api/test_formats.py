@@ -1,0 +1,143 @@
+"""Every array endpoint in every format, each decoded back and compared with the core."""
+
+from __future__ import annotations
+
+import io
+import struct
+import zlib
+
+import numpy as np
+import pytest
+
+from posenc import SinusoidalParams, encode, table
+from posenc.similarity import against, matrix
+from tests.conftest import Client
+
+PARAMS = SinusoidalParams(d_model=6)
+ENDPOINTS = {
+    "/v1/table?d_model=6&seq_len=5": lambda: table(PARAMS, 5, dtype="float32"),
+    "/v1/table?d_model=6&seq_len=5&offset=1000000&layout=split&dtype=float64": lambda: table(
+        SinusoidalParams(d_model=6, layout="split"), 5, 10**6, "float64"
+    ),
+    "/v1/encode?d_model=6&positions=0,9,3,9&dtype=float16": lambda: encode(
+        PARAMS, np.array([0, 9, 3, 9]), "float16"
+    ),
+    "/v1/similarity?d_model=6&seq_len=5": lambda: matrix(table(PARAMS, 5), "cosine").astype(
+        np.float32
+    ),
+    "/v1/similarity?d_model=6&seq_len=5&reference=2&metric=euclidean": lambda: against(
+        table(PARAMS, 5), table(PARAMS, 1, 2)[0], "euclidean"
+    ).astype(np.float32),
+}
+
+
+@pytest.fixture(params=list(ENDPOINTS), ids=lambda url: url.split("?")[0] + url[-12:])
+def endpoint(request: pytest.FixtureRequest) -> tuple[str, np.ndarray]:
+    return request.param, ENDPOINTS[request.param]()
+
+
+def test_json_data_parses_to_the_exact_array(
+    client: Client, endpoint: tuple[str, np.ndarray]
+) -> None:
+    url, expected = endpoint
+    response = client.get(url)
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    body = response.json()
+    assert body["scheme"] == "sinusoidal"
+    assert body["shape"] == list(expected.shape) and body["dtype"] == str(expected.dtype)
+    assert np.array_equal(np.array(body["data"], dtype=expected.dtype), expected)
+
+
+def test_bin_is_raw_little_endian_with_shape_headers(
+    client: Client, endpoint: tuple[str, np.ndarray]
+) -> None:
+    url, expected = endpoint
+    response = client.get(url + "&format=bin")
+    assert response.headers["content-type"] == "application/octet-stream"
+    assert response.headers["x-array-shape"] == ",".join(map(str, expected.shape))
+    assert response.headers["x-array-dtype"] == str(expected.dtype)
+    decoded = np.frombuffer(response.content, dtype=expected.dtype.newbyteorder("<"))
+    assert np.array_equal(decoded.reshape(expected.shape), expected)
+
+
+def test_npy_loads_with_exact_dtype_and_shape(
+    client: Client, endpoint: tuple[str, np.ndarray]
+) -> None:
+    url, expected = endpoint
+    response = client.get(url + "&format=npy")
+    assert response.headers["content-type"] == "application/x-npy"
+    assert response.content[6:8] == b"\x01\x00"  # format version 1.0
+    loaded = np.load(io.BytesIO(response.content), allow_pickle=False)
+    assert loaded.dtype == expected.dtype and np.array_equal(loaded, expected)
+
+
+def test_csv_rows_parse_back_to_the_exact_values(
+    client: Client, endpoint: tuple[str, np.ndarray]
+) -> None:
+    url, expected = endpoint
+    response = client.get(url + "&format=csv")
+    assert response.headers["content-type"].startswith("text/csv")
+    lines = response.text.splitlines()
+    assert len(lines) == expected.shape[0]
+    parsed = np.array([[float(v) for v in line.split(",")] for line in lines], expected.dtype)
+    assert np.array_equal(parsed.reshape(expected.shape), expected)
+
+
+def test_plotly_is_a_labelled_figure(client: Client, endpoint: tuple[str, np.ndarray]) -> None:
+    url, expected = endpoint
+    figure = client.get(url + "&format=plotly").json()
+    trace = figure["data"][0]
+    assert trace["type"] == ("heatmap" if expected.ndim == 2 else "scatter")
+    values = np.array(trace["z"] if expected.ndim == 2 else trace["y"])
+    np.testing.assert_allclose(values, expected, rtol=1e-3)
+    assert figure["layout"]["title"]["text"]
+    assert figure["layout"]["xaxis"]["title"]["text"]
+    if expected.ndim == 2 and expected.min() < 0:
+        assert trace["zmin"] == -trace["zmax"]
+
+
+def test_png_is_a_heatmap_of_the_array(client: Client, endpoint: tuple[str, np.ndarray]) -> None:
+    url, expected = endpoint
+    response = client.get(url + "&format=png")
+    assert response.headers["content-type"] == "image/png"
+    png = response.content
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", png[16:24])
+    rows, columns = expected.shape if expected.ndim == 2 else (1, expected.shape[0])
+    assert width % columns == 0 and height % rows == 0 and width >= columns
+    idat_length = struct.unpack(">I", png[33:37])[0]
+    raw = zlib.decompress(png[41 : 41 + idat_length])
+    assert len(raw) == height * (1 + 3 * width)
+
+
+@pytest.mark.parametrize(
+    ("accept", "media_type"),
+    [
+        ("application/x-npy", "application/x-npy"),
+        ("text/csv", "text/csv; charset=utf-8"),
+        ("image/png;q=0.5, application/octet-stream", "application/octet-stream"),
+        ("text/html", "application/json"),
+        ("*/*", "application/json"),
+    ],
+)
+def test_accept_chooses_the_format(client: Client, accept: str, media_type: str) -> None:
+    response = client.get("/v1/table?d_model=4&seq_len=2", headers={"Accept": accept})
+    assert response.headers["content-type"] == media_type
+
+
+def test_format_parameter_wins_over_accept(client: Client) -> None:
+    response = client.get(
+        "/v1/table?d_model=4&seq_len=2&format=csv", headers={"Accept": "application/x-npy"}
+    )
+    assert response.headers["content-type"].startswith("text/csv")
+
+
+def test_float32_json_is_written_in_shortest_float32_form(client: Client) -> None:
+    text = client.get("/v1/encode?d_model=2&positions=1").text
+    assert '"data":[[0.84147096,0.5403023]]' in text
+
+
+def test_float16_json_is_written_in_shortest_float16_form(client: Client) -> None:
+    text = client.get("/v1/encode?d_model=4&positions=1&dtype=float16").text
+    assert '"data":[[0.8413,0.5405,0.01,1.0]]' in text
