@@ -1,4 +1,4 @@
-"""POST /encode as a Transformer's input layer, and /verify's report measured on the served table."""
+"""POST /encode as a Transformer input layer; /verify measured on the served table."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 import struct
 import zlib
 
@@ -14,7 +15,7 @@ from posenc.similarity import against, matrix
 from tests.conftest import Client
 
 PARAMS = SinusoidalParams(d_model=6)
-ENDPOINTS = {
+ENDPOINTS: dict[str, Callable[[], np.ndarray]] = {
     "/v1/table?d_model=6&seq_len=5": lambda: table(PARAMS, 5, dtype="float32"),
     "/v1/table?d_model=6&seq_len=5&offset=1000000&layout=split&dtype=float64": lambda: table(
         SinusoidalParams(d_model=6, layout="split"), 5, 10**6, "float64"
