@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
 import struct
 import zlib
+from collections.abc import Callable
 
 import numpy as np
 import pytest
