@@ -130,12 +130,28 @@ def sincos(positions: npt.NDArray[np.int64], turns: Turns) -> tuple[Float64Array
     True
     """
     p = np.asarray(positions, dtype=np.float64)[:, None]
+    return _sincos(p, turns.hi, turns.lo, turns.hi_a, turns.hi_b)
+
+
+def sincos_pairs(
+    positions: npt.NDArray[np.int64], columns: npt.NDArray[np.intp], turns: Turns
+) -> tuple[Float64Array, Float64Array]:
+    """``sin`` and ``cos`` of ``2π · positions[k] · nu[columns[k]]`` elementwise: ``(k,)``."""
+    p = np.asarray(positions, dtype=np.float64)
+    return _sincos(
+        p, turns.hi[columns], turns.lo[columns], turns.hi_a[columns], turns.hi_b[columns]
+    )
+
+
+def _sincos(
+    p: Float64Array, hi: Float64Array, lo: Float64Array, hi_a: Float64Array, hi_b: Float64Array
+) -> tuple[Float64Array, Float64Array]:
     p_a = np.floor(p * 2.0**-16) * 2.0**16
     p_b = p - p_a
     # Dekker's exact product p · hi = whole + tail; every partial product below is exact.
-    whole = p * turns.hi
-    tail = ((p_a * turns.hi_a - whole) + p_a * turns.hi_b + p_b * turns.hi_a) + p_b * turns.hi_b
-    tail += p * turns.lo
+    whole = p * hi
+    tail = ((p_a * hi_a - whole) + p_a * hi_b + p_b * hi_a) + p_b * hi_b
+    tail += p * lo
     # Drop whole turns, then fold to the nearest quarter turn; both subtractions are exact.
     fraction = whole - np.rint(whole)
     quarter = np.rint(4.0 * fraction)

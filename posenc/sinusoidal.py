@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from posenc.errors import ParameterError
 from posenc.exact import MAX_POSITION, Turns, geometric_turns, sincos
+from posenc.rotation import fill_consecutive
 
 Layout = Literal["interleaved", "split"]
 DType = Literal["float32", "float64", "float16"]
@@ -104,10 +105,40 @@ def table(
 ) -> npt.NDArray[np.floating]:
     """The encodings of positions ``offset … offset + seq_len - 1``.
 
+    float32 and float16 tables are built by rotation from exact anchors (:mod:`posenc.rotation`),
+    several times faster than the exact path and within ``0.5 + 2^-14`` ulp of the exact values.
+
     >>> table(SinusoidalParams(d_model=4, base=100.0), 4, dtype="float32")[3].tolist()
     [0.14112000167369843, -0.9899924993515015, 0.29552021622657776, 0.9553365111351013]
     """
-    return encode(params, consecutive_positions(seq_len, offset), dtype)
+    positions = consecutive_positions(seq_len, offset)
+    if np.dtype(dtype) == np.float64:
+        # Rotation's absolute error of ~2^-49 is several float64 ulps: take the exact path.
+        return encode(params, positions, dtype)
+    out = np.empty((seq_len, params.d_model), dtype=dtype)
+    sines, cosines = _column_views(out, params)
+    cosine_count = cosines.shape[1]
+
+    def place_rows(start: int, rows: npt.NDArray[np.float64]) -> None:
+        block = slice(start, start + len(rows))
+        if params.layout == "interleaved":
+            out[block] = rows[:, : params.d_model]  # already sin, cos, sin, cos …
+        else:
+            sines[block] = rows[:, 0::2]
+            cosines[block] = rows[:, 1 : 2 * cosine_count : 2]
+
+    def place_values(
+        rows: npt.NDArray[np.intp], columns: npt.NDArray[np.intp], values: npt.NDArray[np.float64]
+    ) -> None:
+        frequency, is_cos = columns // 2, columns % 2 == 1
+        keep = ~is_cos | (frequency < cosine_count)
+        rows, frequency, is_cos, values = rows[keep], frequency[keep], is_cos[keep], values[keep]
+        sines[rows[~is_cos], frequency[~is_cos]] = values[~is_cos]
+        cosines[rows[is_cos], frequency[is_cos]] = values[is_cos]
+
+    turns = frequencies(params.d_model, params.base)
+    fill_consecutive(offset, seq_len, turns, place_rows, place_values)
+    return out
 
 
 def consecutive_positions(seq_len: int, offset: int) -> npt.NDArray[np.int64]:

@@ -56,7 +56,8 @@ def test_values_are_bounded_and_positions_unique(
     rows = table(params, 16, start, dtype)  # type: ignore[arg-type]
     assert rows.dtype == np.dtype(dtype)
     assert np.all(np.abs(rows) <= 1.0)
-    assert len({row.tobytes() for row in rows}) == 16
+    if dtype != "float16":  # float16's 11 bits may round two distinct rows alike
+        assert len({row.tobytes() for row in rows}) == 16
 
 
 @settings(max_examples=40, deadline=None)
