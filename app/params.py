@@ -154,6 +154,20 @@ class VerifyQuery(EncodingQuery):
     offset: Position = 0
 
 
+class ConformanceQuery(EncodingQuery):
+    offset: Position = 0
+    tolerance_ulp: float = Field(
+        1.0,
+        gt=0,
+        le=1e6,
+        allow_inf_nan=False,
+        description="a position is bad when one of its values is off by more ulps than this",
+    )
+    format: Literal["json", "plotly"] | None = Field(
+        None, description="json: the report; plotly: error by position on a log scale"
+    )
+
+
 class EncodeBody(EncodingQuery):
     positions: PositionList
     embeddings: list[list[float]] | None = Field(

@@ -14,11 +14,14 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 from fastapi import APIRouter, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
 
 import posenc
 from app import formats, responses
+from app.bodies import read_table
 from app.params import (
     TEXT_FORMATS,
+    ConformanceQuery,
     EncodeBody,
     EncodeQuery,
     EncodingQuery,
@@ -31,7 +34,7 @@ from app.params import (
 )
 from app.responses import Body
 from app.settings import Settings
-from posenc import similarity
+from posenc import conformance, similarity
 from posenc.cache import ByteBoundedCache
 from posenc.errors import ParameterError
 
@@ -304,6 +307,92 @@ def verify_get(request: Request, query: Annotated[VerifyQuery, Query()]) -> Resp
         return Body.text(orjson.dumps(document), "json", gzip)
 
     return _serve(request, canonical, "json", render)
+
+
+_TABLE_BODY = {
+    "required": True,
+    "content": {
+        "application/x-npy": {"schema": {"type": "string", "format": "binary"}},
+        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "required": ["data"],
+                "additionalProperties": False,
+                "properties": {
+                    "data": {
+                        "type": "array",
+                        "items": {"type": "array", "items": {"type": "number"}},
+                    }
+                },
+            }
+        },
+    },
+}
+
+
+@router.post(
+    "/verify",
+    response_class=Response,
+    openapi_extra={"requestBody": _TABLE_BODY},
+    responses={
+        200: {"description": "the conformance report", "content": {"application/json": {}}},
+        413: {"description": "the body is over POSENC_MAX_BODY_BYTES"},
+        422: _ARRAY_RESPONSES[422],
+    },
+)
+async def verify_post(request: Request, query: Annotated[ConformanceQuery, Query()]) -> Response:
+    """Check *your* table against the exact one and say what is wrong with it.
+
+    Send the `(n, d_model)` table your code built, for positions `offset … offset+n-1`, as
+    `.npy`, as raw little-endian bytes with `X-Array-Shape`/`X-Array-Dtype`, or as JSON
+    `{"data": [[...]]}` (whose values are read as `dtype`). The answer gives the errors, the
+    first bad position and a `diagnosis`: `layout_mismatch`, `base_mismatch`, `angle_precision`,
+    `collapsed_positions` or `value_rounding`, each with its evidence.
+    """
+    settings, _ = _state(request)
+    params = query.core()
+    body = await request.body()
+    content_type = request.headers.get("content-type", "")
+    table = read_table(body, content_type, dict(request.headers), query.dtype)
+    if "dtype" in query.model_fields_set and table.dtype != query.dtype:
+        raise ParameterError("dtype", f"the body holds {table.dtype}, the query says {query.dtype}")
+    if table.shape[1] != query.d_model:
+        raise ParameterError(
+            "body",
+            f"expected shape [{table.shape[0]}, {query.d_model}] "
+            f"(n, d_model), got {list(table.shape)}",
+        )
+    check_consecutive(len(table), query.offset)
+    check_size("body", "the table", table.size, settings.max_elements, "POSENC_MAX_ELEMENTS")
+    result = await run_in_threadpool(
+        conformance.check, params, table, query.offset, query.tolerance_ulp
+    )
+    document = {
+        "scheme": query.scheme,
+        "params": _canonical(
+            query,
+            params,
+            dtype=str(table.dtype),
+            seq_len=len(table),
+            offset=query.offset,
+            tolerance_ulp=query.tolerance_ulp,
+        ),
+        **dataclasses.asdict(result),
+    }
+    if query.format == "plotly":
+        positions = list(range(query.offset, query.offset + len(table)))
+        figure = formats.plotly_figure(
+            np.array(result.error_by_position),
+            formats.Labels(
+                "error of the table by position", "position", "", "max |error|", positions
+            ),
+        )
+        figure["layout"]["yaxis"]["type"] = "log"
+        content = orjson.dumps(figure, option=orjson.OPT_SERIALIZE_NUMPY)
+        return responses.send(Body.text(content, "plotly", responses.accepts_gzip(request)), None)
+    content = orjson.dumps(document)
+    return responses.send(Body.text(content, "json", responses.accepts_gzip(request)), None)
 
 
 @router.get("/schemes")

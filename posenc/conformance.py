@@ -1,0 +1,277 @@
+"""What is wrong with a table a client built: compare it with the exact one and name the fault.
+
+Each finding is claimed only with evidence measured on the client's table:
+
+- ``layout_mismatch`` — the other layout, or sine and cosine exchanged, fits far better;
+- ``base_mismatch`` — the frequencies read off the table follow another base (fitted);
+- ``angle_precision`` — the error grows in proportion to the position, as when the angle
+  ``pos·ω`` is formed in a low precision: float32 gives ~2^-24·pos·ω, bfloat16 ~2^-8·pos·ω;
+- ``collapsed_positions`` — distinct positions with identical rows (positions held in a
+  low-precision type);
+- ``value_rounding`` — the error is the dtype's rounding and nothing more: the table is fine.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from posenc.sinusoidal import SinusoidalParams, encode
+
+FloatArray = npt.NDArray[np.floating]
+# An alternative explains the table when it fits this many times better than the stated one.
+_DECISIVE = 100.0
+# A fitted base counts as different when it is off by more than this relative amount.
+_BASE_TOLERANCE = 1e-3
+
+
+@dataclass(frozen=True)
+class Finding:
+    name: str
+    summary: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Conformance:
+    max_abs_error: float
+    max_ulp_error: float
+    first_bad_position: int | None
+    error_by_position: list[float]
+    diagnosis: tuple[Finding, ...]
+
+
+def ulp_errors(table: FloatArray, exact: FloatArray) -> FloatArray:
+    """``|table − exact|`` in ulps of ``table``'s dtype at the exact value."""
+    spacing = np.spacing(np.abs(exact).astype(table.dtype)).astype(np.float64)
+    spacing = np.maximum(spacing, float(np.finfo(table.dtype).smallest_subnormal))
+    # Near an exact zero the ulp is the smallest subnormal: counts may pass float64's range.
+    with np.errstate(over="ignore"):
+        errors = np.abs(table.astype(np.float64) - exact) / spacing
+    return np.minimum(errors, np.finfo(np.float64).max)
+
+
+def check(
+    params: SinusoidalParams, table: FloatArray, offset: int, tolerance_ulp: float = 1.0
+) -> Conformance:
+    """Compare a client's ``(n, d_model)`` table of positions ``offset …`` with the exact one."""
+    positions = np.arange(offset, offset + len(table), dtype=np.int64)
+    exact = encode(params, positions, "float64")
+    client = table.astype(np.float64)
+    abs_error = np.abs(client - exact)
+    ulps = ulp_errors(table, exact)
+    by_position = abs_error.max(axis=1)
+    bad = np.flatnonzero(ulps.max(axis=1) > tolerance_ulp)
+    first_bad = int(positions[bad[0]]) if len(bad) else None
+    diagnosis = _diagnose(params, table, positions, exact, tolerance_ulp)
+    return Conformance(
+        float(abs_error.max()), float(ulps.max()), first_bad, by_position.tolist(), diagnosis
+    )
+
+
+def _diagnose(
+    params: SinusoidalParams,
+    table: FloatArray,
+    positions: npt.NDArray[np.int64],
+    exact: FloatArray,
+    tolerance_ulp: float,
+) -> tuple[Finding, ...]:
+    findings: list[Finding] = []
+    collapsed = _collapsed_positions(table, positions)
+    if collapsed is not None:
+        findings.append(collapsed)
+    stated_error = float(ulp_errors(table, exact).max())
+    if stated_error <= tolerance_ulp:
+        if not findings:
+            findings.append(_value_rounding(table, exact))
+        return tuple(findings)
+    layout = _layout_mismatch(params, table, positions, stated_error)
+    if layout is not None:
+        return (*findings, layout)
+    base = _base_mismatch(params, table, positions, stated_error)
+    if base is not None:
+        findings.append(base)
+        fitted = float(base.evidence["fitted_base"])
+        exact = encode(replace(params, base=fitted), positions, "float64")
+    if collapsed is None:
+        angle = _angle_precision(table, positions, exact)
+        if angle is not None:
+            findings.append(angle)
+    return tuple(findings)
+
+
+def _value_rounding(table: FloatArray, exact: FloatArray) -> Finding:
+    ulps = ulp_errors(table, exact)
+    return Finding(
+        "value_rounding",
+        f"every value is the exact one rounded to {table.dtype}: the table is correct",
+        {
+            "max_ulp_error": float(ulps.max()),
+            "mean_ulp_error": float(ulps.mean()),
+            "dtype": str(table.dtype),
+        },
+    )
+
+
+def _collapsed_positions(table: FloatArray, positions: npt.NDArray[np.int64]) -> Finding | None:
+    rows = np.ascontiguousarray(table).view(
+        np.dtype((np.void, table.dtype.itemsize * table.shape[1]))
+    )
+    _, first_index, inverse, counts = np.unique(
+        rows.ravel(), return_index=True, return_inverse=True, return_counts=True
+    )
+    repeated = counts[inverse] > 1
+    if not repeated.any():
+        return None
+    duplicates = np.flatnonzero(repeated & (np.arange(len(table)) != first_index[inverse]))
+    examples = [
+        [int(positions[first_index[inverse[i]]]), int(positions[i])] for i in duplicates[:5]
+    ]
+    return Finding(
+        "collapsed_positions",
+        f"{len(duplicates)} positions have the same row as an earlier position, first at "
+        f"{examples[0][1]}: positions held in a low-precision type",
+        {
+            "collapsed_rows": len(duplicates),
+            "first_collapsed_position": examples[0][1],
+            "examples": examples,
+        },
+    )
+
+
+def _alternatives(params: SinusoidalParams) -> list[tuple[str, SinusoidalParams, bool]]:
+    other = "split" if params.layout == "interleaved" else "interleaved"
+    return [
+        (f"{other} layout", replace(params, layout=other), False),  # type: ignore[arg-type]
+        (f"{params.layout} layout with sin and cos exchanged", params, True),
+        (f"{other} layout with sin and cos exchanged", replace(params, layout=other), True),  # type: ignore[arg-type]
+    ]
+
+
+def _layout_mismatch(
+    params: SinusoidalParams, table: FloatArray, positions: npt.NDArray[np.int64], stated: float
+) -> Finding | None:
+    best: tuple[float, str] | None = None
+    for label, alternative, swapped in _alternatives(params):
+        candidate = (
+            _swap_sin_cos(encode(alternative, positions), alternative)
+            if swapped
+            else (encode(alternative, positions))
+        )
+        error = float(ulp_errors(table, candidate).max())
+        if best is None or error < best[0]:
+            best = (error, label)
+    if best is None or best[0] * _DECISIVE > stated:
+        return None
+    return Finding(
+        "layout_mismatch",
+        f"the table matches the {best[1]}, not the stated {params.layout} layout",
+        {
+            "matches": best[1],
+            "max_ulp_error_as_matched": best[0],
+            "max_ulp_error_as_stated": stated,
+        },
+    )
+
+
+def _swap_sin_cos(table: FloatArray, params: SinusoidalParams) -> FloatArray:
+    """Exchange each frequency's sine and cosine (an odd d_model's last sine stays)."""
+    swapped = table.copy()
+    pairs = params.d_model // 2
+    if params.layout == "interleaved":
+        sines, cosines = slice(0, 2 * pairs, 2), slice(1, 2 * pairs, 2)
+    else:
+        h = params.frequency_count
+        sines, cosines = slice(0, pairs), slice(h, h + pairs)
+    swapped[:, sines], swapped[:, cosines] = table[:, cosines], table[:, sines]
+    return swapped
+
+
+def _measured_frequencies(
+    params: SinusoidalParams, table: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """ω_i read off consecutive rows, and how far each reading can be trusted (absolute)."""
+    values = table.astype(np.float64)
+    pairs = params.d_model // 2
+    if params.layout == "interleaved":
+        s, c = values[:, 0 : 2 * pairs : 2], values[:, 1::2]
+    else:
+        h = params.frequency_count
+        s, c = values[:, :pairs], values[:, h : h + pairs]
+    angles = np.arctan2(s[1:] * c[:-1] - c[1:] * s[:-1], c[1:] * c[:-1] + s[1:] * s[:-1])
+    noise = 4 * float(np.finfo(table.dtype).eps)
+    return np.median(angles, axis=0), np.full(pairs, noise)
+
+
+def _base_mismatch(
+    params: SinusoidalParams, table: FloatArray, positions: npt.NDArray[np.int64], stated: float
+) -> Finding | None:
+    if len(table) < 2 or params.d_model < 4:
+        return None
+    omega, noise = _measured_frequencies(params, table)
+    i = np.arange(len(omega))
+    # ln base = −ln ω_i · d / 2i, from frequencies measured to better than 1 % (and i > 0).
+    usable = (i > 0) & (omega > 100 * noise) & (omega < np.pi)
+    if not usable.any():
+        return None
+    estimates = -np.log(omega[usable]) * params.d_model / (2 * i[usable])
+    fitted = float(np.exp(np.median(estimates)))
+    if not (1.0 < fitted <= 1e12) or abs(math.log(fitted / params.base)) < _BASE_TOLERANCE:
+        return None
+    fitted = float(f"{fitted:.4g}")
+    as_fitted = float(ulp_errors(table, encode(replace(params, base=fitted), positions)).max())
+    if as_fitted * _DECISIVE > stated and as_fitted > 1e3:
+        return None
+    return Finding(
+        "base_mismatch",
+        f"the frequencies fit base {fitted:g}, not the stated {params.base:g}",
+        {
+            "fitted_base": fitted,
+            "stated_base": params.base,
+            "columns_used": int(usable.sum()),
+            "max_ulp_error_at_fitted_base": as_fitted,
+            "max_ulp_error_as_stated": stated,
+        },
+    )
+
+
+def _angle_precision(
+    table: FloatArray, positions: npt.NDArray[np.int64], exact: FloatArray
+) -> Finding | None:
+    """Error proportional to position: ``error ≈ slope · pos`` where it stands above rounding."""
+    error = np.abs(table.astype(np.float64) - exact).max(axis=1)
+    floor = float(np.finfo(table.dtype).eps)  # the rounding error of values near 1
+    above = (error > 4 * floor) & (error < 0.25) & (positions > 0)
+    if above.sum() < max(4, len(table) // 4):
+        return None
+    p, e = positions[above].astype(np.float64), error[above]
+    slope = float(np.sum(e * p) / np.sum(p * p))
+    spread = float(np.median(np.abs(e - slope * p)) / np.median(e))
+    if spread > 0.5:
+        return None
+    bits = -math.log2(slope)
+    first = int(p[0])
+    return Finding(
+        "angle_precision",
+        f"the error grows linearly with the position (≈ 2^-{bits:.1f} · pos): the angles carry "
+        f"about {bits:.0f} bits, as when pos·ω is formed in a {_precision_name(bits)}; "
+        f"it exceeds the rounding from position {first} on",
+        {
+            "slope": slope,
+            "implied_bits": round(bits, 1),
+            "from_position": first,
+            "relative_spread_of_fit": spread,
+        },
+    )
+
+
+def _precision_name(bits: float) -> str:
+    if bits < 12:
+        return "bfloat16-like precision (8 bits)"
+    if bits < 32:
+        return "float32-like precision (24 bits)"
+    return "float64-like precision"
