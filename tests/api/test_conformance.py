@@ -46,7 +46,7 @@ BODIES: dict[str, Callable[[np.ndarray], dict[str, Any]]] = {
     "json": json_body,
 }
 
-CASES = {
+CASES: dict[str, tuple[Callable[[], np.ndarray], str, list[str]]] = {
     "float32 angles": (lambda: faulty.float32_angles(64, 1024), "", ["angle_precision"]),
     "bfloat16 inverse frequencies": (
         lambda: faulty.bfloat16_inverse_frequencies(64, 256),
