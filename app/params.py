@@ -10,6 +10,8 @@ import dataclasses
 import math
 from typing import Annotated, Any, Literal
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
@@ -90,8 +92,25 @@ def _scheme_name(value: Any) -> Any:
     return value
 
 
+def _comma_list(value: Any) -> Any:
+    """``"1,2.5,3"`` in a query; a JSON list in a body."""
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], str):
+        value = value[0]
+    return value.split(",") if isinstance(value, str) else value
+
+
+_Factor = Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)]
+_Count = Annotated[int, Field(ge=1, le=2**31 - 1), _AnInteger]
+FactorList = Annotated[list[_Factor], BeforeValidator(_comma_list), Field(min_length=1)]
+GridSides = Annotated[
+    list[Annotated[int, Field(ge=1, le=2**24), _AnInteger]],
+    BeforeValidator(_comma_list),
+    Field(min_length=2, max_length=3, description="grid sides, H,W or H,W,D"),
+]
+
+
 class EncodingQuery(BaseModel):
-    """The encoding parameters every endpoint shares (API.md §1)."""
+    """The encoding parameters (API.md §1 and the schemes' own, §6): each scheme takes some."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -100,44 +119,120 @@ class EncodingQuery(BaseModel):
         BeforeValidator(_scheme_name),
         Field(description="which encoding", json_schema_extra={"enum": list(posenc.SCHEMES)}),
     ] = "sinusoidal"
-    d_model: Annotated[
-        int,
-        Field(ge=1, le=65536, description="width of the encoding; odd values are valid"),
-        _AnInteger,
-    ]
-    base: Annotated[
-        float, Field(gt=1, le=1e12, allow_inf_nan=False, description="1 < base ≤ 1e12")
-    ] = 10000.0
-    layout: Literal["interleaved", "split"] = Field(
-        "interleaved", description="interleaved: sin, cos, sin, cos …; split: sines then cosines"
+    d_model: (
+        Annotated[
+            int,
+            Field(ge=1, le=65536, description="width of the encoding; odd values are valid"),
+            _AnInteger,
+        ]
+        | None
+    ) = None
+    base: (
+        Annotated[float, Field(gt=1, le=1e12, allow_inf_nan=False, description="1 < base ≤ 1e12")]
+        | None
+    ) = None
+    layout: Literal["interleaved", "split"] | None = Field(
+        None, description="interleaved: sin, cos, sin, cos …; split: sines then cosines"
     )
-    dtype: Literal["float32", "float64", "float16"] = Field(
-        "float32", description="served type; computed in float64 and rounded once"
+    dtype: Literal["float32", "float64", "float16"] | None = Field(
+        None, description="served type (default float32); computed in float64, rounded once"
     )
+    component: str | None = Field(None, description="which array of a scheme that has several")
+    convention: (
+        Literal["vaswani", "tensor2tensor", "fairseq", "mae", "positional-encodings"] | None
+    ) = Field(
+        None,
+        description="sinusoidal: vaswani, tensor2tensor, fairseq; "
+        "sinusoidal2d/3d: mae, positional-encodings",
+    )
+    padding_idx: Position | None = Field(None, description="fairseq: the zero row")
+    scaling: Literal["none", "linear", "dynamic", "yarn", "llama3", "longrope"] | None = None
+    factor: _Factor | None = None
+    original_max_position_embeddings: _Count | None = None
+    low_freq_factor: _Factor | None = None
+    high_freq_factor: _Factor | None = None
+    beta_fast: _Factor | None = None
+    beta_slow: _Factor | None = None
+    attention_factor: _Factor | None = None
+    mscale: _Factor | None = None
+    mscale_all_dim: _Factor | None = None
+    truncate: bool | None = None
+    short_factor: FactorList | None = None
+    long_factor: FactorList | None = None
+    num_heads: Annotated[int, Field(ge=1, le=1024), _AnInteger] | None = None
+    num_buckets: Annotated[int, Field(ge=2, le=4096), _AnInteger] | None = None
+    max_distance: _Count | None = None
+    bidirectional: bool | None = None
+    grid: GridSides | None = None
 
     def core(self) -> Any:
         """The scheme's own parameters dataclass; a parameter it does not take is refused."""
         scheme = posenc.get(self.scheme)
-        names = {field.name for field in dataclasses.fields(scheme.params_type)}
-        for name in self.model_fields_set & (_SCHEME_FIELDS - names):
+        fields = dataclasses.fields(scheme.params_type)
+        names = {field.name for field in fields}
+        given = self.model_fields_set & _SCHEME_FIELDS
+        for name in sorted(given - names):
             raise NotApplicableError(name, self.scheme)
-        return scheme.params_type(**{name: getattr(self, name) for name in names})
+        for field in fields:
+            required = field.default is dataclasses.MISSING
+            if required and field.name not in given:
+                raise ParameterError(field.name, f"is required for scheme {self.scheme!r}")
+        values = {name: getattr(self, name) for name in given}
+        return scheme.params_type(
+            **{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+        )
+
+    def served_dtype(self) -> str:
+        dtypes = posenc.get(self.scheme).dtypes
+        if dtypes is None:
+            if "dtype" in self.model_fields_set:
+                raise NotApplicableError("dtype", self.scheme, "its values are int32")
+            return "int32"
+        return self.dtype or dtypes[0]
+
+    def chosen_component(self) -> str:
+        components = posenc.get(self.scheme).components
+        if not components:
+            if self.component is not None:
+                raise NotApplicableError("component", self.scheme, "it has one array")
+            return ""
+        if self.component is None:
+            return components[0]
+        if self.component not in components:
+            raise ParameterError(
+                "component", f"must be one of {', '.join(components)}, got {self.component!r}"
+            )
+        return self.component
 
 
 # The fields above that belong to a scheme's parameters rather than to the request.
-_SCHEME_FIELDS = frozenset({"d_model", "base", "layout"})
+_SCHEME_FIELDS = frozenset(EncodingQuery.model_fields) - {"scheme", "dtype", "component"}
 
 
 class ArrayQuery(EncodingQuery):
     format: Format | None = Field(None, description="wins over the Accept header; default json")
 
 
-class TableQuery(ArrayQuery):
-    seq_len: SeqLen
+class RowsQuery(EncodingQuery):
+    seq_len: SeqLen | None = None
     offset: Position = 0
 
-    def positions_end(self) -> int:
-        return self.offset + self.seq_len
+    def positions(self, params: Any) -> npt.NDArray[np.int64]:
+        """The table's rows: positions offset … offset+seq_len-1, or every cell of the grid."""
+        scheme = posenc.get(self.scheme)
+        if scheme.on_grid:
+            for name in ("seq_len", "offset"):
+                if name in self.model_fields_set:
+                    raise NotApplicableError(name, self.scheme, "grid= sets the rows")
+            return np.arange(math.prod(params.grid), dtype=np.int64)
+        if self.seq_len is None:
+            raise ParameterError("seq_len", f"is required for scheme {self.scheme!r}")
+        check_consecutive(self.seq_len, self.offset)
+        return np.arange(self.offset, self.offset + self.seq_len, dtype=np.int64)
+
+
+class TableQuery(RowsQuery):
+    format: Format | None = Field(None, description="wins over the Accept header; default json")
 
 
 class EncodeQuery(ArrayQuery):
@@ -147,11 +242,13 @@ class EncodeQuery(ArrayQuery):
 class SimilarityQuery(TableQuery):
     metric: Metric = Field("cosine", description="cosine, dot or euclidean")
     reference: Position | None = Field(None, description="compare every row with this position")
+    vector: FactorList | None = Field(
+        None, description="rope: the vector u whose rotations R_p u are compared (d_model numbers)"
+    )
 
 
-class VerifyQuery(EncodingQuery):
-    seq_len: SeqLen = 128
-    offset: Position = 0
+class VerifyQuery(RowsQuery):
+    seq_len: SeqLen | None = 128
 
 
 class ConformanceQuery(EncodingQuery):
@@ -172,6 +269,9 @@ class EncodeBody(EncodingQuery):
     positions: PositionList
     embeddings: list[list[float]] | None = Field(
         None, description="shape (len(positions), d_model); the encoding is added to it"
+    )
+    vectors: list[list[float]] | None = Field(
+        None, description="rope: shape (len(positions), d_model); returned rotated"
     )
     scale: bool = Field(False, description="multiply embeddings by sqrt(d_model) first")
 

@@ -7,6 +7,7 @@ blocks the event loop.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -34,9 +35,9 @@ from app.params import (
 )
 from app.responses import Body
 from app.settings import Settings
-from posenc import conformance, similarity
+from posenc import conformance, rope, similarity
 from posenc.cache import ByteBoundedCache
-from posenc.errors import ParameterError
+from posenc.errors import NotApplicableError, ParameterError
 
 router = APIRouter(prefix="/v1")
 
@@ -64,7 +65,12 @@ def _check_sizes(settings: Settings, fmt: Format, param: str, what: str, size: i
 
 
 def _canonical(query: EncodingQuery, params: Any, **extra: Any) -> dict[str, Any]:
-    return {**dataclasses.asdict(params), "dtype": query.dtype, **extra}
+    given = {k: v for k, v in dataclasses.asdict(params).items() if v is not None}
+    canonical = {**given, "dtype": query.served_dtype(), **extra}
+    component = query.chosen_component()
+    if component:
+        canonical["component"] = component
+    return canonical
 
 
 def _serve(
@@ -75,7 +81,7 @@ def _serve(
 ) -> Response:
     """The cached GET path: 304 if the client has it, else the body from cache or ``render``."""
     _, cache = _state(request)
-    etag = responses.etag_for(request.url.path, canonical, fmt)
+    etag = responses.etag_for(request.url.path, {"scheme": canonical}, fmt)
     matched = responses.matching_tag(request, etag)
     if matched is not None:
         return responses.not_modified(matched)
@@ -84,53 +90,64 @@ def _serve(
     return responses.send(body, etag)
 
 
-def _table(
+def _array(
     cache: ByteBoundedCache,
-    scheme: str,
+    query: EncodingQuery,
     params: Any,
     positions: npt.NDArray[np.int64],
     dtype: str,
-    key: tuple[Any, ...],
+    component: str,
+    consecutive: bool,
 ) -> npt.NDArray[Any]:
-    encode = posenc.get(scheme).encode
-    return cache.get_or_compute(
-        ("array", scheme, params, dtype, *key), lambda: encode(params, positions, dtype)
+    """The scheme's array for these positions, through the cache."""
+    scheme = posenc.get(query.scheme)
+    ends = (int(positions[0]), len(positions)) if consecutive else (positions.tobytes(),)
+    key = ("array", query.scheme, params, dtype, component, consecutive, *ends)
+
+    def compute() -> npt.NDArray[Any]:
+        if consecutive and scheme.table is not None and not component:
+            return scheme.table(params, len(positions), int(positions[0]), dtype)
+        return scheme.encode(params, positions, dtype, component)
+
+    return cache.get_or_compute(key, compute)
+
+
+def _labels(query: EncodingQuery, shape: tuple[int, ...], rows: list[int] | None) -> formats.Labels:
+    component = query.chosen_component()
+    title = f"{query.scheme} {component}".strip()
+    if len(shape) == 1:
+        return formats.Labels(title, "index", "", "value")
+    return formats.Labels(
+        title,
+        "dimension" if len(shape) == 2 else "position",
+        "position",
+        "value",
+        y_values=rows if len(shape) == 2 else None,
     )
-
-
-def _consecutive(
-    request: Request, query: TableQuery | VerifyQuery, params: Any, dtype: str
-) -> npt.NDArray[Any]:
-    _, cache = _state(request)
-    positions = np.arange(query.offset, query.offset + query.seq_len, dtype=np.int64)
-    key = ("range", query.seq_len, query.offset)
-    return _table(cache, query.scheme, params, positions, dtype, key)
 
 
 @router.get("/table", responses=_ARRAY_RESPONSES, response_class=Response)
 def table(request: Request, query: Annotated[TableQuery, Query()]) -> Response:
-    """The encodings of positions `offset … offset+seq_len-1`: shape `(seq_len, d_model)`.
+    """The scheme's array for positions `offset … offset+seq_len-1` (or every cell of `grid`).
+
+    Shape `(seq_len, d_model)` for the sinusoids, `(2, seq_len, d_model)` for rope's
+    `cos_sin`, `(num_heads, seq_len, seq_len)` for alibi's `bias`, `(seq_len, seq_len)` for t5.
 
     `curl 'http://127.0.0.1:8000/v1/table?d_model=4&seq_len=3'`
     """
-    settings, _ = _state(request)
-    params = query.core()
-    check_consecutive(query.seq_len, query.offset)
+    settings, cache = _state(request)
+    scheme, params = posenc.get(query.scheme), query.core()
+    dtype, component = query.served_dtype(), query.chosen_component()
+    positions = query.positions(params)
     fmt = formats.negotiate(query.format, request.headers.get("accept"))
-    _check_sizes(
-        settings, fmt, "seq_len", "the table (seq_len × d_model)", query.seq_len * query.d_model
-    )
-    canonical = _canonical(query, params, seq_len=query.seq_len, offset=query.offset)
-    labels = formats.Labels(
-        f"{query.scheme} encoding, d_model={query.d_model}",
-        "dimension",
-        "position",
-        "value",
-        y_values=list(range(query.offset, query.offset + query.seq_len)),
-    )
+    shape = scheme.shape(params, len(positions), component)
+    _check_sizes(settings, fmt, "seq_len", f"the array {list(shape)}", math.prod(shape))
+    rows = dict(seq_len=len(positions), offset=query.offset) if not scheme.on_grid else {}
+    canonical = _canonical(query, params, **rows)
+    labels = _labels(query, shape, positions.tolist())
 
     def render(gzip: bool) -> Body:
-        array = _consecutive(request, query, params, query.dtype)
+        array = _array(cache, query, params, positions, dtype, component, consecutive=True)
         envelope = {"scheme": query.scheme, "params": canonical}
         return Body.of(array, fmt, envelope, labels, gzip)
 
@@ -139,33 +156,29 @@ def table(request: Request, query: Annotated[TableQuery, Query()]) -> Response:
 
 @router.get("/encode", responses=_ARRAY_RESPONSES, response_class=Response)
 def encode_get(request: Request, query: Annotated[EncodeQuery, Query()]) -> Response:
-    """The encodings of the listed positions, in the order given: `(len(positions), d_model)`.
+    """The array for the listed positions, in the order given (grid schemes: cell indices).
 
     `curl 'http://127.0.0.1:8000/v1/encode?d_model=8&positions=0,5,17'`
     """
     settings, cache = _state(request)
-    params = query.core()
+    scheme, params = posenc.get(query.scheme), query.core()
+    dtype, component = query.served_dtype(), query.chosen_component()
     fmt = formats.negotiate(query.format, request.headers.get("accept"))
-    _check_positions(settings, fmt, query.positions, query.d_model)
+    shape = scheme.shape(params, len(query.positions), component)
+    _check_positions(settings, fmt, query.positions, math.prod(shape))
     canonical = _canonical(query, params, positions=query.positions)
-    labels = formats.Labels(
-        f"{query.scheme} encoding of chosen positions",
-        "dimension",
-        "row (position as listed)",
-        "value",
-    )
+    labels = _labels(query, shape, None)
 
     def render(gzip: bool) -> Body:
         positions = np.array(query.positions, dtype=np.int64)
-        key = ("list", positions.tobytes())
-        array = _table(cache, query.scheme, params, positions, query.dtype, key)
+        array = _array(cache, query, params, positions, dtype, component, consecutive=False)
         envelope = {"scheme": query.scheme, "params": canonical}
         return Body.of(array, fmt, envelope, labels, gzip)
 
     return _serve(request, canonical, fmt, render)
 
 
-def _check_positions(settings: Settings, fmt: Format, positions: list[int], d_model: int) -> None:
+def _check_positions(settings: Settings, fmt: Format, positions: list[int], size: int) -> None:
     check_size(
         "positions",
         "the positions list",
@@ -173,9 +186,7 @@ def _check_positions(settings: Settings, fmt: Format, positions: list[int], d_mo
         settings.max_positions,
         "POSENC_MAX_POSITIONS",
     )
-    _check_sizes(
-        settings, fmt, "positions", "the answer (positions × d_model)", len(positions) * d_model
-    )
+    _check_sizes(settings, fmt, "positions", "the answer", size)
 
 
 @router.post("/encode", responses=_ARRAY_RESPONSES, response_class=Response)
@@ -184,38 +195,50 @@ def encode_post(
     body: EncodeBody,
     format: Annotated[Format | None, Query(description="wins over Accept")] = None,
 ) -> Response:
-    """Encodings of `positions`, or `embeddings·(√d_model if scale) + PE(positions)`.
+    """Encodings of `positions`, optionally applied to your own data.
 
-    The sum is the input layer of a Transformer, computed in float64 and rounded once to `dtype`.
-    `embeddings` must have shape `(len(positions), d_model)`.
+    - `embeddings` (shape `(len(positions), d_model)`): returns
+      `embeddings·(√d_model if scale) + PE(positions)`, the input layer of a Transformer,
+      computed in float64 and rounded once to `dtype`;
+    - `vectors` (rope, same shape): returns each vector rotated to its position.
     """
     request.state.param_source = "body"
     settings, _ = _state(request)
-    params = body.core()
+    scheme, params = posenc.get(body.scheme), body.core()
+    dtype, component = body.served_dtype(), body.chosen_component()
     fmt = formats.negotiate(format, request.headers.get("accept"))
-    _check_positions(settings, fmt, body.positions, body.d_model)
+    shape = scheme.shape(params, len(body.positions), component)
+    _check_positions(settings, fmt, body.positions, math.prod(shape))
     positions = np.array(body.positions, dtype=np.int64)
-    scheme = posenc.get(body.scheme)
-    if body.embeddings is None:
-        array = scheme.encode(params, positions, body.dtype)
+    if body.embeddings is not None and body.vectors is not None:
+        raise ParameterError("vectors", "send embeddings or vectors, not both")
+    if body.vectors is not None:
+        if not scheme.similarity_vector:
+            raise NotApplicableError("vectors", body.scheme, "only rotary schemes rotate vectors")
+        vectors = _matrix(body.vectors, "vectors", (len(positions), params.d_model))
+        array = rope.rotate(params, vectors, positions).astype(dtype)
+    elif body.embeddings is not None:
+        if scheme.vectors is None or len(shape) != 2:
+            raise NotApplicableError("embeddings", body.scheme, "it has no per-position vectors")
+        expected = (len(positions), shape[1])
+        embeddings = _matrix(body.embeddings, "embeddings", expected)
+        scale = np.sqrt(expected[1]) if body.scale else 1.0
+        array = embeddings * scale + scheme.encode(params, positions, "float64", component)
+        array = array.astype(dtype)
     else:
-        expected = (len(body.positions), body.d_model)
-        lengths = {len(row) for row in body.embeddings}
-        if len(body.embeddings) != expected[0] or lengths != {expected[1]}:
-            raise ParameterError(
-                "embeddings", f"must have shape {list(expected)} (len(positions), d_model)"
-            )
-        scale = np.sqrt(body.d_model) if body.scale else 1.0
-        total = np.array(body.embeddings) * scale + scheme.encode(params, positions, "float64")
-        array = total.astype(body.dtype)
-    envelope = {
-        "scheme": body.scheme,
-        "params": _canonical(body, params, positions=body.positions, scale=body.scale),
-    }
-    labels = formats.Labels("encoded rows", "dimension", "row", "value")
+        array = scheme.encode(params, positions, dtype, component)
+    canonical = _canonical(body, params, positions=body.positions, scale=body.scale)
+    envelope = {"scheme": body.scheme, "params": canonical}
+    labels = _labels(body, shape, None)
     return responses.send(
         Body.of(array, fmt, envelope, labels, responses.accepts_gzip(request)), None
     )
+
+
+def _matrix(rows: list[list[float]], name: str, expected: tuple[int, int]) -> npt.NDArray[Any]:
+    if len(rows) != expected[0] or {len(row) for row in rows} != {expected[1]}:
+        raise ParameterError(name, f"must have shape {list(expected)} (len(positions), d_model)")
+    return np.array(rows, dtype=np.float64)
 
 
 @router.get("/similarity", responses=_ARRAY_RESPONSES, response_class=Response)
@@ -223,19 +246,25 @@ def similarity_get(request: Request, query: Annotated[SimilarityQuery, Query()])
     """How alike the encodings of two positions are, computed in float64.
 
     Without `reference`: the `(seq_len, seq_len)` matrix over the table's positions. With
-    `reference=p`: the vector `metric(PE(p), PE(offset+k))` of shape `(seq_len,)`.
+    `reference=p`: the vector `metric(PE(p), PE(offset+k))` of shape `(seq_len,)`. For rope the
+    compared vectors are `R_p u`: how attention between two positions depends on their distance.
     """
     settings, cache = _state(request)
-    params = query.core()
-    check_consecutive(query.seq_len, query.offset)
+    scheme, params = posenc.get(query.scheme), query.core()
+    if scheme.vectors is None:
+        raise NotApplicableError(
+            "scheme",
+            query.scheme,
+            "it has no per-position vectors; /v1/table gives its pairwise array",
+        )
+    if query.vector is not None and not scheme.similarity_vector:
+        raise NotApplicableError("vector", query.scheme)
+    positions = query.positions(params)
     fmt = formats.negotiate(query.format, request.headers.get("accept"))
-    n = query.seq_len
+    n = len(positions)
+    width = scheme.shape(params, 1, "")[-1] if scheme.dtypes else 1
     check_size(
-        "seq_len",
-        "the table behind it (seq_len × d_model)",
-        n * query.d_model,
-        settings.max_elements,
-        "POSENC_MAX_ELEMENTS",
+        "seq_len", "the rows behind it", n * width, settings.max_elements, "POSENC_MAX_ELEMENTS"
     )
     size = n if query.reference is not None else n * n
     _check_sizes(settings, fmt, "seq_len", "the similarity answer", size)
@@ -246,22 +275,26 @@ def similarity_get(request: Request, query: Annotated[SimilarityQuery, Query()])
         offset=query.offset,
         metric=query.metric,
         reference=query.reference,
+        vector=query.vector,
     )
-    span = list(range(query.offset, query.offset + n))
+    span = positions.tolist()
     title = f"{query.metric} similarity of {query.scheme} encodings"
     labels = formats.Labels(title, "position", "position", query.metric, span, span)
+    vector = tuple(query.vector) if query.vector is not None else None
+    vectors = scheme.vectors
 
     def render(gzip: bool) -> Body:
-        rows = _consecutive(request, query, params, "float64")
+        rows = cache.get_or_compute(
+            ("vectors", query.scheme, params, vector, positions.tobytes()),
+            lambda: vectors(params, positions, vector),
+        )
         if query.reference is None:
             values = similarity.matrix(rows, query.metric)
         else:
-            reference = np.array([query.reference], dtype=np.int64)
-            key = ("list", reference.tobytes())
-            anchor = _table(cache, query.scheme, params, reference, "float64", key)[0]
+            anchor = vectors(params, np.array([query.reference], dtype=np.int64), vector)[0]
             values = similarity.against(rows, anchor, query.metric)
         envelope = {"scheme": query.scheme, "params": canonical}
-        return Body.of(values.astype(query.dtype), fmt, envelope, labels, gzip)
+        return Body.of(values.astype(query.served_dtype()), fmt, envelope, labels, gzip)
 
     return _serve(request, canonical, fmt, render)
 
@@ -275,28 +308,32 @@ def similarity_get(request: Request, query: Annotated[SimilarityQuery, Query()])
     },
 )
 def verify_get(request: Request, query: Annotated[VerifyQuery, Query()]) -> Response:
-    """Which mathematical properties hold, each measured on the table this service serves.
+    """Which mathematical properties hold, each measured on the array this service serves.
 
-    `passed` is true when every check holds; `statistics` are descriptive. The table is the one
+    `passed` is true when every check holds; `statistics` are descriptive. The array is the one
     `/v1/table` serves for the same parameters, `seq_len` (default 128) and `offset`.
     """
-    settings, _ = _state(request)
-    params = query.core()
-    check_consecutive(query.seq_len, query.offset)
-    n, d = query.seq_len, query.d_model
+    settings, cache = _state(request)
+    scheme, params = posenc.get(query.scheme), query.core()
+    dtype, component = query.served_dtype(), query.chosen_component()
+    if "component" in query.model_fields_set:
+        raise NotApplicableError("component", query.scheme, "verify checks the default array")
+    positions = query.positions(params)
+    n = len(positions)
+    shape = scheme.shape(params, n, component)
     check_size(
         "seq_len",
-        "the verification work (seq_len × d_model + seq_len²)",
-        n * d + n * n,
+        "the verification work (the array + seq_len²)",
+        math.prod(shape) + n * n,
         settings.max_elements,
         "POSENC_MAX_ELEMENTS",
     )
-    canonical = _canonical(query, params, seq_len=n, offset=query.offset)
+    rows = dict(seq_len=n, offset=query.offset) if not scheme.on_grid else {}
+    canonical = _canonical(query, params, **rows)
 
     def render(gzip: bool) -> Body:
-        served = _consecutive(request, query, params, query.dtype)
-        positions = np.arange(query.offset, query.offset + n, dtype=np.int64)
-        report = posenc.get(query.scheme).verify(params, served, positions)
+        served = _array(cache, query, params, positions, dtype, component, consecutive=True)
+        report = scheme.verify(params, served, positions)
         document = {
             "scheme": query.scheme,
             "params": canonical,
@@ -352,9 +389,13 @@ async def verify_post(request: Request, query: Annotated[ConformanceQuery, Query
     """
     settings, _ = _state(request)
     params = query.core()
+    if not posenc.get(query.scheme).conformance or params.convention != "vaswani":
+        raise NotApplicableError(
+            "scheme", query.scheme, "conformance is checked for the vaswani sinusoid"
+        )
     body = await request.body()
     content_type = request.headers.get("content-type", "")
-    table = read_table(body, content_type, dict(request.headers), query.dtype)
+    table = read_table(body, content_type, dict(request.headers), query.served_dtype())
     if "dtype" in query.model_fields_set and table.dtype != query.dtype:
         raise ParameterError("dtype", f"the body holds {table.dtype}, the query says {query.dtype}")
     if table.shape[1] != query.d_model:

@@ -21,8 +21,8 @@ class ParameterError(PosencError):
 
 
 class NotApplicableError(PosencError):
-    def __init__(self, param: str, scheme: str) -> None:
-        message = f"does not apply to scheme {scheme!r}"
+    def __init__(self, param: str, scheme: str, reason: str = "") -> None:
+        message = f"does not apply to scheme {scheme!r}" + (f": {reason}" if reason else "")
         super().__init__(f"{param}: {message}")
         self.param = param
         self.scheme = scheme

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -25,6 +25,7 @@ from posenc.exact import MAX_POSITION, Turns, geometric_turns, sincos
 from posenc.rotation import fill_consecutive
 
 Layout = Literal["interleaved", "split"]
+Convention = Literal["vaswani", "tensor2tensor", "fairseq"]
 DType = Literal["float32", "float64", "float16"]
 
 MAX_D_MODEL = 65536
@@ -36,11 +37,19 @@ _BLOCK_ELEMENTS = 16384
 
 @dataclass(frozen=True)
 class SinusoidalParams:
-    """Parameters of the sinusoidal scheme; hashable, so they key caches and ETags."""
+    """Parameters of the sinusoidal scheme; hashable, so they key caches and ETags.
+
+    ``convention`` picks the library whose table to reproduce: ``vaswani`` (the paper, any
+    ``layout``), ``tensor2tensor`` (``h = d_model // 2`` timescales spaced
+    ``log(base)/(h−1)``, sines then cosines, a zero column for odd ``d_model``) or ``fairseq``
+    (the same table, with the row at ``padding_idx`` zero). Those two fix the layout.
+    """
 
     d_model: int
     base: float = 10000.0
-    layout: Layout = "interleaved"
+    layout: Layout | None = None
+    convention: Convention = "vaswani"
+    padding_idx: int | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.d_model <= MAX_D_MODEL:
@@ -49,24 +58,64 @@ class SinusoidalParams:
             )
         if not (1.0 < self.base <= MAX_BASE):  # also refuses NaN
             raise ParameterError("base", f"must be > 1 and ≤ {MAX_BASE:g}, got {self.base!r}")
-        if self.layout not in get_args(Layout):
+        if self.convention not in get_args(Convention):
             raise ParameterError(
-                "layout", f"must be one of {', '.join(get_args(Layout))}, got {self.layout!r}"
+                "convention",
+                f"must be one of {', '.join(get_args(Convention))}, got {self.convention!r}",
             )
+        if self.convention == "vaswani":
+            object.__setattr__(self, "layout", self.layout or "interleaved")
+            if self.layout not in get_args(Layout):
+                raise ParameterError(
+                    "layout", f"must be one of {', '.join(get_args(Layout))}, got {self.layout!r}"
+                )
+        elif self.layout is not None:
+            raise ParameterError(
+                "layout", f"is fixed by convention={self.convention}: sines, then cosines"
+            )
+        if self.convention == "fairseq":
+            object.__setattr__(
+                self, "padding_idx", 1 if self.padding_idx is None else self.padding_idx
+            )
+            if not 0 <= self.padding_idx <= MAX_POSITION:  # type: ignore[operator]
+                raise ParameterError("padding_idx", f"must be in [0, 2^31), got {self.padding_idx}")
+        elif self.padding_idx is not None:
+            raise ParameterError("padding_idx", "applies only to convention=fairseq")
 
     @property
     def frequency_count(self) -> int:
-        return (self.d_model + 1) // 2
+        if self.convention == "vaswani":
+            return (self.d_model + 1) // 2
+        return self.d_model // 2
+
+    def column_views(self, out: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+        """Views of ``out`` holding the sines (every frequency) and the cosines (those that have
+        one, the first ``d_model // 2``)."""
+        h = self.frequency_count
+        if self.layout == "interleaved":
+            return out[:, 0::2], out[:, 1::2]
+        return out[:, :h], out[:, h : h + self.d_model // 2]
 
 
 @lru_cache(maxsize=64)
-def frequencies(d_model: int, base: float) -> Turns:
-    """``ω_i = base^(-2i/d_model)`` for ``i < ceil(d_model/2)``, held exactly (see Turns).
+def frequencies(d_model: int, base: float, convention: Convention = "vaswani") -> Turns:
+    """The angular frequencies, held exactly (see Turns).
 
-    >>> frequencies(4, 100.0).radians.tolist()
-    [1.0, 0.1]
+    ``vaswani``: ``ω_i = base^(-2i/d_model)`` for ``i < ceil(d_model/2)``;
+    ``tensor2tensor``/``fairseq``: ``ω_i = base^(-i/(h−1))`` for ``i < h = d_model // 2``
+    (``h − 1`` taken as 1 when ``h = 1``, as tensor2tensor does).
+
+    >>> frequencies(4, 100.0).radians.tolist(), frequencies(6, 100.0, "fairseq").radians.tolist()
+    ([1.0, 0.1], [1.0, 0.1, 0.01])
     """
-    return geometric_turns(base, Decimal(2) / Decimal(d_model), (d_model + 1) // 2)
+    if convention == "vaswani":
+        return geometric_turns(base, Decimal(2) / Decimal(d_model), (d_model + 1) // 2)
+    h = d_model // 2
+    return geometric_turns(base, Decimal(1) / Decimal(max(h - 1, 1)), h)
+
+
+def frequencies_of(params: SinusoidalParams) -> Turns:
+    return frequencies(params.d_model, params.base, params.convention)
 
 
 def check_positions(positions: npt.NDArray[np.int64], name: str = "positions") -> None:
@@ -84,19 +133,24 @@ def encode(
     [[0.0, 1.0, 0.0, 1.0], [0.8415, 0.5403, 0.01, 1.0], [0.9093, -0.4161, 0.02, 0.9998]]
     >>> encode(SinusoidalParams(d_model=3, layout="split"), np.array([1])).round(4).tolist()
     [[0.8415, 0.0022, 0.5403]]
+    >>> fairseq = SinusoidalParams(d_model=5, convention="fairseq")
+    >>> encode(fairseq, np.array([1, 2])).round(4).tolist()
+    [[0.0, 0.0, 0.0, 0.0, 0.0], [0.9093, 0.0002, -0.4161, 1.0, 0.0]]
     """
     positions = np.asarray(positions, dtype=np.int64)
     check_positions(positions)
-    turns = frequencies(params.d_model, params.base)
-    out = np.empty((len(positions), params.d_model), dtype=dtype)
-    sines, cosines = _column_views(out, params)
+    turns = frequencies_of(params)
+    out = np.zeros((len(positions), params.d_model), dtype=dtype)
+    sines, cosines = params.column_views(out)
     cosine_count = cosines.shape[1]
-    rows = max(1, _BLOCK_ELEMENTS // len(turns))
-    for start in range(0, len(positions), rows):
+    rows = max(1, _BLOCK_ELEMENTS // max(len(turns), 1))
+    for start in range(0, len(positions) if len(turns) else 0, rows):
         block = slice(start, start + rows)
         sin_block, cos_block = sincos(positions[block], turns)
         sines[block] = sin_block
         cosines[block] = cos_block[:, :cosine_count]
+    if params.padding_idx is not None:
+        out[positions == params.padding_idx] = 0
     return out
 
 
@@ -112,11 +166,11 @@ def table(
     [0.14112000167369843, -0.9899924993515015, 0.29552021622657776, 0.9553365111351013]
     """
     positions = consecutive_positions(seq_len, offset)
-    if np.dtype(dtype) == np.float64:
-        # Rotation's absolute error of ~2^-49 is several float64 ulps: take the exact path.
+    if np.dtype(dtype) == np.float64 or params.convention != "vaswani":
+        # Rotation's absolute error of ~2^-48 is several float64 ulps: take the exact path.
         return encode(params, positions, dtype)
     out = np.empty((seq_len, params.d_model), dtype=dtype)
-    sines, cosines = _column_views(out, params)
+    sines, cosines = params.column_views(out)
     cosine_count = cosines.shape[1]
 
     def place_rows(start: int, rows: npt.NDArray[np.float64]) -> None:
@@ -136,7 +190,7 @@ def table(
         sines[rows[~is_cos], frequency[~is_cos]] = values[~is_cos]
         cosines[rows[is_cos], frequency[is_cos]] = values[is_cos]
 
-    turns = frequencies(params.d_model, params.base)
+    turns = frequencies_of(params)
     fill_consecutive(offset, seq_len, turns, place_rows, place_values)
     return out
 
@@ -152,12 +206,3 @@ def consecutive_positions(seq_len: int, offset: int) -> npt.NDArray[np.int64]:
             f"offset + seq_len must be ≤ 2^31 (positions below 2^31), got {offset + seq_len}",
         )
     return np.arange(offset, offset + seq_len, dtype=np.int64)
-
-
-def _column_views(
-    out: npt.NDArray[np.floating], params: SinusoidalParams
-) -> tuple[npt.NDArray[np.floating], npt.NDArray[np.floating]]:
-    h = params.frequency_count
-    if params.layout == "interleaved":
-        return out[:, 0::2], out[:, 1::2]
-    return out[:, :h], out[:, h:]

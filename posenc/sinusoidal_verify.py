@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc.exact import sincos
-from posenc.sinusoidal import SinusoidalParams, frequencies
+from posenc.sinusoidal import SinusoidalParams, frequencies_of
 from posenc.verify import (
     Check,
     PairwiseFigures,
@@ -41,7 +41,7 @@ def verify(
     u = unit_roundoff(served.dtype)
     sines, cosines = _pairs(table, params)
     pairwise = PairwiseFigures.of(table, positions)
-    turns = frequencies(params.d_model, params.base)
+    turns = frequencies_of(params)
     checks = (
         _formula_equivalence(params, table, positions, u),
         bounded(table),
@@ -63,31 +63,32 @@ def verify(
 
 def _pairs(table: FloatArray, params: SinusoidalParams) -> tuple[FloatArray, FloatArray]:
     """The sine and cosine columns of the frequencies that have both (``floor(d/2)`` of them)."""
-    pairs = params.d_model // 2
-    if params.layout == "interleaved":
-        return table[:, 0 : 2 * pairs : 2], table[:, 1::2]
-    h = params.frequency_count
-    return table[:, :pairs], table[:, h:]
+    sines, cosines = params.column_views(table)
+    return sines[:, : cosines.shape[1]], cosines
 
 
 def _interleave_as(params: SinusoidalParams, sin: FloatArray, cos: FloatArray) -> FloatArray:
-    out = np.empty((sin.shape[0], params.d_model))
-    cosine_count = params.d_model // 2
-    if params.layout == "interleaved":
-        out[:, 0::2], out[:, 1::2] = sin, cos[:, :cosine_count]
-    else:
-        h = params.frequency_count
-        out[:, :h], out[:, h:] = sin, cos[:, :cosine_count]
+    out = np.zeros((sin.shape[0], params.d_model))
+    sines, cosines = params.column_views(out)
+    sines[:], cosines[:] = sin, cos[:, : cosines.shape[1]]
     return out
+
+
+def _exponents(params: SinusoidalParams) -> npt.NDArray[np.float64]:
+    """``e_i`` with ``ω_i = base^(-e_i)``, by the convention's own formula."""
+    i = np.arange(params.frequency_count, dtype=np.float64)
+    if params.convention == "vaswani":
+        return 2.0 * i / params.d_model
+    return i / max(params.frequency_count - 1, 1)
 
 
 def _formula_equivalence(
     params: SinusoidalParams, table: FloatArray, positions: npt.NDArray[np.int64], u: float
 ) -> Check:
-    i = np.arange(params.frequency_count)
+    exponent = _exponents(params)
     p = positions.astype(np.float64)[:, None]
-    by_division = p / params.base ** (2.0 * i / params.d_model)
-    by_exponent = p * np.exp(-(2.0 * i / params.d_model) * math.log(params.base))
+    by_division = p / params.base**exponent
+    by_exponent = p * np.exp(-exponent * math.log(params.base))
     worst = max(
         float(np.max(np.abs(_interleave_as(params, np.sin(a), np.cos(a)) - table)))
         for a in (by_division, by_exponent)
@@ -100,7 +101,8 @@ def _formula_equivalence(
         "max_abs_error",
         worst,
         tolerance,
-        "sin(pos / base^(2i/d)) and sin(pos · exp(-(2i/d)·ln base)), evaluated in float64, both "
+        "sin(pos / base^e_i) and sin(pos · exp(-e_i·ln base)) (e_i = 2i/d, or i/(h−1) for "
+        "tensor2tensor and fairseq), evaluated in float64, both "
         "agree with the served table; the tolerance is the served rounding plus the float64 "
         "angle error, which grows with the position",
     )
@@ -136,8 +138,7 @@ def _relative_rotation(
     shifts = _shifts(len(sines))
     worst = 0.0
     if pairs and len(shifts):
-        turns = frequencies(params.d_model, params.base)
-        shift_sin, shift_cos = sincos(shifts, turns)
+        shift_sin, shift_cos = sincos(shifts, frequencies_of(params))
         for k, sk, ck in zip(
             shifts.tolist(), shift_sin[:, :pairs], shift_cos[:, :pairs], strict=True
         ):
@@ -182,8 +183,7 @@ def _frequency_range(
     params: SinusoidalParams, sines: FloatArray, cosines: FloatArray, u: float
 ) -> Check:
     """Frequencies read off the table (the angle between consecutive rows) against the law."""
-    h = params.frequency_count
-    law = params.base ** (-2.0 * np.arange(h) / params.d_model)
+    law = params.base ** -_exponents(params)
     pairs = cosines.shape[1]
     if len(sines) >= 2 and pairs:
         s0, c0, s1, c1 = sines[:-1], cosines[:-1], sines[1:], cosines[1:]
@@ -192,20 +192,20 @@ def _frequency_range(
         source = "measured as the angle between consecutive rows of the served table"
         tolerance = 4 * u + _ARITHMETIC
     else:
-        used = frequencies(params.d_model, params.base).radians
+        used = frequencies_of(params).radians
         deviation = float(np.max(np.abs(used - law)))
         source = "of the frequencies behind the table (one row or no cosine: no angle to measure)"
         tolerance = _ARITHMETIC
-    wavelengths = 2 * np.pi / law
-    spans = wavelengths[0] == 2 * np.pi and wavelengths[-1] < 2 * np.pi * params.base
+    wavelengths = 2 * np.pi / law if len(law) else np.array([2 * np.pi])
+    spans = wavelengths[0] == 2 * np.pi and wavelengths[-1] <= 2 * np.pi * params.base
     return Check(
         "frequency_range",
         deviation <= tolerance and bool(spans),
         "max_abs_error",
         deviation,
         tolerance,
-        f"ω_i {source} follow base^(-2i/d) from 1 down to {law[-1]:.6g}; wavelengths run "
-        f"from 2π to {wavelengths[-1]:.6g} < 2π·base",
+        f"ω_i {source} follow base^(-e_i) from 1 down to {law[-1]:.6g}; wavelengths run "
+        f"from 2π to {wavelengths[-1]:.6g} ≤ 2π·base",
     )
 
 
@@ -213,13 +213,21 @@ def _rounding(
     params: SinusoidalParams, served: FloatArray, positions: npt.NDArray[np.int64]
 ) -> Check:
     rows, columns = _sample(len(positions), params.d_model)
-    h = params.frequency_count
+    frequency_of = _column_frequencies(params)
+    exponents = [Decimal(2 * i) / params.d_model for i in range(params.frequency_count)]
+    if params.convention != "vaswani":
+        exponents = [
+            Decimal(i) / max(params.frequency_count - 1, 1) for i in range(params.frequency_count)
+        ]
     with localcontext(prec=60):
         log_base = Decimal(params.base).ln()
         exact = []
         for row, column in zip(rows.tolist(), columns.tolist(), strict=True):
-            i, is_cos = _frequency_of_column(params, column, h)
-            omega = (-Decimal(2 * i) / params.d_model * log_base).exp()
+            i, is_cos = frequency_of.get(column, (-1, False))
+            if i < 0:  # tensor2tensor's zero column for odd d_model
+                exact.append(Decimal(0))
+                continue
+            omega = (-exponents[i] * log_base).exp()
             sin, cos = decimal_sin_cos(int(positions[row]) * omega)
             exact.append(cos if is_cos else sin)
     worst = ulp_error(served[rows, columns], exact)
@@ -238,14 +246,17 @@ def _rounding(
     )
 
 
+def _column_frequencies(params: SinusoidalParams) -> dict[int, tuple[int, bool]]:
+    """Column → (frequency, is it the cosine), read off the layout's own column views."""
+    index = np.arange(params.d_model)[None, :]
+    sines, cosines = params.column_views(index)
+    mapping = {int(c): (i, False) for i, c in enumerate(sines[0])}
+    mapping.update({int(c): (i, True) for i, c in enumerate(cosines[0])})
+    return mapping
+
+
 def _sample(n: int, d: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     rng = np.random.default_rng(0)
     rows = np.concatenate([[0, n - 1], rng.integers(0, n, _SAMPLES - 2)])
     columns = np.concatenate([[0, d - 1], rng.integers(0, d, _SAMPLES - 2)])
     return rows.astype(np.int64), columns.astype(np.int64)
-
-
-def _frequency_of_column(params: SinusoidalParams, column: int, h: int) -> tuple[int, bool]:
-    if params.layout == "interleaved":
-        return column // 2, column % 2 == 1
-    return (column, False) if column < h else (column - h, True)

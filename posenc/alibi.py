@@ -1,0 +1,78 @@
+"""ALiBi: attention with linear biases (Press et al. 2022).
+
+Head ``h`` adds ``-m_h·|i − j|`` to the attention logit between positions ``i`` and ``j``. For
+``n`` a power of two the slopes are ``m_h = 2^(-8(h+1)/n)``; for other counts the reference rule
+takes the slopes of the power of two below and fills up with every other slope of twice that.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import Decimal, localcontext
+from functools import lru_cache
+from typing import Literal, get_args
+
+import numpy as np
+import numpy.typing as npt
+
+from posenc.errors import ParameterError
+
+Component = Literal["bias", "slopes"]
+COMPONENTS: tuple[str, ...] = get_args(Component)
+MAX_HEADS = 1024
+
+
+@dataclass(frozen=True)
+class AlibiParams:
+    num_heads: int = 8
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.num_heads <= MAX_HEADS:
+            raise ParameterError(
+                "num_heads", f"must be between 1 and {MAX_HEADS}, got {self.num_heads}"
+            )
+
+
+def _power_of_two_slopes(n: int) -> list[Decimal]:
+    # 2^(-8/n) raised to 1 … n: exact powers of two when 8/n is a whole number.
+    with localcontext(prec=60):
+        ratio = (Decimal(-8) / n * Decimal(2).ln()).exp()
+        return [ratio ** (h + 1) for h in range(n)]
+
+
+@lru_cache(maxsize=64)
+def slopes(num_heads: int) -> npt.NDArray[np.float64]:
+    """The reference slopes, as float64.
+
+    >>> slopes(4).tolist(), slopes(3).tolist()
+    ([0.25, 0.0625, 0.015625, 0.00390625], [0.0625, 0.00390625, 0.25])
+    """
+    closest = 2 ** math.floor(math.log2(num_heads))
+    values = _power_of_two_slopes(closest)
+    if closest < num_heads:
+        values += _power_of_two_slopes(2 * closest)[0::2][: num_heads - closest]
+    result = np.array([float(v) for v in values])
+    result.flags.writeable = False
+    return result
+
+
+def shape(params: AlibiParams, count: int, component: str) -> tuple[int, ...]:
+    return (params.num_heads, count, count) if component == "bias" else (params.num_heads,)
+
+
+def encode(
+    params: AlibiParams, positions: npt.NDArray[np.int64], dtype: str, component: str = "bias"
+) -> npt.NDArray[np.floating]:
+    """``bias[h, a, b] = -m_h·|positions[a] − positions[b]|``, or the slopes.
+
+    >>> encode(AlibiParams(num_heads=2), np.array([0, 1, 3]), "float64")[0].tolist()
+    [[0.0, -0.0625, -0.1875], [-0.0625, 0.0, -0.125], [-0.1875, -0.125, 0.0]]
+    """
+    m = slopes(params.num_heads)
+    if component == "slopes":
+        return m.astype(dtype)
+    distance = np.abs(positions[:, None] - positions[None, :]).astype(np.float64)
+    # 0 − x rather than −x: the diagonal is +0, not −0.
+    bias: npt.NDArray[np.floating] = (0.0 - m[:, None, None] * distance[None]).astype(dtype)
+    return bias

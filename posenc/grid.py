@@ -1,0 +1,111 @@
+"""Sinusoids for images and volumes: each grid axis gets a block of channels of its own.
+
+Rows are the grid's cells in row-major order (the last axis varies fastest). Conventions:
+
+- ``mae`` (MAE / ViT reference, ``get_2d_sincos_pos_embed``): ``d_model / k`` channels per axis
+  (k = 2 or 3 axes), each block a 1-D sinusoid with sines then cosines; the *last* axis's
+  coordinate comes first (MAE meshes ``(w, h)``), so for 2-D the first half encodes the column
+  and the second half the row. ``d_model`` must divide by ``2k``.
+- ``positional-encodings`` (the PyPI package): ``c = 2·ceil(d_model / 2k)`` channels per axis,
+  sin and cos interleaved, axes in order (first axis first), truncated to ``d_model``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from posenc.errors import ParameterError
+from posenc.sinusoidal import SinusoidalParams
+from posenc.sinusoidal import encode as encode_1d
+
+Convention = Literal["mae", "positional-encodings"]
+MAX_CELLS = 2**24
+
+
+@dataclass(frozen=True)
+class GridParams:
+    d_model: int
+    grid: tuple[int, ...]
+    base: float = 10000.0
+    convention: Convention = "mae"
+    axes: ClassVar[int] = 0  # how many sides ``grid`` must have; 0 for any
+
+    def __post_init__(self) -> None:
+        k = len(self.grid)
+        if self.axes and k != self.axes:
+            raise ParameterError("grid", f"needs {self.axes} sides, got {k}")
+        if not all(1 <= n <= MAX_CELLS for n in self.grid) or np.prod(self.grid) > MAX_CELLS:
+            raise ParameterError(
+                "grid", f"sides must be ≥ 1 with at most 2^24 cells, got {self.grid}"
+            )
+        if self.convention == "mae" and self.d_model % (2 * k):
+            raise ParameterError(
+                "d_model",
+                f"must divide by {2 * k} for the mae convention in {k}-D, got {self.d_model}",
+            )
+        if not 1 <= self.d_model <= 65536:
+            raise ParameterError("d_model", f"must be between 1 and 65536, got {self.d_model}")
+        if not 1.0 < self.base <= 1e12:
+            raise ParameterError("base", f"must be > 1 and ≤ 1e12, got {self.base!r}")
+        if self.convention not in ("mae", "positional-encodings"):
+            raise ParameterError(
+                "convention", f"must be mae or positional-encodings, got {self.convention!r}"
+            )
+
+
+@dataclass(frozen=True)
+class Grid2DParams(GridParams):
+    axes: ClassVar[int] = 2
+
+
+@dataclass(frozen=True)
+class Grid3DParams(GridParams):
+    axes: ClassVar[int] = 3
+
+
+def coordinates(grid: tuple[int, ...], cells: npt.NDArray[np.int64]) -> list[npt.NDArray[np.int64]]:
+    """The coordinate along each axis of each row-major cell index."""
+    return [c.astype(np.int64) for c in np.unravel_index(cells, grid)]
+
+
+def blocks(params: GridParams) -> list[tuple[int, slice, SinusoidalParams]]:
+    """(axis, channels, 1-D parameters) of each block: what /verify checks block by block."""
+    k = len(params.grid)
+    if params.convention == "mae":
+        width = params.d_model // k
+        axes = list(range(k))[::-1]
+        one_d = SinusoidalParams(d_model=width, base=params.base, layout="split")
+        return [(axis, slice(b * width, (b + 1) * width), one_d) for b, axis in enumerate(axes)]
+    width = 2 * -(-params.d_model // (2 * k))
+    one_d = SinusoidalParams(d_model=width, base=params.base)
+    return [
+        (axis, slice(axis * width, min((axis + 1) * width, params.d_model)), one_d)
+        for axis in range(k)
+        if axis * width < params.d_model
+    ]
+
+
+def shape(params: GridParams, count: int, component: str) -> tuple[int, ...]:
+    return (count, params.d_model)
+
+
+def encode(
+    params: GridParams, cells: npt.NDArray[np.int64], dtype: str, component: str = ""
+) -> npt.NDArray[np.floating]:
+    """Encodings of row-major cell indices of the grid: ``(len(cells), d_model)``.
+
+    >>> encode(GridParams(4, (2, 2)), np.arange(4), "float64").round(2).tolist()[1:3]
+    [[0.84, 0.54, 0.0, 1.0], [0.0, 1.0, 0.84, 0.54]]
+    """
+    if cells.size and (cells.min() < 0 or cells.max() >= np.prod(params.grid)):
+        raise ParameterError("positions", f"cells must be in [0, {np.prod(params.grid)})")
+    coords = coordinates(params.grid, cells)
+    out = np.empty((len(cells), params.d_model), dtype=dtype)
+    for axis, channels, one_d in blocks(params):
+        width = channels.stop - channels.start
+        out[:, channels] = encode_1d(one_d, coords[axis], "float64")[:, :width]
+    return out

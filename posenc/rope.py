@@ -1,0 +1,303 @@
+"""Rotary position embedding (RoFormer, Su et al. 2021) and its long-context scalings.
+
+Pair ``i`` of a ``d_model``-wide head is rotated by ``pos · ω_i`` with ``ω_i = base^(-2i/d)``
+before scaling. ``interleaved`` rotates pairs ``(2i, 2i+1)`` (RoFormer, GPT-J); ``split`` rotates
+``(i, i + d/2)`` (Hugging Face ``rotate_half``). The scalings follow the rope initialisation of
+Hugging Face transformers — same parameters, defaults and results — but evaluated at 60 digits
+rather than in float32:
+
+- ``linear``: ``ω_i / factor``;
+- ``dynamic`` (NTK-aware): base becomes ``base · (factor·L/L₀ − (factor−1))^(d/(d−2))`` once the
+  sequence length ``L`` passes ``L₀ = original_max_position_embeddings``;
+- ``yarn``: a linear ramp between ``ω_i`` and ``ω_i / factor`` over the dimensions whose
+  wavelength falls between ``L₀/beta_fast`` and ``L₀/beta_slow`` rotations; attention factor
+  ``0.1·ln(factor) + 1`` (or the ``mscale`` ratio);
+- ``llama3``: ``ω_i / factor`` for wavelengths above ``L₀/low_freq_factor``, unchanged below
+  ``L₀/high_freq_factor``, smoothly blended between;
+- ``longrope``: ``ω_i / short_factor_i`` up to ``L₀``, ``ω_i / long_factor_i`` beyond; attention
+  factor ``√(1 + ln(factor)/ln L₀)``.
+
+``cos`` and ``sin`` are multiplied by the attention factor, as transformers does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import Decimal, localcontext
+from functools import lru_cache
+from typing import Literal, get_args
+
+import numpy as np
+import numpy.typing as npt
+
+from posenc.errors import ParameterError
+from posenc.exact import Turns, decimal_pi, sincos
+
+Layout = Literal["interleaved", "split"]
+Scaling = Literal["none", "linear", "dynamic", "yarn", "llama3", "longrope"]
+Component = Literal["cos_sin", "cos", "sin", "angle", "inv_freq"]
+COMPONENTS: tuple[str, ...] = get_args(Component)
+
+_NEEDS: dict[str, tuple[str, ...]] = {
+    "none": (),
+    "linear": ("factor",),
+    "dynamic": ("factor", "original_max_position_embeddings"),
+    "yarn": ("factor", "original_max_position_embeddings"),
+    "llama3": ("factor",),
+    "longrope": ("short_factor", "long_factor", "original_max_position_embeddings"),
+}
+_TAKES: dict[str, frozenset[str]] = {
+    "none": frozenset(),
+    "linear": frozenset({"factor"}),
+    "dynamic": frozenset({"factor", "original_max_position_embeddings"}),
+    "yarn": frozenset(
+        {
+            "factor",
+            "original_max_position_embeddings",
+            "beta_fast",
+            "beta_slow",
+            "attention_factor",
+            "mscale",
+            "mscale_all_dim",
+            "truncate",
+        }
+    ),
+    "llama3": frozenset(
+        {"factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"}
+    ),
+    "longrope": frozenset(
+        {
+            "factor",
+            "original_max_position_embeddings",
+            "attention_factor",
+            "short_factor",
+            "long_factor",
+        }
+    ),
+}
+
+
+@dataclass(frozen=True)
+class RopeParams:
+    d_model: int
+    base: float = 10000.0
+    layout: Layout = "split"
+    scaling: Scaling = "none"
+    factor: float | None = None
+    original_max_position_embeddings: int | None = None
+    low_freq_factor: float | None = None
+    high_freq_factor: float | None = None
+    beta_fast: float | None = None
+    beta_slow: float | None = None
+    attention_factor: float | None = None
+    mscale: float | None = None
+    mscale_all_dim: float | None = None
+    truncate: bool | None = None
+    short_factor: tuple[float, ...] | None = None
+    long_factor: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.d_model <= 65536 or self.d_model % 2:
+            raise ParameterError(
+                "d_model", f"must be even (pairs are rotated) and in [2, 65536], got {self.d_model}"
+            )
+        if not 1.0 < self.base <= 1e12:
+            raise ParameterError("base", f"must be > 1 and ≤ 1e12, got {self.base!r}")
+        if self.scaling not in _NEEDS:
+            raise ParameterError(
+                "scaling", f"must be one of {', '.join(_NEEDS)}, got {self.scaling!r}"
+            )
+        for name in _NEEDS[self.scaling]:
+            if getattr(self, name) is None:
+                raise ParameterError(name, f"is required with scaling={self.scaling}")
+        for name in _TAKES_ANY - _TAKES[self.scaling]:
+            if getattr(self, name) is not None:
+                raise ParameterError(name, f"does not apply to scaling={self.scaling}")
+        if self.factor is not None and not 0 < self.factor <= 1e6:
+            raise ParameterError("factor", f"must be > 0 and ≤ 1e6, got {self.factor}")
+        for name in ("short_factor", "long_factor"):
+            values = getattr(self, name)
+            if values is not None and (
+                len(values) != self.d_model // 2 or not all(v > 0 for v in values)
+            ):
+                raise ParameterError(
+                    name,
+                    f"must list d_model/2 = {self.d_model // 2} positive numbers, "
+                    f"got {len(values)}",
+                )
+
+
+_TAKES_ANY = frozenset().union(*_TAKES.values())
+
+
+@lru_cache(maxsize=64)
+def scaled(params: RopeParams, seq_len: int) -> tuple[Turns, float]:
+    """The effective frequencies (exact) and the attention factor, for sequences up to ``seq_len``.
+
+    >>> turns, factor = scaled(RopeParams(d_model=4, scaling="linear", factor=2.0), 1)
+    >>> turns.radians.tolist(), factor
+    ([0.5, 0.005], 1.0)
+    """
+    with localcontext(prec=60):
+        d = Decimal(params.d_model)
+        exponents = [Decimal(2 * i) / d for i in range(params.d_model // 2)]
+        base = Decimal(params.base)
+        if params.scaling == "dynamic":
+            base = _dynamic_base(params, seq_len)
+        omega = [(-e * base.ln()).exp() for e in exponents]
+        attention = 1.0
+        if params.scaling == "linear":
+            omega = [w / Decimal(params.factor) for w in omega]  # type: ignore[arg-type]
+        elif params.scaling == "yarn":
+            omega, attention = _yarn(params, omega)
+        elif params.scaling == "llama3":
+            omega = _llama3(params, omega)
+        elif params.scaling == "longrope":
+            omega, attention = _longrope(params, omega, seq_len)
+    return Turns.from_decimals(omega), attention
+
+
+def _dynamic_base(params: RopeParams, seq_len: int) -> Decimal:
+    factor = Decimal(params.factor)  # type: ignore[arg-type]
+    original = Decimal(params.original_max_position_embeddings)  # type: ignore[arg-type]
+    length = max(Decimal(seq_len), original)
+    d = Decimal(params.d_model)
+    growth = factor * length / original - (factor - 1)
+    return Decimal(params.base) * (d / (d - 2) * growth.ln()).exp()
+
+
+def _yarn(params: RopeParams, omega: list[Decimal]) -> tuple[list[Decimal], float]:
+    factor = params.factor
+    assert factor is not None and params.original_max_position_embeddings is not None
+    beta_fast = params.beta_fast or 32.0
+    beta_slow = params.beta_slow or 1.0
+    d, original = params.d_model, params.original_max_position_embeddings
+
+    def correction_dim(rotations: float) -> float:
+        # In float64, as transformers decides the ramp's ends.
+        return d * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(params.base))
+
+    low, high = correction_dim(beta_fast), correction_dim(beta_slow)
+    if params.truncate is not False:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, d - 1)
+    if low == high:
+        high += 0.001  # transformers' guard against a zero-width ramp
+    result = []
+    for i, w in enumerate(omega):
+        ramp = min(
+            max((Decimal(i) - Decimal(low)) / (Decimal(high) - Decimal(low)), Decimal(0)),
+            Decimal(1),
+        )
+        # ramp = 0 keeps ω (extrapolation), ramp = 1 takes ω/factor (interpolation).
+        result.append(w / Decimal(factor) * ramp + w * (1 - ramp))
+    attention = params.attention_factor
+    if attention is None:
+        if params.mscale and params.mscale_all_dim:
+            attention = _mscale(factor, params.mscale) / _mscale(factor, params.mscale_all_dim)
+        else:
+            attention = _mscale(factor, 1.0)
+    return result, attention
+
+
+def _mscale(scale: float, mscale: float) -> float:
+    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
+
+
+def _llama3(params: RopeParams, omega: list[Decimal]) -> list[Decimal]:
+    factor = Decimal(params.factor)  # type: ignore[arg-type]
+    low_factor = Decimal(params.low_freq_factor if params.low_freq_factor is not None else 1.0)
+    high_factor = Decimal(params.high_freq_factor if params.high_freq_factor is not None else 4.0)
+    original = Decimal(params.original_max_position_embeddings or 8192)
+    low_wavelength, high_wavelength = original / low_factor, original / high_factor
+    two_pi = 2 * decimal_pi()
+    result = []
+    for w in omega:
+        wavelength = two_pi / w
+        if wavelength < high_wavelength:
+            result.append(w)
+        elif wavelength > low_wavelength:
+            result.append(w / factor)
+        else:
+            smooth = (original / wavelength - low_factor) / (high_factor - low_factor)
+            result.append((1 - smooth) * w / factor + smooth * w)
+    return result
+
+
+def _longrope(
+    params: RopeParams, omega: list[Decimal], seq_len: int
+) -> tuple[list[Decimal], float]:
+    original = params.original_max_position_embeddings
+    assert original is not None and params.short_factor and params.long_factor
+    ext = params.long_factor if seq_len > original else params.short_factor
+    result = [w / Decimal(e) for w, e in zip(omega, ext, strict=True)]
+    attention = params.attention_factor
+    if attention is None:
+        factor = params.factor or 1.0
+        attention = 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(original))
+    return result, attention
+
+
+def sequence_length(positions: npt.NDArray[np.int64]) -> int:
+    """The length that sets dynamic and longrope scaling: one past the largest position."""
+    return int(positions.max()) + 1 if positions.size else 1
+
+
+def shape(params: RopeParams, count: int, component: str) -> tuple[int, ...]:
+    d = params.d_model
+    return {
+        "cos_sin": (2, count, d),
+        "cos": (count, d),
+        "sin": (count, d),
+        "angle": (count, d // 2),
+        "inv_freq": (d // 2,),
+    }[component]
+
+
+def encode(
+    params: RopeParams, positions: npt.NDArray[np.int64], dtype: str, component: str = "cos_sin"
+) -> npt.NDArray[np.floating]:
+    """The chosen component for ``positions``, rounded once to ``dtype``.
+
+    >>> encode(RopeParams(d_model=4), np.array([1]), "float64", "cos").round(4).tolist()
+    [[0.5403, 1.0, 0.5403, 1.0]]
+    """
+    turns, attention = scaled(params, sequence_length(positions))
+    if component == "inv_freq":
+        return turns.radians.astype(dtype)
+    if component == "angle":
+        return (positions.astype(np.float64)[:, None] * turns.radians).astype(dtype)
+    sin, cos = sincos(positions, turns)
+    expanded = {"cos": [cos], "sin": [sin], "cos_sin": [cos, sin]}[component]
+    tables = [_expand(part * attention, params.layout) for part in expanded]
+    stacked = tables[0] if len(tables) == 1 else np.stack(tables)
+    return stacked.astype(dtype)
+
+
+def _expand(half: npt.NDArray[np.float64], layout: Layout) -> npt.NDArray[np.float64]:
+    """(n, d/2) → (n, d) the way the reference implementations expand cos and sin."""
+    if layout == "split":
+        return np.concatenate([half, half], axis=1)
+    return np.repeat(half, 2, axis=1)
+
+
+def rotate(
+    params: RopeParams, vectors: npt.NDArray[np.float64], positions: npt.NDArray[np.int64]
+) -> npt.NDArray[np.float64]:
+    """``x·cos + rotate(x)·sin`` for each vector at its position, in float64.
+
+    >>> rotate(RopeParams(d_model=2), np.array([[1.0, 0.0]]), np.array([0])).tolist()
+    [[1.0, 0.0]]
+    """
+    turns, attention = scaled(params, sequence_length(positions))
+    sin, cos = sincos(positions, turns)
+    cos, sin = _expand(cos * attention, params.layout), _expand(sin * attention, params.layout)
+    turned = np.empty_like(vectors)
+    h = params.d_model // 2
+    if params.layout == "split":
+        turned[:, :h], turned[:, h:] = -vectors[:, h:], vectors[:, :h]
+    else:
+        turned[:, 0::2], turned[:, 1::2] = -vectors[:, 1::2], vectors[:, 0::2]
+    result: npt.NDArray[np.float64] = vectors * cos + turned * sin
+    return result

@@ -1,0 +1,74 @@
+"""T5 relative position buckets (Raffel et al. 2020), exactly as the reference computes them.
+
+The relative position ``j − i`` falls in one of ``num_buckets`` buckets: half of them (a quarter
+each way when bidirectional) hold exact small distances, the rest grow logarithmically up to
+``max_distance``. The logarithm is taken in float32, as in Mesh TensorFlow and transformers, so
+that distances on a bucket boundary land where the reference puts them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from posenc.errors import ParameterError
+
+
+@dataclass(frozen=True)
+class T5Params:
+    num_buckets: int = 32
+    max_distance: int = 128
+    bidirectional: bool = True
+
+    def __post_init__(self) -> None:
+        smallest = 4 if self.bidirectional else 2
+        if not smallest <= self.num_buckets <= 4096:
+            raise ParameterError(
+                "num_buckets", f"must be between {smallest} and 4096, got {self.num_buckets}"
+            )
+        exact = (self.num_buckets // 2 if self.bidirectional else self.num_buckets) // 2
+        if not exact < self.max_distance <= 2**31 - 1:
+            raise ParameterError(
+                "max_distance",
+                f"must be > {exact} (the exact buckets) and < 2^31, got {self.max_distance}",
+            )
+
+
+def buckets(params: T5Params, relative: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:
+    """The bucket of each relative position ``j − i``.
+
+    >>> buckets(T5Params(), np.array([-200, -9, -1, 0, 1, 9, 200])).tolist()
+    [15, 8, 1, 0, 17, 24, 31]
+    """
+    num_buckets = params.num_buckets
+    result = np.zeros(relative.shape, dtype=np.int64)
+    if params.bidirectional:
+        num_buckets //= 2
+        result += (relative > 0) * num_buckets
+        distance = np.abs(relative)
+    else:
+        distance = -np.minimum(relative, 0)
+    max_exact = num_buckets // 2
+    with np.errstate(divide="ignore"):
+        scaled = (
+            np.log(distance.astype(np.float32) / np.float32(max_exact))
+            / np.float32(math.log(params.max_distance / max_exact))
+            * np.float32(num_buckets - max_exact)
+        )
+    large = max_exact + np.where(distance < max_exact, 0, scaled).astype(np.int64)
+    result += np.where(distance < max_exact, distance, np.minimum(large, num_buckets - 1))
+    return result.astype(np.int32)
+
+
+def shape(params: T5Params, count: int, component: str) -> tuple[int, ...]:
+    return (count, count)
+
+
+def encode(
+    params: T5Params, positions: npt.NDArray[np.int64], dtype: str, component: str = "buckets"
+) -> npt.NDArray[np.int32]:
+    """``(n, n)`` buckets of ``positions[b] − positions[a]`` (memory minus query)."""
+    return buckets(params, positions[None, :] - positions[:, None])
