@@ -12,7 +12,7 @@ export POSENC_HOST POSENC_PORT
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,reference]'
 	touch $(STAMP)
 
 install: $(STAMP)

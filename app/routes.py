@@ -75,13 +75,14 @@ def _canonical(query: EncodingQuery, params: Any, **extra: Any) -> dict[str, Any
 
 def _serve(
     request: Request,
+    scheme: str,
     canonical: dict[str, Any],
     fmt: Format,
     render: Callable[[bool], Body],
 ) -> Response:
     """The cached GET path: 304 if the client has it, else the body from cache or ``render``."""
     _, cache = _state(request)
-    etag = responses.etag_for(request.url.path, {"scheme": canonical}, fmt)
+    etag = responses.etag_for(request.url.path, {"scheme": scheme, "params": canonical}, fmt)
     matched = responses.matching_tag(request, etag)
     if matched is not None:
         return responses.not_modified(matched)
@@ -151,7 +152,7 @@ def table(request: Request, query: Annotated[TableQuery, Query()]) -> Response:
         envelope = {"scheme": query.scheme, "params": canonical}
         return Body.of(array, fmt, envelope, labels, gzip)
 
-    return _serve(request, canonical, fmt, render)
+    return _serve(request, query.scheme, canonical, fmt, render)
 
 
 @router.get("/encode", responses=_ARRAY_RESPONSES, response_class=Response)
@@ -175,7 +176,7 @@ def encode_get(request: Request, query: Annotated[EncodeQuery, Query()]) -> Resp
         envelope = {"scheme": query.scheme, "params": canonical}
         return Body.of(array, fmt, envelope, labels, gzip)
 
-    return _serve(request, canonical, fmt, render)
+    return _serve(request, query.scheme, canonical, fmt, render)
 
 
 def _check_positions(settings: Settings, fmt: Format, positions: list[int], size: int) -> None:
@@ -262,7 +263,7 @@ def similarity_get(request: Request, query: Annotated[SimilarityQuery, Query()])
     positions = query.positions(params)
     fmt = formats.negotiate(query.format, request.headers.get("accept"))
     n = len(positions)
-    width = scheme.shape(params, 1, "")[-1] if scheme.dtypes else 1
+    width = scheme.shape(params, 1, query.chosen_component())[-1]
     check_size(
         "seq_len", "the rows behind it", n * width, settings.max_elements, "POSENC_MAX_ELEMENTS"
     )
@@ -296,7 +297,7 @@ def similarity_get(request: Request, query: Annotated[SimilarityQuery, Query()])
         envelope = {"scheme": query.scheme, "params": canonical}
         return Body.of(values.astype(query.served_dtype()), fmt, envelope, labels, gzip)
 
-    return _serve(request, canonical, fmt, render)
+    return _serve(request, query.scheme, canonical, fmt, render)
 
 
 @router.get(
@@ -343,7 +344,7 @@ def verify_get(request: Request, query: Annotated[VerifyQuery, Query()]) -> Resp
         }
         return Body.text(orjson.dumps(document), "json", gzip)
 
-    return _serve(request, canonical, "json", render)
+    return _serve(request, query.scheme, canonical, "json", render)
 
 
 _TABLE_BODY = {
@@ -445,6 +446,11 @@ def schemes() -> dict[str, Any]:
                 "name": scheme.name,
                 "summary": scheme.summary,
                 "parameters": [dataclasses.asdict(p) for p in scheme.parameters],
+                "components": list(scheme.components),
+                "dtypes": list(scheme.dtypes) if scheme.dtypes else ["int32"],
+                "rows": "grid cells (grid=)" if scheme.on_grid else "positions (seq_len=)",
+                "similarity": scheme.vectors is not None,
+                "conformance": scheme.conformance,
             }
             for scheme in posenc.SCHEMES.values()
         ]

@@ -36,7 +36,38 @@ _SAMPLES = 96
 def verify(
     params: SinusoidalParams, served: FloatArray, positions: npt.NDArray[np.int64]
 ) -> Report:
-    """Check the served ``(n, d_model)`` table of ``positions`` (consecutive) against §6.1."""
+    """Check the served ``(n, d_model)`` table of ``positions`` (consecutive) against §6.1.
+
+    A fairseq table's padding row is zero by design: it gets a check of its own, and the other
+    checks run on the rows after it (or before it, when it is the last).
+    """
+    padding: list[Check] = []
+    if params.padding_idx is not None and params.padding_idx in positions:
+        row = int(np.flatnonzero(positions == params.padding_idx)[0])
+        largest = float(np.max(np.abs(served[row])))
+        after = row + 1 < len(positions)
+        padding.append(
+            Check(
+                "padding_row_zero",
+                largest == 0.0,
+                "max_abs_value",
+                largest,
+                0.0,
+                f"the row at padding_idx = {params.padding_idx} is zero, as fairseq makes it; the "
+                f"other checks use the rows {'after' if after else 'before'} it",
+            )
+        )
+        keep = slice(row + 1, None) if after else slice(0, row)
+        served, positions = served[keep], positions[keep]
+    if not len(positions):
+        return Report(tuple(padding), ())
+    report = _verify_rows(params, served, positions)
+    return Report((*report.checks, *padding), report.statistics)
+
+
+def _verify_rows(
+    params: SinusoidalParams, served: FloatArray, positions: npt.NDArray[np.int64]
+) -> Report:
     table = served.astype(np.float64)
     u = unit_roundoff(served.dtype)
     sines, cosines = _pairs(table, params)
@@ -110,11 +141,12 @@ def _formula_equivalence(
 
 def _constant_norm(params: SinusoidalParams, table: FloatArray, u: float) -> Check:
     d = params.d_model
-    deviation = float(np.max(np.abs(np.einsum("ij,ij->i", table, table) - d / 2)))
+    pairs = d // 2
+    deviation = float(np.max(np.abs(np.einsum("ij,ij->i", table, table) - pairs)))
     # ‖v̂‖² − ‖v‖² = Σ (v̂−v)(v̂+v) ≤ 2u·‖v‖² = u·d.
     tolerance = d * (u + _ARITHMETIC)
-    detail = "‖PE(pos)‖² = d_model/2 at every position"
-    if d % 2:
+    detail = "‖PE(pos)‖² = the number of (sin, cos) pairs at every position"
+    if d % 2 and params.convention == "vaswani":
         detail += (
             "; with an odd d_model the last frequency has a sine and no cosine, so "
             "‖PE(pos)‖² = (d_model−1)/2 + sin²(pos·ω_(h-1)) is not constant"

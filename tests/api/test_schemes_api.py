@@ -1,0 +1,148 @@
+"""Every scheme through every endpoint and format; parameters that do not apply are refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import Client
+
+QUERIES = {
+    "sinusoidal": "d_model=6&seq_len=5",
+    "tensor2tensor": "d_model=7&seq_len=5&convention=tensor2tensor",
+    "fairseq": "d_model=6&seq_len=5&convention=fairseq",
+    "rope": "scheme=rope&d_model=8&seq_len=5",
+    "rope-yarn": "scheme=rope&d_model=8&seq_len=5&scaling=yarn&factor=4"
+    "&original_max_position_embeddings=64",
+    "rope-longrope": "scheme=rope&d_model=8&seq_len=5&scaling=longrope&short_factor=1,1,2,2"
+    "&long_factor=1,2,4,8&original_max_position_embeddings=4&factor=2",
+    "alibi": "scheme=alibi&num_heads=3&seq_len=5",
+    "t5": "scheme=t5&seq_len=5",
+    "sinusoidal2d": "scheme=sinusoidal2d&d_model=8&grid=2,3",
+    "sinusoidal3d": "scheme=sinusoidal3d&d_model=12&grid=2,2,2&convention=positional-encodings",
+    "index": "scheme=index&d_model=4&seq_len=5",
+    "normalized": "scheme=normalized&d_model=4&seq_len=5",
+    "binary": "scheme=binary&d_model=4&seq_len=5",
+}
+FORMATS = ["json", "npy", "bin", "csv", "plotly", "png"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("name", list(QUERIES))
+def test_every_scheme_serves_its_table_in_every_format(client: Client, name: str, fmt: str) -> None:
+    response = client.get(f"/v1/table?{QUERIES[name]}&format={fmt}")
+    assert response.status_code == 200, response.text
+    assert response.headers["etag"]
+
+
+@pytest.mark.parametrize("name", list(QUERIES))
+def test_every_scheme_encodes_chosen_positions(client: Client, name: str) -> None:
+    query = QUERIES[name].replace("seq_len=5", "positions=4,0,2")
+    if "grid" in query:
+        query += "&positions=4,0,2"
+    response = client.get(f"/v1/encode?{query}")
+    assert response.status_code == 200, response.text
+    assert 3 in response.json()["shape"]
+
+
+@pytest.mark.parametrize("name", list(QUERIES))
+def test_every_scheme_has_an_honest_verify_report(client: Client, name: str) -> None:
+    report = client.get(f"/v1/verify?{QUERIES[name]}").json()
+    assert report["checks"]
+    assert report["passed"] == all(check["holds"] for check in report["checks"])
+
+
+@pytest.mark.parametrize(
+    ("name", "fails"),
+    [
+        ("index", {"bounded", "relative_rotation"}),
+        ("normalized", {"relative_rotation"}),
+        ("binary", {"relative_rotation"}),
+    ],
+)
+def test_teaching_baselines_show_what_they_lack(client: Client, name: str, fails: set[str]) -> None:
+    report = client.get(f"/v1/verify?{QUERIES[name]}").json()
+    failing = {check["name"] for check in report["checks"] if not check["holds"]}
+    assert failing == fails
+    assert report["passed"] is False
+
+
+@pytest.mark.parametrize("name", [n for n in QUERIES if n not in ("alibi", "t5")])
+def test_similarity_for_every_scheme_with_vectors(client: Client, name: str) -> None:
+    response = client.get(f"/v1/similarity?{QUERIES[name]}&format=bin")
+    assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize("name", ["alibi", "t5"])
+def test_similarity_of_pairwise_schemes_is_refused_with_the_reason(
+    client: Client, name: str
+) -> None:
+    problem = client.get(f"/v1/similarity?{QUERIES[name]}").json()
+    assert problem["type"] == "urn:posenc:problem:not-applicable"
+    assert "per-position vectors" in problem["detail"]
+
+
+@pytest.mark.parametrize(
+    ("query", "param"),
+    [
+        ("d_model=4&seq_len=3&num_heads=2", "num_heads"),
+        ("d_model=4&seq_len=3&scaling=linear", "scaling"),
+        ("d_model=4&seq_len=3&component=cos", "component"),
+        ("scheme=alibi&seq_len=3&d_model=4", "d_model"),
+        ("scheme=alibi&seq_len=3&base=100", "base"),
+        ("scheme=t5&seq_len=3&dtype=float32", "dtype"),
+        ("scheme=t5&seq_len=3&layout=split", "layout"),
+        ("scheme=rope&d_model=4&seq_len=3&convention=fairseq", "convention"),
+        ("scheme=sinusoidal2d&d_model=8&grid=2,2&seq_len=4", "seq_len"),
+        ("scheme=index&d_model=4&seq_len=3&base=100", "base"),
+    ],
+)
+def test_parameters_that_do_not_apply_are_refused(client: Client, query: str, param: str) -> None:
+    problem = client.get(f"/v1/table?{query}").json()
+    assert problem["status"] == 422
+    assert problem["type"] == "urn:posenc:problem:not-applicable"
+    assert problem["errors"][0]["loc"] == ["query", param]
+
+
+def test_rope_with_odd_d_model_says_it_must_be_even(client: Client) -> None:
+    problem = client.get("/v1/table?scheme=rope&d_model=7&seq_len=3").json()
+    assert problem["status"] == 422 and "even" in problem["detail"]
+
+
+def test_rope_scaling_without_its_required_parameter_names_it(client: Client) -> None:
+    problem = client.get("/v1/table?scheme=rope&d_model=8&seq_len=3&scaling=yarn&factor=2").json()
+    assert problem["errors"][0]["loc"] == ["query", "original_max_position_embeddings"]
+
+
+def test_rope_rotates_posted_vectors(client: Client) -> None:
+    body = {
+        "scheme": "rope",
+        "d_model": 4,
+        "positions": [0, 1],
+        "vectors": [[1.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]],
+        "dtype": "float64",
+    }
+    data = client.post("/v1/encode", json=body).json()["data"]
+    assert data[0] == [1.0, 0.0, 0.0, 0.0]
+    assert data[1][0] == pytest.approx(0.5403023058681398) and data[1][2] == pytest.approx(
+        0.8414709848078965
+    )
+
+
+def test_schemes_lists_every_scheme_with_parameters_and_components(client: Client) -> None:
+    schemes = {s["name"]: s for s in client.get("/v1/schemes").json()["schemes"]}
+    assert set(schemes) == set(QUERIES) - {
+        "tensor2tensor",
+        "fairseq",
+        "rope-yarn",
+        "rope-longrope",
+    } | {"sinusoidal"}
+    assert schemes["rope"]["components"] == ["cos_sin", "cos", "sin", "angle", "inv_freq"]
+    scaling = next(p for p in schemes["rope"]["parameters"] if p["name"] == "scaling")
+    assert "yarn" in scaling["choices"]
+
+
+def test_different_schemes_with_equal_parameters_never_share_a_body(client: Client) -> None:
+    index = client.get("/v1/table?scheme=index&d_model=2&seq_len=3")
+    binary = client.get("/v1/table?scheme=binary&d_model=2&seq_len=3")
+    assert index.headers["etag"] != binary.headers["etag"]
+    assert index.json()["data"] != binary.json()["data"]
