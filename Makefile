@@ -38,5 +38,7 @@ format: install
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# wrk from Debian when it can be installed; bench/run.py falls back to an httpx load otherwise.
 bench: install
+	command -v wrk >/dev/null || (apt-get install -y -qq wrk >/dev/null 2>&1 || true)
 	$(BIN)/python bench/run.py

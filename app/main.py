@@ -13,6 +13,7 @@ import posenc
 from app import problems, routes
 from app.metrics import Metrics, MetricsMiddleware
 from app.middleware import BodyLimitMiddleware, SecurityHeadersMiddleware
+from app.replay import ReplayMiddleware
 from app.responses import VERSION
 from app.settings import Settings
 
@@ -33,6 +34,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _add_operations(app)
     problems.register(app)
     # Added last runs first: metrics see every answer, including 413s and CORS preflights.
+    app.add_middleware(ReplayMiddleware, cache=app.state.cache)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(
         CORSMiddleware,

@@ -77,4 +77,5 @@ class MetricsMiddleware:
 
 def _route(scope: Scope) -> str:
     # The router leaves the matched route in the scope; its path is the template, not the URL.
-    return str(getattr(scope.get("route"), "path", "unmatched"))
+    # A replayed answer (app/replay.py) names its route itself.
+    return str(getattr(scope.get("route"), "path", scope.get("posenc.route", "unmatched")))

@@ -69,6 +69,22 @@ class ByteBoundedCache:
         self._store(key, value)
         return _handed_out(value)
 
+    def get(self, key: Hashable) -> Sized | None:
+        """The value under ``key`` if cached (counted as a hit), else None (not counted)."""
+        with self._lock:
+            found = self._entries.get(key)
+            if found is None:
+                return None
+            self._entries.move_to_end(key)
+            self._hits += 1
+            return _handed_out(found)
+
+    def put(self, key: Hashable, value: Sized) -> None:
+        """Store ``value`` (counted as a miss: it had to be made)."""
+        with self._lock:
+            self._misses += 1
+        self._store(key, value)
+
     def _store(self, key: Hashable, value: Sized) -> None:
         size = value.nbytes
         if size > self.capacity:

@@ -75,13 +75,28 @@ def test_cors_origins_come_from_settings(client_with: Callable[..., Client]) -> 
 
 
 def test_repeated_requests_do_no_recomputation(client: Client) -> None:
-    client.get(TABLE)
+    first = client.get(TABLE)
     before = client.app.state.cache.stats()
     for _ in range(3):
-        client.get(TABLE)
+        again = client.get(TABLE)
+        assert again.content == first.content and again.headers == first.headers
     after = client.app.state.cache.stats()
     assert after.misses == before.misses
     assert after.hits == before.hits + 3
+
+
+def test_equivalent_spellings_reuse_the_computed_array(client: Client) -> None:
+    client.get("/v1/table?d_model=8&seq_len=4&base=10000")
+    before = client.app.state.cache.stats()
+    client.get("/v1/table?base=1e4&seq_len=4&d_model=8")
+    after = client.app.state.cache.stats()
+    assert after.hits == before.hits + 1  # the array, found under its canonical parameters
+
+
+def test_a_replayed_answer_honours_if_none_match(client: Client) -> None:
+    etag = client.get(TABLE).headers["etag"]
+    client.get(TABLE)
+    assert client.get(TABLE, headers={"If-None-Match": etag}).status_code == 304
 
 
 def test_table_too_large_is_refused_with_its_size_and_the_limit(

@@ -1,0 +1,305 @@
+"""`make bench`: posenc against its baselines, measured in one run on this machine.
+
+Starts posenc, a hello-world app and the tutorial-style service (bench/baselines.py) as real
+uvicorn processes on loopback, drives them with wrk (or, without it, a bounded async httpx
+loop), measures the core in-process, and prints one table of goals with their ratios. Writes
+the same table to bench/results-<date>.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from decimal import Decimal, localcontext
+from functools import partial
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+DURATION_S = 5
+CONNECTIONS = 16
+
+
+@dataclass
+class Load:
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    size: int
+
+    @property
+    def gbps(self) -> float:
+        return self.rps * self.size / 1e9
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def server(target: str, env: dict[str, str] | None = None) -> Iterator[tuple[str, int]]:
+    port = free_port()
+    args = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        *target.split(),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--no-access-log",
+        "--log-level",
+        "warning",
+    ]
+    process = subprocess.Popen(args, cwd=ROOT, env={**os.environ, **(env or {})})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                httpx.get(url + "/docs", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        yield url, process.pid
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def load(url: str, connections: int = CONNECTIONS) -> Load:
+    size = len(httpx.get(url, timeout=60).content)
+    if shutil.which("wrk"):
+        out = subprocess.run(
+            ["wrk", "-t1", f"-c{connections}", f"-d{DURATION_S}s", "--latency", url],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+        return Load(rps, _wrk_ms(out, "50%"), _wrk_ms(out, "99%"), size)
+    return asyncio.run(_httpx_load(url, connections, size))
+
+
+def _wrk_ms(out: str, label: str) -> float:
+    value, unit = re.search(rf"{label}\s+([\d.]+)(us|ms|s)", out).groups()  # type: ignore[union-attr]
+    return float(value) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
+
+
+async def _httpx_load(url: str, connections: int, size: int) -> Load:
+    latencies: list[float] = []
+    deadline = time.perf_counter() + DURATION_S
+    limits = httpx.Limits(max_connections=connections)
+    async with httpx.AsyncClient(limits=limits, timeout=30) as client:
+
+        async def worker() -> None:
+            while time.perf_counter() < deadline and len(latencies) < 1_000_000:
+                start = time.perf_counter()
+                await client.get(url)
+                latencies.append(time.perf_counter() - start)
+
+        begun = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(connections)))
+        elapsed = time.perf_counter() - begun
+    quantiles = statistics.quantiles(latencies, n=100)
+    return Load(len(latencies) / elapsed, quantiles[49] * 1e3, quantiles[98] * 1e3, size)
+
+
+def best_seconds(work: Callable[[], object], repeats: int = 3) -> float:
+    work()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def tutorial_recipe(n: int, d: int) -> np.ndarray:
+    position = np.arange(n, dtype=np.float64)[:, None]
+    div_term = np.exp(np.arange(0, d, 2) * (-math.log(10000.0) / d))
+    pe = np.zeros((n, d))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(position * div_term), np.cos(position * div_term)
+    return pe.astype(np.float32)
+
+
+def float32_recipe(n: int, d: int) -> np.ndarray:
+    position = np.arange(n, dtype=np.float32)[:, None]
+    div_term = np.exp(np.arange(0, d, 2, dtype=np.float32) * np.float32(-math.log(10000.0) / d))
+    pe = np.empty((n, d), np.float32)
+    pe[:, 0::2], pe[:, 1::2] = np.sin(position * div_term), np.cos(position * div_term)
+    return pe
+
+
+def max_ulp_near_the_top(d: int) -> float:
+    """Sampled float32 values of a table ending at 2^31 − 1 against a 50-digit evaluation."""
+    from posenc import SinusoidalParams, table
+    from posenc.verify import decimal_sin_cos, ulp_error
+
+    n = 4096
+    offset = 2**31 - n
+    served = table(SinusoidalParams(d_model=d), n, offset, "float32")
+    rng = np.random.default_rng(1)
+    rows, columns = rng.integers(0, n, 400), rng.integers(0, d, 400)
+    exact = []
+    with localcontext(prec=60):
+        log_base = Decimal(10000).ln()
+        for row, column in zip(rows.tolist(), columns.tolist(), strict=True):
+            omega = (-Decimal(2 * (column // 2)) / d * log_base).exp()
+            sin, cos = decimal_sin_cos((offset + row) * omega)
+            exact.append(cos if column % 2 else sin)
+    return ulp_error(served[rows, columns], exact)
+
+
+def fastapi_default_json_seconds(array: np.ndarray) -> float:
+    from fastapi.encoders import jsonable_encoder
+
+    def default_path() -> bytes:
+        content = jsonable_encoder({"data": array.tolist()})
+        return json.dumps(
+            content, ensure_ascii=False, allow_nan=False, separators=(",", ":")
+        ).encode()
+
+    return best_seconds(default_path)
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main() -> None:
+    rows: list[tuple[str, str, str, str]] = []
+
+    def row(goal: str, measured: str, baseline: str, verdict: str) -> None:
+        rows.append((goal, measured, baseline, verdict))
+        print(f"{goal:58s} {measured:34s} {baseline:34s} {verdict}", flush=True)
+
+    def fmt(load_: Load) -> str:
+        return f"{load_.rps:8.0f} req/s p50 {load_.p50_ms:.1f} p99 {load_.p99_ms:.1f} ms"
+
+    print(
+        f"posenc benchmark, {datetime.date.today()}, {platform.machine()}, "
+        f"{os.cpu_count()} cores, load by {'wrk' if shutil.which('wrk') else 'httpx'}\n"
+    )
+    with (
+        server("--factory app.main:create_app") as (posenc, _),
+        server("bench.baselines:hello") as (hello, _),
+        server("bench.baselines:tutorial") as (tutorial, _),
+    ):
+        hello_world = load(hello + "/hello")
+        row("hello world (FastAPI)", fmt(hello_world), "-", "reference")
+        tutorial_load = load(tutorial + "/table?seq_len=64&d_model=512")
+        row("tutorial service, 64×512 JSON", fmt(tutorial_load), "-", "reference")
+        for label, path in (
+            ("1. cached /v1/table 64×512 json", "/v1/table?d_model=512&seq_len=64"),
+            ("1. cached /v1/table 64×512 bin", "/v1/table?d_model=512&seq_len=64&format=bin"),
+            ("1. cached /v1/encode one position", "/v1/encode?d_model=512&positions=12345"),
+        ):
+            ours = load(posenc + path)
+            ceiling = load(f"{hello}/bytes/{ours.size}")
+            ratio = ours.rps / ceiling.rps
+            row(
+                label,
+                fmt(ours),
+                f"pre-built {ours.size} B: {ceiling.rps:.0f} req/s",
+                f"{ratio:.0%} of ceiling (goal ≥ 80 %), {ours.rps / tutorial_load.rps:.0f}× "
+                "tutorial",
+            )
+        big = "/v1/table?d_model=1024&seq_len=4096&format=bin"
+        stream = load(posenc + big, connections=4)
+        row(
+            "3. 16 MiB binary from cache",
+            f"{stream.gbps:.2f} GB/s ({stream.rps:.0f} req/s)",
+            "-",
+            f"goal ≥ 1 GB/s: {'met' if stream.gbps >= 1 else 'missed'}",
+        )
+
+    from posenc import SinusoidalParams, table
+
+    for n, d in ((8192, 1024), (32768, 4096)):
+        nbytes = n * d * 4
+        exact = nbytes / best_seconds(partial(table, SinusoidalParams(d_model=d), n, 0, "float32"))
+        tut = nbytes / best_seconds(partial(tutorial_recipe, n, d), repeats=1)
+        f32 = nbytes / best_seconds(partial(float32_recipe, n, d), repeats=1)
+        row(
+            f"2. cold correctly rounded table {n}×{d} float32",
+            f"{exact / 1e9:.2f} GB/s",
+            f"tutorial {tut / 1e9:.2f}, float32 recipe {f32 / 1e9:.2f} GB/s",
+            f"{exact / tut:.1f}× tutorial (goal ≥ 7×), {exact / f32:.2f}× float32 recipe "
+            f"(goal ≥ 1), ≥ 2 GB/s: {'met' if exact >= 2e9 else 'missed'}",
+        )
+    row(
+        "2. max ulp error near 2^31 (400 samples, d=1024)",
+        f"{max_ulp_near_the_top(1024):.4f} ulp",
+        "-",
+        "goal ≤ 1 ulp",
+    )
+
+    from app.formats import json_array
+
+    array = table(SinusoidalParams(d_model=512), 1024, 0, "float32")
+    ours_json = best_seconds(lambda: json_array(array))
+    default_json = fastapi_default_json_seconds(array)
+    row(
+        "3. JSON of a 1024×512 float32 table",
+        f"{ours_json * 1e3:.1f} ms",
+        f"FastAPI default {default_json * 1e3:.0f} ms",
+        f"{default_json / ours_json:.0f}× faster (goal ≥ 20×)",
+    )
+
+    cache_mib = 64
+    with server(
+        "--factory app.main:create_app", {"POSENC_CACHE_BYTES": str(cache_mib * 2**20)}
+    ) as (posenc, pid):
+        peak = 0.0
+        with httpx.Client(timeout=60) as client:
+            for offset in range(0, 200 * 1024, 1024):
+                client.get(
+                    f"{posenc}/v1/table?d_model=1024&seq_len=1024&offset={offset}&format=bin"
+                )
+                peak = max(peak, rss_mib(pid))
+        row(
+            "4. RSS over 200 distinct 4 MiB tables",
+            f"peak {peak:.0f} MiB",
+            f"bound {cache_mib} + 150 MiB",
+            "met" if peak <= cache_mib + 150 else "missed",
+        )
+
+    results = ROOT / "bench" / f"results-{datetime.date.today()}.md"
+    lines = [
+        f"# posenc benchmark, {datetime.date.today()}",
+        "",
+        f"{platform.machine()}, {os.cpu_count()} cores, one uvicorn worker, "
+        f"load by {'wrk -t1 -c16 -d5s' if shutil.which('wrk') else 'httpx'} on loopback.",
+        "",
+        "| goal | measured | baseline | verdict |",
+        "| --- | --- | --- | --- |",
+    ]
+    lines += [f"| {' | '.join(cells)} |" for cells in rows]
+    results.write_text("\n".join(lines) + "\n")
+    print(f"\nwritten to {results.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
