@@ -10,7 +10,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 import posenc
-from app import problems, routes
+from app import posts, problems, routes
 from app.metrics import Metrics, MetricsMiddleware
 from app.middleware import BodyLimitMiddleware, SecurityHeadersMiddleware
 from app.replay import ReplayMiddleware
@@ -30,7 +30,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.cache = posenc.ByteBoundedCache(settings.cache_bytes)
     app.state.metrics = Metrics(app.state.cache)
+    app.state.limiter = None  # made on first use, inside the event loop (app/serving.py)
     app.include_router(routes.router)
+    app.include_router(posts.router)
     _add_operations(app)
     problems.register(app)
     # Added last runs first: metrics see every answer, including 413s and CORS preflights.

@@ -18,6 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
 from app.params import LimitExceededError
+from app.serving import RequestTimeoutError
 from posenc.errors import NotApplicableError, ParameterError, PosencError
 
 MEDIA_TYPE = "application/problem+json"
@@ -86,6 +87,10 @@ def _http_error(request: Request, exc: Exception) -> Response:
     return problem(exc.status_code, detail, headers=exc.headers)
 
 
+def _timeout(request: Request, exc: Exception) -> Response:
+    return problem(503, str(exc), type_="urn:posenc:problem:timeout", headers={"Retry-After": "1"})
+
+
 def _unexpected(request: Request, exc: Exception) -> Response:
     _log.exception("unexpected error on %s %s", request.method, request.url.path)
     return problem(500, "an internal error occurred; it has been logged")
@@ -96,4 +101,5 @@ def register(app: FastAPI) -> None:
         app.add_exception_handler(cls, _core_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(RequestTimeoutError, _timeout)
     app.add_exception_handler(Exception, _unexpected)

@@ -16,6 +16,8 @@ class Settings(BaseSettings):
     cache_bytes: int = Field(256 * 2**20, ge=0, description="bytes of computed arrays and bodies")
     cors_origins: str = Field("*", description="comma-separated origins allowed by CORS")
     log_level: str = "info"
+    request_timeout_s: float = Field(10.0, gt=0, description="longest a request may compute")
+    threads: int = Field(8, ge=1, le=256, description="threads for the heavy part of requests")
 
     @property
     def cors_origin_list(self) -> list[str]:

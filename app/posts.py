@@ -1,0 +1,171 @@
+"""The POST endpoints: your data in the body — embeddings to encode, vectors to rotate, a table
+to check."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Annotated, Any
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+from fastapi import APIRouter, Query, Request, Response
+
+import posenc
+from app import formats, responses
+from app.bodies import read_table
+from app.params import ConformanceQuery, EncodeBody, Format, check_consecutive, check_size
+from app.responses import Body
+from app.serving import ARRAY_RESPONSES, check_positions, off_loop, state
+from app.serving import canonical as canonical_params
+from app.serving import labels as labels_for
+from posenc import conformance, rope
+from posenc.errors import NotApplicableError, ParameterError
+
+router = APIRouter(prefix="/v1")
+
+
+@router.post("/encode", responses=ARRAY_RESPONSES, response_class=Response)
+async def encode_post(
+    request: Request,
+    body: EncodeBody,
+    format: Annotated[Format | None, Query(description="wins over Accept")] = None,
+) -> Response:
+    """Encodings of `positions`, optionally applied to your own data.
+
+    - `embeddings` (shape `(len(positions), d_model)`): returns
+      `embeddings·(√d_model if scale) + PE(positions)`, the input layer of a Transformer,
+      computed in float64 and rounded once to `dtype`;
+    - `vectors` (rope, same shape): returns each vector rotated to its position.
+    """
+    request.state.param_source = "body"
+    settings, _ = state(request)
+    scheme, params = posenc.get(body.scheme), body.core()
+    dtype, component = body.served_dtype(), body.chosen_component()
+    fmt = formats.negotiate(format, request.headers.get("accept"))
+    shape = scheme.shape(params, len(body.positions), component)
+    check_positions(settings, fmt, body.positions, math.prod(shape))
+    positions = np.array(body.positions, dtype=np.int64)
+    if body.embeddings is not None and body.vectors is not None:
+        raise ParameterError("vectors", "send embeddings or vectors, not both")
+    if body.vectors is not None and not scheme.similarity_vector:
+        raise NotApplicableError("vectors", body.scheme, "only rotary schemes rotate vectors")
+    if body.embeddings is not None and (scheme.vectors is None or len(shape) != 2):
+        raise NotApplicableError("embeddings", body.scheme, "it has no per-position vectors")
+    canonical = canonical_params(body, params, positions=body.positions, scale=body.scale)
+    envelope = {"scheme": body.scheme, "params": canonical}
+    figure = labels_for(body, shape, None)
+    gzip = responses.accepts_gzip(request)
+
+    def compute() -> Body:
+        if body.vectors is not None:
+            vectors = _matrix(body.vectors, "vectors", (len(positions), params.d_model))
+            array = rope.rotate(params, vectors, positions).astype(dtype)
+        elif body.embeddings is not None:
+            expected = (len(positions), shape[1])
+            embeddings = _matrix(body.embeddings, "embeddings", expected)
+            scale = np.sqrt(expected[1]) if body.scale else 1.0
+            encoded = scheme.encode(params, positions, "float64", component)
+            array = (embeddings * scale + encoded).astype(dtype)
+        else:
+            array = scheme.encode(params, positions, dtype, component)
+        return Body.of(array, fmt, envelope, figure, gzip)
+
+    return responses.send(await off_loop(request, compute), None)
+
+
+def _matrix(rows: list[list[float]], name: str, expected: tuple[int, int]) -> npt.NDArray[Any]:
+    if len(rows) != expected[0] or {len(row) for row in rows} != {expected[1]}:
+        raise ParameterError(name, f"must have shape {list(expected)} (len(positions), d_model)")
+    return np.array(rows, dtype=np.float64)
+
+
+_TABLE_BODY = {
+    "required": True,
+    "content": {
+        "application/x-npy": {"schema": {"type": "string", "format": "binary"}},
+        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "required": ["data"],
+                "additionalProperties": False,
+                "properties": {
+                    "data": {
+                        "type": "array",
+                        "items": {"type": "array", "items": {"type": "number"}},
+                    }
+                },
+            }
+        },
+    },
+}
+
+
+@router.post(
+    "/verify",
+    response_class=Response,
+    openapi_extra={"requestBody": _TABLE_BODY},
+    responses={
+        200: {"description": "the conformance report", "content": {"application/json": {}}},
+        413: {"description": "the body is over POSENC_MAX_BODY_BYTES"},
+        422: ARRAY_RESPONSES[422],
+    },
+)
+async def verify_post(request: Request, query: Annotated[ConformanceQuery, Query()]) -> Response:
+    """Check *your* table against the exact one and say what is wrong with it.
+
+    Send the `(n, d_model)` table your code built, for positions `offset … offset+n-1`, as
+    `.npy`, as raw little-endian bytes with `X-Array-Shape`/`X-Array-Dtype`, or as JSON
+    `{"data": [[...]]}` (whose values are read as `dtype`). The answer gives the errors, the
+    first bad position and a `diagnosis`: `layout_mismatch`, `base_mismatch`, `angle_precision`,
+    `collapsed_positions` or `value_rounding`, each with its evidence.
+    """
+    settings, _ = state(request)
+    params = query.core()
+    if not posenc.get(query.scheme).conformance or params.convention != "vaswani":
+        raise NotApplicableError(
+            "scheme", query.scheme, "conformance is checked for the vaswani sinusoid"
+        )
+    body = await request.body()
+    content_type = request.headers.get("content-type", "")
+    table = read_table(body, content_type, dict(request.headers), query.served_dtype())
+    if "dtype" in query.model_fields_set and table.dtype != query.dtype:
+        raise ParameterError("dtype", f"the body holds {table.dtype}, the query says {query.dtype}")
+    if table.shape[1] != query.d_model:
+        raise ParameterError(
+            "body",
+            f"expected shape [{table.shape[0]}, {query.d_model}] "
+            f"(n, d_model), got {list(table.shape)}",
+        )
+    check_consecutive(len(table), query.offset)
+    check_size("body", "the table", table.size, settings.max_elements, "POSENC_MAX_ELEMENTS")
+    result = await off_loop(
+        request, conformance.check, params, table, query.offset, query.tolerance_ulp
+    )
+    document = {
+        "scheme": query.scheme,
+        "params": canonical_params(
+            query,
+            params,
+            dtype=str(table.dtype),
+            seq_len=len(table),
+            offset=query.offset,
+            tolerance_ulp=query.tolerance_ulp,
+        ),
+        **dataclasses.asdict(result),
+    }
+    if query.format == "plotly":
+        positions = list(range(query.offset, query.offset + len(table)))
+        figure = formats.plotly_figure(
+            np.array(result.error_by_position),
+            formats.Labels(
+                "error of the table by position", "position", "", "max |error|", positions
+            ),
+        )
+        figure["layout"]["yaxis"]["type"] = "log"
+        content = orjson.dumps(figure, option=orjson.OPT_SERIALIZE_NUMPY)
+        return responses.send(Body.text(content, "plotly", responses.accepts_gzip(request)), None)
+    content = orjson.dumps(document)
+    return responses.send(Body.text(content, "json", responses.accepts_gzip(request)), None)
