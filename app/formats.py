@@ -82,14 +82,28 @@ def serialize(
     if fmt == "csv":
         return csv(array)
     if fmt == "npy":
-        buffer = io.BytesIO()
-        np.lib.format.write_array(buffer, array, version=(1, 0), allow_pickle=False)
-        return buffer.getvalue()
+        header = io.BytesIO()
+        np.lib.format.write_array_header_1_0(
+            header, np.lib.format.header_data_from_array_1_0(array)
+        )
+        return _with_values(header.getvalue(), array)
     if fmt == "bin":
-        return array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+        return _with_values(b"", array.astype(array.dtype.newbyteorder("<"), copy=False))
     if fmt == "plotly":
         return orjson.dumps(plotly_figure(array, labels), option=orjson.OPT_SERIALIZE_NUMPY)
     return png_heatmap(array)
+
+
+def _with_values(head: bytes, array: npt.NDArray[Any]) -> bytes:
+    """``head`` then the array's bytes, copied by NumPy with the GIL released.
+
+    ``tobytes()`` copies under the GIL: 64 MiB of it stalls the event loop's thread for tens
+    of milliseconds. The bytearray is never changed after this.
+    """
+    out = bytearray(len(head) + array.nbytes)
+    out[: len(head)] = head
+    np.frombuffer(out, dtype=array.dtype, offset=len(head)).reshape(array.shape)[...] = array
+    return out  # type: ignore[return-value]
 
 
 def json_array(array: npt.NDArray[Any]) -> bytes:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 from fastapi import FastAPI, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
@@ -13,6 +11,7 @@ import posenc
 from app import posts, problems, routes
 from app.metrics import Metrics, MetricsMiddleware
 from app.middleware import BodyLimitMiddleware, SecurityHeadersMiddleware
+from app.observability import AccessLogMiddleware, configure_logging
 from app.replay import ReplayMiddleware
 from app.responses import VERSION
 from app.settings import Settings
@@ -25,7 +24,7 @@ within 1 ulp of the exact value at every position below 2^31. Errors are
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
-    logging.getLogger("posenc").setLevel(settings.log_level.upper())
+    configure_logging(settings.log_level)
     app = FastAPI(title="posenc", version=VERSION, description=DESCRIPTION)
     app.state.settings = settings
     app.state.cache = posenc.ByteBoundedCache(settings.cache_bytes)
@@ -48,6 +47,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.add_middleware(SecurityHeadersMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    app.add_middleware(AccessLogMiddleware)
     return app
 
 

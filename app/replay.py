@@ -85,7 +85,10 @@ class ReplayMiddleware:
             elif message["type"] == "http.response.body":
                 parts.append(message.get("body", b""))
                 if not message.get("more_body", False):
-                    self._keep(key, start, b"".join(parts))
+                    # Most answers come in one part: no copy (a big join would stall the loop).
+                    body = parts[0] if len(parts) == 1 else b"".join(parts)
+                    if len(body) <= self.cache.capacity:
+                        self._keep(key, start, body)
             await send(message)
 
         return record

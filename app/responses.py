@@ -115,4 +115,15 @@ def send(body: Body, etag: str | None) -> Response:
         headers["Cache-Control"] = "no-store"
     if body.gzipped:
         headers["Content-Encoding"] = "gzip"
-    return Response(body.content, media_type=formats.MEDIA_TYPES[body.fmt], headers=headers)
+    return _BytesLikeResponse(
+        body.content, media_type=formats.MEDIA_TYPES[body.fmt], headers=headers
+    )
+
+
+class _BytesLikeResponse(Response):
+    """Sends a bytearray as it is: Starlette would try to encode anything but bytes."""
+
+    def render(self, content: Any) -> bytes | memoryview:
+        if isinstance(content, bytearray):
+            return memoryview(content)
+        return super().render(content)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -17,7 +19,13 @@ class Settings(BaseSettings):
     cors_origins: str = Field("*", description="comma-separated origins allowed by CORS")
     log_level: str = "info"
     request_timeout_s: float = Field(10.0, gt=0, description="longest a request may compute")
-    threads: int = Field(8, ge=1, le=256, description="threads for the heavy part of requests")
+    # One core is left to the event loop, so /healthz and cache hits never queue behind NumPy.
+    threads: int = Field(
+        default_factory=lambda: max(1, (os.cpu_count() or 2) - 1),
+        ge=1,
+        le=256,
+        description="threads for the heavy part of requests",
+    )
 
     @property
     def cors_origin_list(self) -> list[str]:

@@ -79,7 +79,8 @@ def test_repeated_requests_do_no_recomputation(client: Client) -> None:
     before = client.app.state.cache.stats()
     for _ in range(3):
         again = client.get(TABLE)
-        assert again.content == first.content and again.headers == first.headers
+        assert again.content == first.content
+        assert again.headers["etag"] == first.headers["etag"]
     after = client.app.state.cache.stats()
     assert after.misses == before.misses
     assert after.hits == before.hits + 3
