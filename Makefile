@@ -7,7 +7,7 @@ POSENC_HOST ?= 127.0.0.1
 POSENC_PORT ?= 8000
 export POSENC_HOST POSENC_PORT
 
-.PHONY: install run test check lint format bench
+.PHONY: install run test check lint format bench soak
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,7 @@ install: $(STAMP)
 
 run: install
 	$(BIN)/uvicorn --factory app.main:create_app --host $(POSENC_HOST) --port $(POSENC_PORT) \
+		--no-access-log \
 		--no-server-header
 
 lint: install
@@ -39,6 +40,9 @@ format: install
 	$(BIN)/ruff check --fix .
 
 # wrk from Debian when it can be installed; bench/run.py falls back to an httpx load otherwise.
+soak: install
+	$(BIN)/python bench/soak.py --seconds 240
+
 bench: install
 	command -v wrk >/dev/null || (apt-get install -y -qq wrk >/dev/null 2>&1 || true)
 	$(BIN)/python bench/run.py

@@ -6,8 +6,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.problems import problem
 
+_DRAIN_BYTES = 64 * 2**20
 
-class _TooLarge(Exception):  # noqa: N818 - internal signal, never leaves this module
+
+class _TooLargeError(Exception):
     pass
 
 
@@ -35,7 +37,7 @@ class BodyLimitMiddleware:
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_body_bytes:
-                    raise _TooLarge
+                    raise _TooLargeError
             return message
 
         async def tracking_send(message: Message) -> None:
@@ -45,16 +47,25 @@ class BodyLimitMiddleware:
 
         try:
             await self.app(scope, counting_receive, tracking_send)
-        except _TooLarge:
+        except _TooLargeError:
             if not started:
                 await self._refuse(scope, receive, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Read (and drop) what the client is still sending, so that it can read the 413
+        # rather than a reset connection; past a bound, answer at once and close.
+        drained, more = 0, True
+        while more and drained <= _DRAIN_BYTES:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            drained += len(message.get("body", b""))
+            more = message.get("more_body", False)
         response = problem(
             413,
             f"the request body is over the limit of {self.max_body_bytes} bytes "
             "(POSENC_MAX_BODY_BYTES)",
-            headers={"Connection": "close"},
+            headers={"Connection": "close"} if more else None,
         )
         await response(scope, receive, send)
 

@@ -82,7 +82,7 @@ PositionList = Annotated[
 
 
 def _scheme_name(value: Any) -> Any:
-    if value not in posenc.SCHEMES:
+    if not isinstance(value, str) or value not in posenc.SCHEMES:
         known = ", ".join(posenc.SCHEMES)
         raise PydanticCustomError(
             "scheme",

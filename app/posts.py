@@ -17,13 +17,13 @@ from app import formats, responses
 from app.bodies import read_table
 from app.params import ConformanceQuery, EncodeBody, Format, check_consecutive, check_size
 from app.responses import Body
-from app.serving import ARRAY_RESPONSES, check_positions, off_loop, state
+from app.serving import ARRAY_RESPONSES, PROBLEM_RESPONSES, check_positions, off_loop, state
 from app.serving import canonical as canonical_params
 from app.serving import labels as labels_for
 from posenc import conformance, rope
 from posenc.errors import NotApplicableError, ParameterError
 
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", responses=PROBLEM_RESPONSES)
 
 
 @router.post("/encode", responses=ARRAY_RESPONSES, response_class=Response)
@@ -110,7 +110,6 @@ _TABLE_BODY = {
     responses={
         200: {"description": "the conformance report", "content": {"application/json": {}}},
         413: {"description": "the body is over POSENC_MAX_BODY_BYTES"},
-        422: ARRAY_RESPONSES[422],
     },
 )
 async def verify_post(request: Request, query: Annotated[ConformanceQuery, Query()]) -> Response:

@@ -92,7 +92,7 @@ def _timeout(request: Request, exc: Exception) -> Response:
 
 
 def _unexpected(request: Request, exc: Exception) -> Response:
-    _log.exception("unexpected error on %s %s", request.method, request.url.path)
+    _log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
     return problem(500, "an internal error occurred; it has been logged")
 
 

@@ -20,6 +20,7 @@ from app.params import EncodeQuery, SimilarityQuery, TableQuery, VerifyQuery, ch
 from app.responses import Body
 from app.serving import (
     ARRAY_RESPONSES,
+    PROBLEM_RESPONSES,
     array_for,
     check_positions,
     check_sizes,
@@ -35,7 +36,7 @@ from app.serving import (
 from posenc import similarity
 from posenc.errors import NotApplicableError
 
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", responses=PROBLEM_RESPONSES)
 
 
 @router.get("/table", responses=ARRAY_RESPONSES, response_class=Response)
@@ -153,7 +154,6 @@ async def similarity_get(request: Request, query: Annotated[SimilarityQuery, Que
     response_class=Response,
     responses={
         200: {"description": "the report", "content": {"application/json": {}}},
-        422: ARRAY_RESPONSES[422],
     },
 )
 async def verify_get(request: Request, query: Annotated[VerifyQuery, Query()]) -> Response:

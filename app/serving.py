@@ -21,16 +21,61 @@ from posenc.cache import ByteBoundedCache
 
 Result = TypeVar("Result")
 
-_ARRAY_CONTENT: dict[str, dict[str, Any]] = {
-    media: {} for media in sorted(set(formats.MEDIA_TYPES.values()))
-}
-ARRAY_RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: {"description": "the array, in the negotiated format", "content": _ARRAY_CONTENT},
-    304: {"description": "the If-None-Match tag matched: the cached copy is current"},
-    422: {
-        "description": "a parameter is invalid, not applicable, or over a size limit",
-        "content": {"application/problem+json": {}},
+_PROBLEM = {
+    "type": "object",
+    "required": ["type", "title", "status", "detail"],
+    "properties": {
+        "type": {"type": "string"},
+        "title": {"type": "string"},
+        "status": {"type": "integer"},
+        "detail": {"type": "string"},
+        "errors": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["loc", "msg"],
+                "properties": {
+                    "loc": {"type": "array", "items": {"type": ["string", "integer"]}},
+                    "msg": {"type": "string"},
+                },
+            },
+        },
     },
+}
+
+
+def _problem(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"application/problem+json": {"schema": _PROBLEM}},
+    }
+
+
+# Every /v1 operation may answer these (RFC 9457 problems).
+PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: _problem("the body is not parseable"),
+    413: _problem("the body is over POSENC_MAX_BODY_BYTES"),
+    422: _problem(
+        "a parameter is invalid, does not apply to the scheme, or the answer would "
+        "be over a size limit"
+    ),
+    503: _problem(
+        "the request ran past POSENC_REQUEST_TIMEOUT_S (retry after the header's seconds)"
+    ),
+}
+_BINARY = {"schema": {"type": "string", "format": "binary"}}
+ARRAY_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "the array, in the negotiated format (`format=` or Accept)",
+        "content": {
+            "application/json": {"schema": {"type": "object"}},
+            "application/x-npy": _BINARY,
+            "application/octet-stream": _BINARY,
+            "text/csv": {"schema": {"type": "string"}},
+            "image/png": _BINARY,
+        },
+    },
+    304: {"description": "the If-None-Match tag matched: the cached copy is current"},
 }
 
 

@@ -131,7 +131,8 @@ class RopeParams:
 _TAKES_ANY = frozenset().union(*_TAKES.values())
 
 
-@lru_cache(maxsize=64)
+# Bounded small: a d_model of 65536 holds ~1.3 MB of frequencies per entry.
+@lru_cache(maxsize=16)
 def scaled(params: RopeParams, seq_len: int) -> tuple[Turns, float]:
     """The effective frequencies (exact) and the attention factor, for sequences up to ``seq_len``.
 

@@ -38,7 +38,8 @@ def _as_z(sin: Float64Array, cos: Float64Array) -> npt.NDArray[np.complex128]:
     return z
 
 
-@lru_cache(maxsize=64)
+# Bounded small: the twiddles of a d_model of 65536 take 8 MB.
+@lru_cache(maxsize=4)
 def _conjugate_twiddles(turns: Turns, stride: int) -> npt.NDArray[np.complex128]:
     """``conj(w) = cos − i·sin`` of the angles ``k · stride · ω``, ``k < BLOCK``: ``(BLOCK, h)``."""
     sin, cos = sincos(np.arange(0, BLOCK * stride, stride, dtype=np.int64), turns)

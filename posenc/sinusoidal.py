@@ -97,7 +97,8 @@ class SinusoidalParams:
         return out[:, :h], out[:, h : h + self.d_model // 2]
 
 
-@lru_cache(maxsize=64)
+# Bounded small: a d_model of 65536 holds ~1.3 MB of frequencies per entry.
+@lru_cache(maxsize=16)
 def frequencies(d_model: int, base: float, convention: Convention = "vaswani") -> Turns:
     """The angular frequencies, held exactly (see Turns).
 

@@ -5,9 +5,11 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import IO
 
 import httpx
 import pytest
@@ -19,6 +21,7 @@ class LiveServer:
     host: str
     port: int
     process: subprocess.Popen[bytes]
+    log: IO[bytes]
 
 
 def free_port() -> int:
@@ -28,6 +31,8 @@ def free_port() -> int:
 
 
 def start_server(env: dict[str, str] | None = None) -> LiveServer:
+    """uvicorn as `make run` starts it, on a free loopback port; its output goes to a file
+    (a pipe nobody reads would fill with access-log lines and stall the server)."""
     port = free_port()
     command = [
         sys.executable,
@@ -40,38 +45,43 @@ def start_server(env: dict[str, str] | None = None) -> LiveServer:
         "--port",
         str(port),
         "--no-server-header",
+        "--no-access-log",
     ]
+    log = tempfile.TemporaryFile()
     process = subprocess.Popen(
-        command,
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        command, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT
     )
-    url = f"http://127.0.0.1:{port}"
+    server = LiveServer(f"http://127.0.0.1:{port}", "127.0.0.1", port, process, log)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            output = process.stdout.read().decode() if process.stdout else ""
-            raise RuntimeError(f"uvicorn exited with {process.returncode}:\n{output}")
+            raise RuntimeError(f"uvicorn exited with {process.returncode}:\n{_output(server)}")
         try:
-            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                return LiveServer(url, "127.0.0.1", port, process)
+            if httpx.get(server.url + "/healthz", timeout=1).status_code == 200:
+                return server
         except httpx.TransportError:
             time.sleep(0.1)
     process.kill()
     raise RuntimeError("uvicorn did not answer /healthz within 30 s")
 
 
+def _output(server: LiveServer) -> str:
+    server.log.seek(0)
+    return server.log.read().decode()
+
+
 def stop_server(server: LiveServer) -> str:
     """SIGTERM, as an orchestrator sends it; returns what the server logged."""
     server.process.send_signal(signal.SIGTERM)
     try:
-        output, _ = server.process.communicate(timeout=10)
+        server.process.wait(timeout=10)
     except subprocess.TimeoutExpired:
         server.process.kill()
-        server.process.communicate()
+        server.process.wait()
         raise
-    return output.decode()
+    output = _output(server)
+    server.log.close()
+    return output
 
 
 @pytest.fixture(scope="module")
