@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from fastapi import FastAPI, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 import posenc
@@ -22,6 +26,9 @@ within 1 ulp of the exact value at every position below 2^31. Errors are
 `application/problem+json`; computational GETs carry strong ETags and may be cached forever."""
 
 
+STATIC = Path(__file__).parent / "static"
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     configure_logging(settings.log_level)
@@ -32,6 +39,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.limiter = None  # made on first use, inside the event loop (app/serving.py)
     app.include_router(routes.router)
     app.include_router(posts.router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        """The visualisation page: every view fetched from the public API."""
+        return FileResponse(STATIC / "index.html")
+
     _add_operations(app)
     problems.register(app)
     # Added last runs first: metrics see every answer, including 413s and CORS preflights.
