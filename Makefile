@@ -7,7 +7,7 @@ POSENC_HOST ?= 127.0.0.1
 POSENC_PORT ?= 8000
 export POSENC_HOST POSENC_PORT
 
-.PHONY: install run test check lint format bench soak browser-deps
+.PHONY: install run test check lint format bench soak system-deps
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,13 +27,15 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# Debian's chromium and the page test's node packages (playwright-core; no browser download).
-browser-deps:
-	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+# What the system tests drive: Debian's chromium and nginx, and the page test's node packages
+# (playwright-core, which downloads no browser).
+system-deps:
+	command -v chromium >/dev/null && command -v nginx >/dev/null || \
+		(apt-get update -qq && apt-get install -y -qq chromium nginx)
 	cd tests/browser && npm ci --silent --no-audit --no-fund
 
 # Everything, slow system tests included: what CI runs.
-test: lint browser-deps
+test: lint system-deps
 	$(BIN)/pytest
 
 # The fast part: lint, core and API tests, no real servers, containers or browsers.
