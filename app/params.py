@@ -170,7 +170,8 @@ class EncodingQuery(BaseModel):
         scheme = posenc.get(self.scheme)
         fields = dataclasses.fields(scheme.params_type)
         names = {field.name for field in fields}
-        given = self.model_fields_set & _SCHEME_FIELDS
+        # An explicit null (JSON bodies) means "not given", like a missing field.
+        given = {n for n in self.model_fields_set & _SCHEME_FIELDS if getattr(self, n) is not None}
         for name in sorted(given - names):
             raise NotApplicableError(name, self.scheme)
         for field in fields:
@@ -185,7 +186,7 @@ class EncodingQuery(BaseModel):
     def served_dtype(self) -> str:
         dtypes = posenc.get(self.scheme).dtypes
         if dtypes is None:
-            if "dtype" in self.model_fields_set:
+            if self.dtype is not None:
                 raise NotApplicableError("dtype", self.scheme, "its values are int32")
             return "int32"
         return self.dtype or dtypes[0]

@@ -66,6 +66,8 @@ def test_bad_query_is_422_problem_naming_the_parameter(
         ({"d_model": 2, "positions": [True]}, ["body", "positions", 0]),
         ({"d_model": 2, "positions": []}, ["body", "positions"]),
         ({"positions": [0]}, ["body", "d_model"]),
+        # found by schemathesis: an explicit null was a 500
+        ({"d_model": None, "positions": [4285.0, 1140.0, 179]}, ["body", "d_model"]),
         ({"d_model": 2, "positions": [0], "scale": "maybe"}, ["body", "scale"]),
         ({"d_model": 2, "positions": [0], "extra": 1}, ["body", "extra"]),
         (

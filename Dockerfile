@@ -1,0 +1,29 @@
+# posenc as a container: a build stage that installs into a venv, a runtime stage without
+# compilers that runs it as a non-root user. The base is a build argument so the image can be
+# built where no registry is reachable (the tests pass an image they import themselves).
+ARG BASE_IMAGE=python:3.12-slim
+
+FROM ${BASE_IMAGE} AS build
+WORKDIR /src
+RUN python3 -m venv /opt/posenc
+COPY pyproject.toml README.md ./
+COPY posenc ./posenc
+COPY app ./app
+RUN /opt/posenc/bin/python -m pip install --no-cache-dir --disable-pip-version-check .
+
+FROM ${BASE_IMAGE}
+RUN useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin posenc
+COPY --from=build /opt/posenc /opt/posenc
+ENV PATH=/opt/posenc/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    POSENC_HOST=0.0.0.0 \
+    POSENC_PORT=8000 \
+    POSENC_WORKERS=1
+USER 10001
+WORKDIR /tmp
+EXPOSE 8000
+HEALTHCHECK --interval=5s --timeout=3s --start-period=5s --retries=3 \
+    CMD ["python3", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ['POSENC_PORT'] + '/healthz', timeout=2)"]
+STOPSIGNAL SIGTERM
+# exec: uvicorn is PID 1 and gets SIGTERM itself; in-flight requests get 5 s to finish.
+CMD ["sh", "-c", "exec uvicorn --factory app.main:create_app --host \"$POSENC_HOST\" --port \"$POSENC_PORT\" --workers \"$POSENC_WORKERS\" --no-server-header --no-access-log --timeout-graceful-shutdown 5"]
