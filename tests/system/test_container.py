@@ -1,0 +1,156 @@
+"""The real image: built from the Dockerfile, run by a real dockerd on the host network."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.live.conftest import free_port
+
+pytestmark = [pytest.mark.live, pytest.mark.system]
+ROOT = Path(__file__).resolve().parents[2]
+ENDPOINTS = [
+    "/healthz",
+    "/readyz",
+    "/metrics",
+    "/openapi.json",
+    "/",
+    "/v1/schemes",
+    "/v1/table?d_model=8&seq_len=4",
+    "/v1/table?d_model=8&seq_len=4&format=bin",
+    "/v1/encode?d_model=8&positions=0,5",
+    "/v1/similarity?d_model=8&seq_len=4",
+    "/v1/verify?d_model=8",
+    "/v1/table?scheme=rope&d_model=8&seq_len=4",
+]
+
+
+def docker(*args: str, check: bool = True, timeout: float = 600) -> str:
+    result = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
+    if check and result.returncode != 0:
+        raise RuntimeError(f"docker {' '.join(args)}: {result.stderr[-2000:]}")
+    return result.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def image() -> str:
+    base = subprocess.run(
+        ["bash", str(ROOT / "scripts/docker-test-env.sh")],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    ).stdout.strip()
+    docker(
+        "build",
+        "--network",
+        "host",
+        "--build-arg",
+        f"BASE_IMAGE={base}",
+        "-t",
+        "posenc:test",
+        str(ROOT),
+        timeout=900,
+    )
+    return "posenc:test"
+
+
+@dataclass
+class Container:
+    name: str
+    url: str
+
+
+@pytest.fixture
+def container(image: str) -> Iterator[Container]:
+    name, port = f"posenc-test-{uuid.uuid4().hex[:8]}", free_port()
+    docker(
+        "run",
+        "-d",
+        "--name",
+        name,
+        "--network",
+        "host",
+        "-e",
+        f"POSENC_PORT={port}",
+        "-e",
+        "POSENC_HOST=127.0.0.1",
+        image,
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(150):
+        try:
+            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.TransportError:
+            time.sleep(0.1)
+    yield Container(name, url)
+    docker("rm", "-f", name, check=False)
+
+
+def test_the_dockerfile_passes_hadolint() -> None:
+    hadolint = shutil.which("hadolint") or str(Path(__file__).parents[2] / ".venv/bin/hadolint")
+    result = subprocess.run([hadolint, str(ROOT / "Dockerfile")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
+
+
+def test_every_endpoint_answers_from_the_container(container: Container) -> None:
+    with httpx.Client(base_url=container.url, timeout=30) as client:
+        for path in ENDPOINTS:
+            assert client.get(path).status_code == 200, path
+
+
+def test_the_container_runs_as_a_non_root_user_without_compilers(container: Container) -> None:
+    assert docker("exec", container.name, "id", "-u") == "10001"
+    assert docker("exec", container.name, "sh", "-c", "command -v gcc cc || true") == ""
+
+
+def test_the_healthcheck_turns_healthy(container: Container) -> None:
+    deadline = time.monotonic() + 40
+    status = ""
+    while time.monotonic() < deadline:
+        status = docker("inspect", "--format", "{{.State.Health.Status}}", container.name)
+        if status == "healthy":
+            break
+        time.sleep(1)
+    assert status == "healthy"
+
+
+def test_sigterm_finishes_the_requests_in_flight_and_stops_within_seconds(
+    container: Container,
+) -> None:
+    # Four float64 tables of the largest size take seconds in all: some are still being
+    # computed, or waiting for the pool, when the signal comes.
+    answers: list[tuple[int, float]] = []
+
+    def fetch(offset: int) -> None:
+        url = (
+            f"{container.url}/v1/table?d_model=4096&seq_len=4096&offset={offset}"
+            "&dtype=float64&format=bin"
+        )
+        answers.append((httpx.get(url, timeout=30).status_code, time.monotonic()))
+
+    workers = [threading.Thread(target=fetch, args=(k * 9999,)) for k in range(4)]
+    for worker in workers:
+        worker.start()
+    time.sleep(0.3)
+    signalled = time.monotonic()
+    docker("kill", "--signal", "SIGTERM", container.name)
+    docker("wait", container.name, timeout=30)
+    stopped_after = time.monotonic() - signalled
+    for worker in workers:
+        worker.join(timeout=30)
+    assert [status for status, _ in answers] == [200] * 4
+    assert any(done > signalled for _, done in answers), "nothing was in flight"
+    assert stopped_after < 8
+    logs = subprocess.run(["docker", "logs", container.name], capture_output=True, text=True)
+    assert "Finished server process" in logs.stdout + logs.stderr
