@@ -69,6 +69,8 @@ class Labels:
     value: str
     x_values: list[int] | None = None
     y_values: list[int] | None = None
+    width: int | None = None  # of a png, in pixels; else chosen from the array's size
+    height: int | None = None
 
 
 def serialize(
@@ -91,7 +93,7 @@ def serialize(
         return _with_values(b"", array.astype(array.dtype.newbyteorder("<"), copy=False))
     if fmt == "plotly":
         return orjson.dumps(plotly_figure(array, labels), option=orjson.OPT_SERIALIZE_NUMPY)
-    return png_heatmap(array)
+    return png_heatmap(array, labels.width, labels.height)
 
 
 def _with_values(head: bytes, array: npt.NDArray[Any]) -> bytes:
@@ -231,11 +233,14 @@ _PNG_MAX_SIDE = 2048
 _PNG_MIN_SIDE = 256
 
 
-def png_heatmap(array: npt.NDArray[Any]) -> bytes:
-    """The array as a heatmap, rows top to bottom; small arrays are enlarged, huge ones sampled."""
+def png_heatmap(
+    array: npt.NDArray[Any], width: int | None = None, height: int | None = None
+) -> bytes:
+    """The array as a heatmap, rows top to bottom, ``width`` × ``height`` pixels if given (else
+    small arrays are enlarged and huge ones sampled), nearest value per pixel."""
     values = array.reshape(array.shape[0], -1) if array.ndim > 1 else array.reshape(1, -1)
-    rows = _pixel_index(values.shape[0])
-    columns = _pixel_index(values.shape[1])
+    rows = _pixel_index(values.shape[0], height)
+    columns = _pixel_index(values.shape[1], width)
     colours, low, high = _colour_limits(values)
     lut = _lut(colours)
     scaled = (values[np.ix_(rows, columns)].astype(np.float64) - low) / (high - low)
@@ -243,9 +248,12 @@ def png_heatmap(array: npt.NDArray[Any]) -> bytes:
     return _png(pixels)
 
 
-def _pixel_index(count: int) -> npt.NDArray[np.intp]:
+def _pixel_index(count: int, size: int | None = None) -> npt.NDArray[np.intp]:
     """Which value each pixel shows: small arrays grow by a whole factor, big ones are sampled."""
-    size = (_PNG_MIN_SIDE // count) * count if count < _PNG_MIN_SIDE else min(count, _PNG_MAX_SIDE)
+    if size is None:
+        size = (
+            (_PNG_MIN_SIDE // count) * count if count < _PNG_MIN_SIDE else min(count, _PNG_MAX_SIDE)
+        )
     return (np.arange(size) * count // size).astype(np.intp)
 
 

@@ -210,8 +210,13 @@ class EncodingQuery(BaseModel):
 _SCHEME_FIELDS = frozenset(EncodingQuery.model_fields) - {"scheme", "dtype", "component"}
 
 
+PictureSide = Annotated[int, Field(ge=1, le=4096, description="png only: pixels"), _AnInteger]
+
+
 class ArrayQuery(EncodingQuery):
     format: Format | None = Field(None, description="wins over the Accept header; default json")
+    width: PictureSide | None = None
+    height: PictureSide | None = None
 
 
 class RowsQuery(EncodingQuery):
@@ -234,6 +239,8 @@ class RowsQuery(EncodingQuery):
 
 class TableQuery(RowsQuery):
     format: Format | None = Field(None, description="wins over the Accept header; default json")
+    width: PictureSide | None = None
+    height: PictureSide | None = None
 
 
 class EncodeQuery(ArrayQuery):

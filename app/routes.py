@@ -22,6 +22,7 @@ from app.serving import (
     ARRAY_RESPONSES,
     PROBLEM_RESPONSES,
     array_for,
+    check_picture,
     check_positions,
     check_sizes,
     serve,
@@ -53,6 +54,7 @@ async def table(request: Request, query: Annotated[TableQuery, Query()]) -> Resp
     dtype, component = query.served_dtype(), query.chosen_component()
     positions = query.positions(params)
     fmt = formats.negotiate(query.format, request.headers.get("accept"))
+    check_picture(query, fmt)
     shape = scheme.shape(params, len(positions), component)
     check_sizes(settings, fmt, "seq_len", f"the array {list(shape)}", math.prod(shape))
     rows = dict(seq_len=len(positions), offset=query.offset) if not scheme.on_grid else {}
@@ -77,6 +79,7 @@ async def encode_get(request: Request, query: Annotated[EncodeQuery, Query()]) -
     scheme, params = posenc.get(query.scheme), query.core()
     dtype, component = query.served_dtype(), query.chosen_component()
     fmt = formats.negotiate(query.format, request.headers.get("accept"))
+    check_picture(query, fmt)
     shape = scheme.shape(params, len(query.positions), component)
     check_positions(settings, fmt, query.positions, math.prod(shape))
     canonical = canonical_params(query, params, positions=query.positions)
@@ -111,6 +114,7 @@ async def similarity_get(request: Request, query: Annotated[SimilarityQuery, Que
         raise NotApplicableError("vector", query.scheme)
     positions = query.positions(params)
     fmt = formats.negotiate(query.format, request.headers.get("accept"))
+    check_picture(query, fmt)
     n = len(positions)
     width = scheme.shape(params, 1, query.chosen_component())[-1]
     check_size(

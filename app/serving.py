@@ -18,6 +18,7 @@ from app.params import TEXT_FORMATS, EncodingQuery, Format, check_size
 from app.responses import Body
 from app.settings import Settings
 from posenc.cache import ByteBoundedCache
+from posenc.errors import ParameterError
 
 Result = TypeVar("Result")
 
@@ -123,7 +124,16 @@ def canonical(query: EncodingQuery, params: Any, **extra: Any) -> dict[str, Any]
     component = query.chosen_component()
     if component:
         canonical["component"] = component
+    for side in ("width", "height"):  # they change a png, so they belong in its ETag
+        if getattr(query, side, None) is not None:
+            canonical[side] = getattr(query, side)
     return canonical
+
+
+def check_picture(query: EncodingQuery, fmt: Format) -> None:
+    for side in ("width", "height"):
+        if getattr(query, side, None) is not None and fmt != "png":
+            raise ParameterError(side, f"applies only to format=png, not {fmt}")
 
 
 async def serve(
@@ -167,14 +177,16 @@ def array_for(
 def labels(query: EncodingQuery, shape: tuple[int, ...], rows: list[int] | None) -> formats.Labels:
     component = query.chosen_component()
     title = f"{query.scheme} {component}".strip()
+    size = {"width": getattr(query, "width", None), "height": getattr(query, "height", None)}
     if len(shape) == 1:
-        return formats.Labels(title, "index", "", "value")
+        return formats.Labels(title, "index", "", "value", **size)
     return formats.Labels(
         title,
         "dimension" if len(shape) == 2 else "position",
         "position",
         "value",
         y_values=rows if len(shape) == 2 else None,
+        **size,
     )
 
 

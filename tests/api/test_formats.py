@@ -142,3 +142,19 @@ def test_float32_json_is_written_in_shortest_float32_form(client: Client) -> Non
 def test_float16_json_is_written_in_shortest_float16_form(client: Client) -> None:
     text = client.get("/v1/encode?d_model=4&positions=1&dtype=float16").text
     assert '"data":[[0.8413,0.5405,0.01,1.0]]' in text
+
+
+def test_png_takes_width_and_height_bounds(client: Client) -> None:
+    png = client.get("/v1/table?d_model=64&seq_len=100&format=png&width=300&height=120").content
+    assert struct.unpack(">II", png[16:24]) == (300, 120)
+    other = client.get("/v1/table?d_model=64&seq_len=100&format=png&width=301")
+    assert struct.unpack(">II", other.content[16:24])[0] == 301
+    assert (
+        other.headers["etag"]
+        != client.get("/v1/table?d_model=64&seq_len=100&format=png").headers["etag"]
+    )
+
+
+def test_width_is_refused_for_other_formats(client: Client) -> None:
+    problem = client.get("/v1/table?d_model=4&seq_len=3&format=json&width=100").json()
+    assert problem["errors"][0]["loc"] == ["query", "width"]
