@@ -50,8 +50,8 @@ format: install
 
 # wrk from Debian when it can be installed; bench/run.py falls back to an httpx load otherwise.
 soak: install
-	$(BIN)/python bench/soak.py --seconds 240
+	$(BIN)/python -m bench.soak --seconds 240
 
 bench: install
 	command -v wrk >/dev/null || (apt-get install -y -qq wrk >/dev/null 2>&1 || true)
-	$(BIN)/python bench/run.py
+	$(BIN)/python -m bench.run

@@ -1,4 +1,4 @@
-"""`make bench`: posenc against its baselines, measured in one run on this machine.
+"""`make bench` (`python -m bench.run`): posenc against its baselines, in one run.
 
 Starts posenc, a hello-world app and the tutorial-style service (bench/baselines.py) as real
 uvicorn processes on loopback, drives them with wrk (or, without it, a bounded async httpx
@@ -30,6 +30,8 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+
+from bench.soak import rss_mib
 
 ROOT = Path(__file__).resolve().parent.parent
 DURATION_S = 5
@@ -179,13 +181,6 @@ def fastapi_default_json_seconds(array: np.ndarray) -> float:
         ).encode()
 
     return best_seconds(default_path)
-
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def main() -> None:

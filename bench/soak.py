@@ -155,7 +155,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=240.0)
     seconds = min(parser.parse_args().seconds, 300.0)
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from tests.live.conftest import start_server, stop_server
 
     server = start_server(SERVER_ENV)
