@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc.sinusoidal import SinusoidalParams, encode
+from posenc.verify import row_to_row_angles
 
 FloatArray = npt.NDArray[np.floating]
 # An alternative explains the table when it fits this many times better than the stated one.
@@ -202,7 +203,7 @@ def _measured_frequencies(
     else:
         h = params.frequency_count
         s, c = values[:, :pairs], values[:, h : h + pairs]
-    angles = np.arctan2(s[1:] * c[:-1] - c[1:] * s[:-1], c[1:] * c[:-1] + s[1:] * s[:-1])
+    angles = row_to_row_angles(s, c)
     noise = 4 * float(np.finfo(table.dtype).eps)
     return np.median(angles, axis=0), np.full(pairs, noise)
 

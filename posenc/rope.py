@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from functools import lru_cache
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -294,11 +294,19 @@ def rotate(
     turns, attention = scaled(params, sequence_length(positions))
     sin, cos = sincos(positions, turns)
     cos, sin = _expand(cos * attention, params.layout), _expand(sin * attention, params.layout)
-    turned = np.empty_like(vectors)
-    h = params.d_model // 2
-    if params.layout == "split":
-        turned[:, :h], turned[:, h:] = -vectors[:, h:], vectors[:, :h]
+    return rotate_with(params.layout, vectors, cos, sin)
+
+
+def rotate_with(
+    layout: Layout, x: npt.NDArray[np.float64], cos: npt.NDArray[Any], sin: npt.NDArray[Any]
+) -> npt.NDArray[np.float64]:
+    """``x·cos + rotate_half(x)·sin`` (or GPT-J's every-two rotation) with given cos and sin,
+    already expanded to the layout; ``x`` is ``(..., d)``."""
+    h = x.shape[-1] // 2
+    turned = np.empty_like(x)
+    if layout == "split":
+        turned[..., :h], turned[..., h:] = -x[..., h:], x[..., :h]
     else:
-        turned[:, 0::2], turned[:, 1::2] = -vectors[:, 1::2], vectors[:, 0::2]
-    result: npt.NDArray[np.float64] = vectors * cos + turned * sin
+        turned[..., 0::2], turned[..., 1::2] = -x[..., 1::2], x[..., 0::2]
+    result: npt.NDArray[np.float64] = x * cos + turned * sin
     return result

@@ -22,6 +22,7 @@ from posenc.verify import (
     Statistic,
     bounded,
     decimal_sin_cos,
+    row_to_row_angles,
     ulp_error,
     unit_roundoff,
 )
@@ -262,7 +263,10 @@ def verify_rope(
     rng = np.random.default_rng(0)
     q, k = rng.normal(size=(2, params.d_model))
     q, k = q / np.linalg.norm(q), k / np.linalg.norm(k)
-    rq, rk = _rotate_with(params, q, cos, sin), _rotate_with(params, k, cos, sin)
+    rq, rk = (
+        rope.rotate_with(params.layout, q, cos, sin),
+        rope.rotate_with(params.layout, k, cos, sin),
+    )
     d = params.d_model
     inner = rq @ rk.T
     offsets = positions[:, None] - positions[None, :]
@@ -304,22 +308,6 @@ def _halves(params: rope.RopeParams, table: npt.NDArray[np.float64]) -> npt.NDAr
     return table[:, : params.d_model // 2] if params.layout == "split" else table[:, 0::2]
 
 
-def _rotate_with(
-    params: rope.RopeParams,
-    x: npt.NDArray[np.float64],
-    cos: npt.NDArray[np.float64],
-    sin: npt.NDArray[np.float64],
-) -> npt.NDArray[np.float64]:
-    h = params.d_model // 2
-    turned = np.empty_like(x)
-    if params.layout == "split":
-        turned[:h], turned[h:] = -x[h:], x[:h]
-    else:
-        turned[0::2], turned[1::2] = -x[1::2], x[0::2]
-    result: npt.NDArray[np.float64] = x * cos + turned * sin
-    return result
-
-
 def _rope_frequencies(
     params: rope.RopeParams,
     cos: npt.NDArray[np.float64],
@@ -331,7 +319,7 @@ def _rope_frequencies(
     ordered = bool(np.all(omega > 0) and np.all(np.diff(omega) <= 0))
     c, s = _halves(params, cos), _halves(params, sin)
     if len(c) >= 2:
-        measured = np.arctan2(s[1:] * c[:-1] - c[1:] * s[:-1], c[1:] * c[:-1] + s[1:] * s[:-1])
+        measured = row_to_row_angles(s, c)
         error = float(np.max(np.abs(measured - omega)))
         source = "read off consecutive rows of the served cos and sin"
     else:

@@ -23,6 +23,7 @@ from posenc.verify import (
     Statistic,
     bounded,
     decimal_sin_cos,
+    row_to_row_angles,
     ulp_error,
     unit_roundoff,
 )
@@ -218,8 +219,7 @@ def _frequency_range(
     law = params.base ** -_exponents(params)
     pairs = cosines.shape[1]
     if len(sines) >= 2 and pairs:
-        s0, c0, s1, c1 = sines[:-1], cosines[:-1], sines[1:], cosines[1:]
-        measured = np.arctan2(s1 * c0 - c1 * s0, c1 * c0 + s1 * s0)
+        measured = row_to_row_angles(sines[:, :pairs], cosines)
         deviation = float(np.max(np.abs(measured - law[:pairs])))
         source = "measured as the angle between consecutive rows of the served table"
         tolerance = 4 * u + _ARITHMETIC

@@ -57,6 +57,16 @@ def unit_roundoff(dtype: npt.DTypeLike) -> float:
     return float(np.finfo(dtype).eps) / 2
 
 
+def row_to_row_angles(sin: npt.ArrayLike, cos: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """The angle each (sin, cos) pair turns from one row to the next: ``(n-1, pairs)``.
+
+    >>> row_to_row_angles([[0.0], [1.0]], [[1.0], [0.0]]).round(4).tolist()
+    [[1.5708]]
+    """
+    s, c = np.asarray(sin, dtype=np.float64), np.asarray(cos, dtype=np.float64)
+    return np.arctan2(s[1:] * c[:-1] - c[1:] * s[:-1], c[1:] * c[:-1] + s[1:] * s[:-1])
+
+
 def bounded(table: npt.NDArray[np.floating]) -> Check:
     largest = float(np.max(np.abs(table))) if table.size else 0.0
     return Check(
