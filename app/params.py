@@ -17,7 +17,7 @@ from pydantic_core import PydanticCustomError
 
 import posenc
 from posenc.errors import NotApplicableError, ParameterError
-from posenc.exact import MAX_POSITION
+from posenc.exact import MAX_POSITION, consecutive_positions
 
 Format = Literal["json", "npy", "bin", "csv", "plotly", "png"]
 TEXT_FORMATS: frozenset[str] = frozenset({"json", "csv", "plotly"})
@@ -233,8 +233,7 @@ class RowsQuery(EncodingQuery):
             return np.arange(math.prod(params.grid), dtype=np.int64)
         if self.seq_len is None:
             raise ParameterError("seq_len", f"is required for scheme {self.scheme!r}")
-        check_consecutive(self.seq_len, self.offset)
-        return np.arange(self.offset, self.offset + self.seq_len, dtype=np.int64)
+        return consecutive_positions(self.seq_len, self.offset)
 
 
 class TableQuery(RowsQuery):
@@ -282,13 +281,6 @@ class EncodeBody(EncodingQuery):
         None, description="rope: shape (len(positions), d_model); returned rotated"
     )
     scale: bool = Field(False, description="multiply embeddings by sqrt(d_model) first")
-
-
-def check_consecutive(seq_len: int, offset: int) -> None:
-    if offset + seq_len - 1 > MAX_POSITION:
-        raise ParameterError(
-            "seq_len", f"offset + seq_len must be ≤ 2^31, got {offset} + {seq_len}"
-        )
 
 
 class LimitExceededError(ParameterError):

@@ -15,13 +15,14 @@ from fastapi import APIRouter, Query, Request, Response
 import posenc
 from app import formats, responses
 from app.bodies import read_table
-from app.params import ConformanceQuery, EncodeBody, Format, check_consecutive, check_size
+from app.params import ConformanceQuery, EncodeBody, Format, check_size
 from app.responses import Body
 from app.serving import ARRAY_RESPONSES, PROBLEM_RESPONSES, check_positions, off_loop, state
 from app.serving import canonical as canonical_params
 from app.serving import labels as labels_for
 from posenc import conformance, rope
 from posenc.errors import NotApplicableError, ParameterError
+from posenc.exact import consecutive_positions
 
 router = APIRouter(prefix="/v1", responses=PROBLEM_RESPONSES)
 
@@ -138,7 +139,7 @@ async def verify_post(request: Request, query: Annotated[ConformanceQuery, Query
             f"expected shape [{table.shape[0]}, {query.d_model}] "
             f"(n, d_model), got {list(table.shape)}",
         )
-    check_consecutive(len(table), query.offset)
+    consecutive_positions(len(table), query.offset)
     check_size("body", "the table", table.size, settings.max_elements, "POSENC_MAX_ELEMENTS")
     result = await off_loop(
         request, conformance.check, params, table, query.offset, query.tolerance_ulp

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.responses import tag_in
 from posenc.cache import ByteBoundedCache
 
 CACHEABLE_PATHS = frozenset({"/v1/table", "/v1/encode", "/v1/similarity", "/v1/verify"})
@@ -58,7 +59,8 @@ class ReplayMiddleware:
         await self.app(scope, receive, self._recording(key, send))
 
     async def _replay(self, recorded: Recorded, if_none_match: bytes | None, send: Send) -> None:
-        if if_none_match is not None and _matches(if_none_match, recorded.etag):
+        header = if_none_match.decode("latin-1") if if_none_match is not None else None
+        if tag_in(header, recorded.etag.decode("latin-1")) is not None:
             kept = tuple(
                 h
                 for h in recorded.headers
@@ -99,9 +101,3 @@ class ReplayMiddleware:
         immutable = b"immutable" in names.get(b"cache-control", b"")
         if start.get("status") == 200 and immutable and b"etag" in names:
             self.cache.put(key, Recorded(headers, body, names[b"etag"]))
-
-
-def _matches(header: bytes, etag: bytes) -> bool:
-    if header.strip() == b"*":
-        return True
-    return etag in {tag.strip().removeprefix(b"W/") for tag in header.split(b",")}

@@ -87,7 +87,11 @@ def matching_tag(request: Request, etag: str) -> str | None:
 
     The comparison is weak (RFC 9110 §13.1.2), so W/ prefixes do not matter.
     """
-    header = request.headers.get("if-none-match")
+    return tag_in(request.headers.get("if-none-match"), etag)
+
+
+def tag_in(header: str | None, etag: str) -> str | None:
+    """``etag`` or its gzip variant if the If-None-Match ``header`` names it (``*`` names all)."""
     if header is None:
         return None
     if header.strip() == "*":

@@ -30,6 +30,8 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
+from posenc.errors import ParameterError
+
 Float64Array = npt.NDArray[np.float64]
 
 # Digits for the frequencies: 106 bits of a double-double need ~32 decimal digits; the extra ones
@@ -40,6 +42,20 @@ _SPLITTER = float(2**27 + 1)
 # Position 2^31 is excluded by the API; below it positions are exact integers in float64 and
 # split into 16-bit halves, so every partial product in Dekker's product is exact.
 MAX_POSITION = 2**31 - 1
+
+
+def consecutive_positions(seq_len: int, offset: int) -> npt.NDArray[np.int64]:
+    """Positions ``offset … offset+seq_len-1``, all below 2^31, or the parameter named."""
+    if seq_len < 1:
+        raise ParameterError("seq_len", f"must be ≥ 1, got {seq_len}")
+    if not 0 <= offset <= MAX_POSITION:
+        raise ParameterError("offset", f"must be in [0, 2^31), got {offset}")
+    if offset + seq_len - 1 > MAX_POSITION:
+        raise ParameterError(
+            "seq_len",
+            f"offset + seq_len must be ≤ 2^31 (positions below 2^31), got {offset + seq_len}",
+        )
+    return np.arange(offset, offset + seq_len, dtype=np.int64)
 
 
 @lru_cache(maxsize=1)

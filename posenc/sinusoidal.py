@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc.errors import ParameterError
-from posenc.exact import MAX_POSITION, Turns, geometric_turns, sincos
+from posenc.exact import MAX_POSITION, Turns, consecutive_positions, geometric_turns, sincos
 from posenc.rotation import fill_consecutive
 
 Layout = Literal["interleaved", "split"]
@@ -194,16 +194,3 @@ def table(
     turns = frequencies_of(params)
     fill_consecutive(offset, seq_len, turns, place_rows, place_values)
     return out
-
-
-def consecutive_positions(seq_len: int, offset: int) -> npt.NDArray[np.int64]:
-    if seq_len < 1:
-        raise ParameterError("seq_len", f"must be ≥ 1, got {seq_len}")
-    if not 0 <= offset <= MAX_POSITION:
-        raise ParameterError("offset", f"must be in [0, 2^31), got {offset}")
-    if offset + seq_len - 1 > MAX_POSITION:
-        raise ParameterError(
-            "seq_len",
-            f"offset + seq_len must be ≤ 2^31 (positions below 2^31), got {offset + seq_len}",
-        )
-    return np.arange(offset, offset + seq_len, dtype=np.int64)
