@@ -59,9 +59,10 @@ async def table(request: Request, query: Annotated[TableQuery, Query()]) -> Resp
     check_sizes(settings, fmt, "seq_len", f"the array {list(shape)}", math.prod(shape))
     rows = dict(seq_len=len(positions), offset=query.offset) if not scheme.on_grid else {}
     canonical = canonical_params(query, params, **rows)
-    labels = labels_for(query, shape, positions.tolist())
 
     def render(gzip: bool) -> Body:
+        # Labels only here: a 304 or a replayed answer never needs them.
+        labels = labels_for(query, shape, positions.tolist())
         array = array_for(cache, query, params, positions, dtype, component, consecutive=True)
         envelope = {"scheme": query.scheme, "params": canonical}
         return Body.of(array, fmt, envelope, labels, gzip)
@@ -131,9 +132,6 @@ async def similarity_get(request: Request, query: Annotated[SimilarityQuery, Que
         reference=query.reference,
         vector=query.vector,
     )
-    span = positions.tolist()
-    title = f"{query.metric} similarity of {query.scheme} encodings"
-    labels = formats.Labels(title, "position", "position", query.metric, span, span)
     vector = tuple(query.vector) if query.vector is not None else None
     vectors = scheme.vectors
 
@@ -148,6 +146,18 @@ async def similarity_get(request: Request, query: Annotated[SimilarityQuery, Que
             anchor = vectors(params, np.array([query.reference], dtype=np.int64), vector)[0]
             values = similarity.against(rows, anchor, query.metric)
         envelope = {"scheme": query.scheme, "params": canonical}
+        span = positions.tolist()
+        title = f"{query.metric} similarity of {query.scheme} encodings"
+        labels = formats.Labels(
+            title,
+            "position",
+            "position",
+            query.metric,
+            span,
+            span,
+            width=query.width,
+            height=query.height,
+        )
         return Body.of(values.astype(query.served_dtype()), fmt, envelope, labels, gzip)
 
     return await serve(request, query.scheme, canonical, fmt, render)

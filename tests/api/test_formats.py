@@ -158,3 +158,8 @@ def test_png_takes_width_and_height_bounds(client: Client) -> None:
 def test_width_is_refused_for_other_formats(client: Client) -> None:
     problem = client.get("/v1/table?d_model=4&seq_len=3&format=json&width=100").json()
     assert problem["errors"][0]["loc"] == ["query", "width"]
+
+
+def test_similarity_png_takes_the_bounds_too(client: Client) -> None:
+    png = client.get("/v1/similarity?d_model=8&seq_len=10&format=png&width=40&height=30").content
+    assert struct.unpack(">II", png[16:24]) == (40, 30)
