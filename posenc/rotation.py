@@ -28,7 +28,8 @@ from posenc.exact import Float64Array, Turns, sincos, sincos_pairs
 
 BLOCK = 16
 SMALL = 2.0**-10
-# Pairs per working chunk: the complex temporaries stay in the L2 cache.
+# Pairs per working chunk (2 MiB of complex values): large enough that the per-chunk Python
+# work is small; of 16K, 32K, 64K and 128K pairs, measured here, this was the fastest.
 _WORKING_PAIRS = 131072
 
 

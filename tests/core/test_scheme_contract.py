@@ -26,6 +26,11 @@ EXAMPLES: dict[str, dict[str, Any]] = {
 }
 
 
+def _rows(scheme: posenc.Scheme, params: Any, count: int) -> np.ndarray:
+    """``count`` positions, or every cell of a grid scheme."""
+    return np.arange(int(np.prod(params.grid)) if scheme.on_grid else count, dtype=np.int64)
+
+
 def test_every_registered_scheme_has_an_example() -> None:
     assert set(EXAMPLES) == set(posenc.SCHEMES)
 
@@ -34,11 +39,7 @@ def test_every_registered_scheme_has_an_example() -> None:
 def test_each_component_has_the_shape_and_dtype_the_scheme_announces(name: str) -> None:
     scheme = posenc.get(name)
     params = scheme.params_type(**EXAMPLES[name])
-    positions = (
-        np.arange(4, dtype=np.int64)
-        if not scheme.on_grid
-        else np.arange(int(np.prod(params.grid)), dtype=np.int64)
-    )
+    positions = _rows(scheme, params, 4)
     for component in scheme.components or ("",):
         for dtype in scheme.dtypes or ("int32",):
             array = scheme.encode(params, positions, dtype, component)
@@ -61,11 +62,7 @@ def test_a_single_position_works(name: str) -> None:
 def test_verify_reports_measured_checks(name: str) -> None:
     scheme = posenc.get(name)
     params = scheme.params_type(**EXAMPLES[name])
-    positions = (
-        np.arange(6, dtype=np.int64)
-        if not scheme.on_grid
-        else np.arange(int(np.prod(params.grid)), dtype=np.int64)
-    )
+    positions = _rows(scheme, params, 6)
     component = (scheme.components or ("",))[0]
     served = scheme.encode(params, positions, (scheme.dtypes or ("int32",))[0], component)
     report = scheme.verify(params, served, positions)
