@@ -13,6 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 import posenc
 from app import posts, problems, routes
+from app.admission import AdmissionMiddleware, Budget
 from app.metrics import Metrics, MetricsMiddleware
 from app.middleware import BodyLimitMiddleware, SecurityHeadersMiddleware
 from app.observability import AccessLogMiddleware, configure_logging
@@ -36,7 +37,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.cache = posenc.ByteBoundedCache(settings.cache_bytes)
     app.state.metrics = Metrics(app.state.cache)
-    app.state.limiter = None  # made on first use, inside the event loop (app/serving.py)
+    app.state.limiter = None  # made on first use, inside the event loop (app/admission.py)
+    app.state.budget = Budget(
+        settings.memory_bytes, settings.admission_queue, settings.admission_wait_s
+    )
     app.include_router(routes.router)
     app.include_router(posts.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
@@ -49,6 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _add_operations(app)
     problems.register(app)
     # Added last runs first: metrics see every answer, including 413s and CORS preflights.
+    app.add_middleware(AdmissionMiddleware, budget=app.state.budget)
     app.add_middleware(ReplayMiddleware, cache=app.state.cache)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(

@@ -1,7 +1,7 @@
-"""Query and body models: what a request may say, in the core's vocabulary, and what it may cost.
+"""Query and body models: what a request may say, in the core's vocabulary.
 
-Every model forbids extra fields, so a misspelt ``d_modle`` is a 422 naming it. Sizes are
-checked here, from the parameters alone, before anything is allocated.
+Every model forbids extra fields, so a misspelt ``d_modle`` is a 422 naming it. Rows stay an
+offset and a count (:class:`posenc.rows.Rows`) until the request is admitted.
 """
 
 from __future__ import annotations
@@ -10,14 +10,13 @@ import dataclasses
 import math
 from typing import Annotated, Any, Literal
 
-import numpy as np
-import numpy.typing as npt
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
 import posenc
 from posenc.errors import NotApplicableError, ParameterError
-from posenc.exact import MAX_POSITION, consecutive_positions
+from posenc.exact import MAX_POSITION
+from posenc.rows import Rows
 
 Format = Literal["json", "npy", "bin", "csv", "plotly", "png"]
 TEXT_FORMATS: frozenset[str] = frozenset({"json", "csv", "plotly"})
@@ -223,17 +222,18 @@ class RowsQuery(EncodingQuery):
     seq_len: SeqLen | None = None
     offset: Position = 0
 
-    def positions(self, params: Any) -> npt.NDArray[np.int64]:
-        """The table's rows: positions offset … offset+seq_len-1, or every cell of the grid."""
+    def rows(self, params: Any) -> Rows:
+        """The table's rows, still unallocated: positions offset … offset+seq_len-1, or every
+        cell of the grid."""
         scheme = posenc.get(self.scheme)
         if scheme.on_grid:
             for name in ("seq_len", "offset"):
                 if name in self.model_fields_set:
                     raise NotApplicableError(name, self.scheme, "grid= sets the rows")
-            return np.arange(math.prod(params.grid), dtype=np.int64)
+            return Rows(math.prod(params.grid))
         if self.seq_len is None:
             raise ParameterError("seq_len", f"is required for scheme {self.scheme!r}")
-        return consecutive_positions(self.seq_len, self.offset)
+        return Rows(self.seq_len, self.offset)
 
 
 class TableQuery(RowsQuery):
@@ -281,19 +281,3 @@ class EncodeBody(EncodingQuery):
         None, description="rope: shape (len(positions), d_model); returned rotated"
     )
     scale: bool = Field(False, description="multiply embeddings by sqrt(d_model) first")
-
-
-class LimitExceededError(ParameterError):
-    """An answer larger than the configured limit, refused before it is computed."""
-
-    def __init__(self, param: str, what: str, size: int, limit: int, setting: str) -> None:
-        super().__init__(
-            param, f"{what} would hold {size} values, over the limit of {limit} ({setting})"
-        )
-        self.size = size
-        self.limit = limit
-
-
-def check_size(param: str, what: str, size: int, limit: int, setting: str) -> None:
-    if size > limit:
-        raise LimitExceededError(param, what, size, limit, setting)

@@ -14,15 +14,17 @@ from fastapi import APIRouter, Query, Request, Response
 
 import posenc
 from app import formats, responses
+from app.admission import Estimate, admit, check_size, run
 from app.bodies import read_table
-from app.params import ConformanceQuery, EncodeBody, Format, check_size
+from app.params import ConformanceQuery, EncodeBody, Format
 from app.responses import Body
-from app.serving import ARRAY_RESPONSES, PROBLEM_RESPONSES, check_positions, off_loop, state
+from app.serving import ARRAY_RESPONSES, PROBLEM_RESPONSES, estimate, state
 from app.serving import canonical as canonical_params
 from app.serving import labels as labels_for
 from posenc import conformance, rope
+from posenc.cost import Cost
 from posenc.errors import NotApplicableError, ParameterError
-from posenc.exact import consecutive_positions
+from posenc.rows import Rows
 
 router = APIRouter(prefix="/v1", responses=PROBLEM_RESPONSES)
 
@@ -45,8 +47,15 @@ async def encode_post(
     scheme, params = posenc.get(body.scheme), body.core()
     dtype, component = body.served_dtype(), body.chosen_component()
     fmt = formats.negotiate(format, request.headers.get("accept"))
-    shape = scheme.shape(params, len(body.positions), component)
-    check_positions(settings, fmt, body.positions, math.prod(shape))
+    count = len(body.positions)
+    check_size(
+        "positions", "the positions list", count, settings.max_positions, "POSENC_MAX_POSITIONS"
+    )
+    shape = scheme.shape(params, count, component)
+    # Given data is widened to float64 and combined with a float64 encoding: three such arrays.
+    given = Cost(3 * math.prod(shape) * 8, 3 * math.prod(shape))
+    cost = scheme.cost(params, count, dtype, component) + given
+    need = estimate(body, fmt, cost, shape, f"the array {list(shape)}")
     positions = np.array(body.positions, dtype=np.int64)
     if body.embeddings is not None and body.vectors is not None:
         raise ParameterError("vectors", "send embeddings or vectors, not both")
@@ -73,7 +82,8 @@ async def encode_post(
             array = scheme.encode(params, positions, dtype, component)
         return Body.of(array, fmt, envelope, figure, gzip)
 
-    return responses.send(await off_loop(request, compute), None)
+    await admit(request, dataclasses.replace(need, param="positions"))
+    return responses.send(await run(request, compute), None)
 
 
 def _matrix(rows: list[list[float]], name: str, expected: tuple[int, int]) -> npt.NDArray[Any]:
@@ -122,7 +132,6 @@ async def verify_post(request: Request, query: Annotated[ConformanceQuery, Query
     first bad position and a `diagnosis`: `layout_mismatch`, `base_mismatch`, `angle_precision`,
     `collapsed_positions` or `value_rounding`, each with its evidence.
     """
-    settings, _ = state(request)
     params = query.core()
     if not posenc.get(query.scheme).conformance or params.convention != "vaswani":
         raise NotApplicableError(
@@ -139,11 +148,11 @@ async def verify_post(request: Request, query: Annotated[ConformanceQuery, Query
             f"expected shape [{table.shape[0]}, {query.d_model}] "
             f"(n, d_model), got {list(table.shape)}",
         )
-    consecutive_positions(len(table), query.offset)
-    check_size("body", "the table", table.size, settings.max_elements, "POSENC_MAX_ELEMENTS")
-    result = await off_loop(
-        request, conformance.check, params, table, query.offset, query.tolerance_ulp
-    )
+    Rows(len(table), query.offset)
+    # The exact table in float64 beside the client's, and a handful of float64 comparisons.
+    compute = Cost(table.size * 8 * 12, table.size * 200)
+    await admit(request, Estimate(compute, table.size, False, "body", "the conformance check"))
+    result = await run(request, conformance.check, params, table, query.offset, query.tolerance_ulp)
     document = {
         "scheme": query.scheme,
         "params": canonical_params(

@@ -17,8 +17,12 @@ from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
-from app.params import LimitExceededError
-from app.serving import RequestTimeoutError
+from app.admission import (
+    ClientGoneError,
+    LimitExceededError,
+    OverloadedError,
+    RequestTimeoutError,
+)
 from posenc.errors import NotApplicableError, ParameterError, PosencError
 
 MEDIA_TYPE = "application/problem+json"
@@ -91,6 +95,21 @@ def _timeout(request: Request, exc: Exception) -> Response:
     return problem(503, str(exc), type_="urn:posenc:problem:timeout", headers={"Retry-After": "1"})
 
 
+def _overloaded(request: Request, exc: Exception) -> Response:
+    retry = str(OverloadedError.retry_after_s)
+    return problem(
+        503,
+        f"the service is at its memory budget ({exc}); retry after {retry} s",
+        type_="urn:posenc:problem:overloaded",
+        headers={"Retry-After": retry},
+    )
+
+
+def _client_gone(request: Request, exc: Exception) -> Response:
+    # Nobody reads it; nginx's 499 keeps it apart from real answers in logs and metrics.
+    return Response(status_code=499)
+
+
 def _unexpected(request: Request, exc: Exception) -> Response:
     _log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
     return problem(500, "an internal error occurred; it has been logged")
@@ -102,4 +121,6 @@ def register(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestTimeoutError, _timeout)
+    app.add_exception_handler(OverloadedError, _overloaded)
+    app.add_exception_handler(ClientGoneError, _client_gone)
     app.add_exception_handler(Exception, _unexpected)

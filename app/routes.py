@@ -1,7 +1,7 @@
 """The GET endpoints, one short function each: parameters → core (through the cache) → response.
 
 Validation runs on the event loop (it is cheap); the NumPy work runs in the bounded thread pool
-of :func:`app.serving.off_loop`, so one slow table never stalls /healthz.
+of :func:`app.admission.run`, so one slow table never stalls /healthz.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from fastapi import APIRouter, Query, Request, Response
 
 import posenc
 from app import formats
-from app.params import EncodeQuery, SimilarityQuery, TableQuery, VerifyQuery, check_size
+from app.admission import Estimate, check_size, decide
+from app.params import EncodeQuery, SimilarityQuery, TableQuery, VerifyQuery
 from app.responses import Body
 from app.serving import (
     ARRAY_RESPONSES,
     PROBLEM_RESPONSES,
     array_for,
     check_picture,
-    check_positions,
-    check_sizes,
+    estimate,
     serve,
     state,
 )
@@ -34,7 +34,7 @@ from app.serving import (
 from app.serving import (
     labels as labels_for,
 )
-from posenc import similarity
+from posenc import costs, similarity
 from posenc.errors import NotApplicableError
 
 router = APIRouter(prefix="/v1", responses=PROBLEM_RESPONSES)
@@ -49,25 +49,26 @@ async def table(request: Request, query: Annotated[TableQuery, Query()]) -> Resp
 
     `curl 'http://127.0.0.1:8000/v1/table?d_model=4&seq_len=3'`
     """
-    settings, cache = state(request)
+    _, cache = state(request)
     scheme, params = posenc.get(query.scheme), query.core()
     dtype, component = query.served_dtype(), query.chosen_component()
-    positions = query.positions(params)
+    rows = query.rows(params)
     fmt = formats.negotiate(query.format, request.headers.get("accept"))
     check_picture(query, fmt)
-    shape = scheme.shape(params, len(positions), component)
-    check_sizes(settings, fmt, "seq_len", f"the array {list(shape)}", math.prod(shape))
-    rows = dict(seq_len=len(positions), offset=query.offset) if not scheme.on_grid else {}
-    canonical = canonical_params(query, params, **rows)
+    shape = scheme.shape(params, len(rows), component)
+    compute = scheme.cost(params, len(rows), dtype, component)
+    need = estimate(query, fmt, compute, shape, f"the array {list(shape)}")
+    extra = dict(seq_len=rows.count, offset=rows.offset) if not scheme.on_grid else {}
+    canonical = canonical_params(query, params, **extra)
 
     def render(gzip: bool) -> Body:
         # Labels only here: a 304 or a replayed answer never needs them.
-        labels = labels_for(query, shape, positions.tolist())
-        array = array_for(cache, query, params, positions, dtype, component, consecutive=True)
+        labels = labels_for(query, shape, list(range(rows.offset, rows.offset + rows.count)))
+        array = array_for(cache, query, params, rows, dtype, component)
         envelope = {"scheme": query.scheme, "params": canonical}
         return Body.of(array, fmt, envelope, labels, gzip)
 
-    return await serve(request, query.scheme, canonical, fmt, render)
+    return await serve(request, query.scheme, canonical, fmt, need, render)
 
 
 @router.get("/encode", responses=ARRAY_RESPONSES, response_class=Response)
@@ -81,18 +82,24 @@ async def encode_get(request: Request, query: Annotated[EncodeQuery, Query()]) -
     dtype, component = query.served_dtype(), query.chosen_component()
     fmt = formats.negotiate(query.format, request.headers.get("accept"))
     check_picture(query, fmt)
-    shape = scheme.shape(params, len(query.positions), component)
-    check_positions(settings, fmt, query.positions, math.prod(shape))
+    count = len(query.positions)
+    check_size(
+        "positions", "the positions list", count, settings.max_positions, "POSENC_MAX_POSITIONS"
+    )
+    shape = scheme.shape(params, count, component)
+    compute = scheme.cost(params, count, dtype, component)
+    need = estimate(query, fmt, compute, shape, f"the array {list(shape)}")
+    need = dataclasses.replace(need, param="positions")
     canonical = canonical_params(query, params, positions=query.positions)
     labels = labels_for(query, shape, None)
 
     def render(gzip: bool) -> Body:
         positions = np.array(query.positions, dtype=np.int64)
-        array = array_for(cache, query, params, positions, dtype, component, consecutive=False)
+        array = array_for(cache, query, params, positions, dtype, component)
         envelope = {"scheme": query.scheme, "params": canonical}
         return Body.of(array, fmt, envelope, labels, gzip)
 
-    return await serve(request, query.scheme, canonical, fmt, render)
+    return await serve(request, query.scheme, canonical, fmt, need, render)
 
 
 @router.get("/similarity", responses=ARRAY_RESPONSES, response_class=Response)
@@ -113,16 +120,17 @@ async def similarity_get(request: Request, query: Annotated[SimilarityQuery, Que
         )
     if query.vector is not None and not scheme.similarity_vector:
         raise NotApplicableError("vector", query.scheme)
-    positions = query.positions(params)
+    rows = query.rows(params)
     fmt = formats.negotiate(query.format, request.headers.get("accept"))
     check_picture(query, fmt)
-    n = len(positions)
+    n = len(rows)
     width = scheme.shape(params, 1, query.chosen_component())[-1]
-    check_size(
-        "seq_len", "the rows behind it", n * width, settings.max_elements, "POSENC_MAX_ELEMENTS"
-    )
-    size = n if query.reference is not None else n * n
-    check_sizes(settings, fmt, "seq_len", "the similarity answer", size)
+    dtype = query.served_dtype()
+    reference = query.reference is not None
+    shape = (n,) if reference else (n, n)
+    compute = costs.vectors(width, n + 1) + costs.similarity(n, width, reference, dtype)
+    need = estimate(query, fmt, compute, shape, "the similarity answer")
+    decide(settings, Estimate(compute, n * width, False, "seq_len", "the rows behind it"))
     canonical = canonical_params(
         query,
         params,
@@ -136,15 +144,16 @@ async def similarity_get(request: Request, query: Annotated[SimilarityQuery, Que
     vectors = scheme.vectors
 
     def render(gzip: bool) -> Body:
-        rows = cache.get_or_compute(
-            ("vectors", query.scheme, params, vector, positions.tobytes()),
+        positions = rows.array()
+        compared = cache.get_or_compute(
+            ("vectors", query.scheme, params, vector, rows.offset, rows.count),
             lambda: vectors(params, positions, vector),
         )
         if query.reference is None:
-            values = similarity.matrix(rows, query.metric)
+            values = similarity.matrix(compared, query.metric)
         else:
             anchor = vectors(params, np.array([query.reference], dtype=np.int64), vector)[0]
-            values = similarity.against(rows, anchor, query.metric)
+            values = similarity.against(compared, anchor, query.metric)
         envelope = {"scheme": query.scheme, "params": canonical}
         span = positions.tolist()
         title = f"{query.metric} similarity of {query.scheme} encodings"
@@ -158,9 +167,9 @@ async def similarity_get(request: Request, query: Annotated[SimilarityQuery, Que
             width=query.width,
             height=query.height,
         )
-        return Body.of(values.astype(query.served_dtype()), fmt, envelope, labels, gzip)
+        return Body.of(values.astype(dtype), fmt, envelope, labels, gzip)
 
-    return await serve(request, query.scheme, canonical, fmt, render)
+    return await serve(request, query.scheme, canonical, fmt, need, render)
 
 
 @router.get(
@@ -176,27 +185,23 @@ async def verify_get(request: Request, query: Annotated[VerifyQuery, Query()]) -
     `passed` is true when every check holds; `statistics` are descriptive. The array is the one
     `/v1/table` serves for the same parameters, `seq_len` (default 128) and `offset`.
     """
-    settings, cache = state(request)
+    _, cache = state(request)
     scheme, params = posenc.get(query.scheme), query.core()
     dtype, component = query.served_dtype(), query.chosen_component()
     if "component" in query.model_fields_set:
         raise NotApplicableError("component", query.scheme, "verify checks the default array")
-    positions = query.positions(params)
-    n = len(positions)
+    rows = query.rows(params)
+    n = len(rows)
     shape = scheme.shape(params, n, component)
-    check_size(
-        "seq_len",
-        "the verification work (the array + seq_len²)",
-        math.prod(shape) + n * n,
-        settings.max_elements,
-        "POSENC_MAX_ELEMENTS",
-    )
-    rows = dict(seq_len=n, offset=query.offset) if not scheme.on_grid else {}
-    canonical = canonical_params(query, params, **rows)
+    compute = scheme.cost(params, n, dtype, component) + scheme.verify_cost(params, n)
+    param = "grid" if scheme.on_grid else "seq_len"
+    need = Estimate(compute, math.prod(shape), False, param, "the verification")
+    extra = dict(seq_len=n, offset=rows.offset) if not scheme.on_grid else {}
+    canonical = canonical_params(query, params, **extra)
 
     def render(gzip: bool) -> Body:
-        served = array_for(cache, query, params, positions, dtype, component, consecutive=True)
-        report = scheme.verify(params, served, positions)
+        served = array_for(cache, query, params, rows, dtype, component)
+        report = scheme.verify(params, served, rows.array())
         document = {
             "scheme": query.scheme,
             "params": canonical,
@@ -206,7 +211,7 @@ async def verify_get(request: Request, query: Annotated[VerifyQuery, Query()]) -
         }
         return Body.text(orjson.dumps(document), "json", gzip)
 
-    return await serve(request, query.scheme, canonical, "json", render)
+    return await serve(request, query.scheme, canonical, "json", need, render)
 
 
 @router.get("/schemes")

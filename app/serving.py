@@ -1,24 +1,27 @@
-"""What the endpoints share: settings and cache, size checks, canonical parameters, caching
-answers, and running the heavy part off the event loop within the time limit."""
+"""What the endpoints share: settings and cache, what an answer costs, canonical parameters,
+and the way every computational GET is served (refuse, 304, admit, run, send)."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import anyio
 import numpy as np
 import numpy.typing as npt
 from fastapi import Request, Response
 
 import posenc
 from app import formats, responses
-from app.params import TEXT_FORMATS, EncodingQuery, Format, check_size
+from app.admission import Estimate, admit, decide, run
+from app.params import TEXT_FORMATS, EncodingQuery, Format
 from app.responses import Body
 from app.settings import Settings
 from posenc.cache import ByteBoundedCache
+from posenc.cost import Cost
 from posenc.errors import ParameterError
+from posenc.rows import Rows
 
 Result = TypeVar("Result")
 
@@ -61,7 +64,8 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
         "be over a size limit"
     ),
     503: _problem(
-        "the request ran past POSENC_REQUEST_TIMEOUT_S (retry after the header's seconds)"
+        "busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran "
+        "past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After"
     ),
 }
 _BINARY = {"schema": {"type": "string", "format": "binary"}}
@@ -80,42 +84,41 @@ ARRAY_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-class RequestTimeoutError(Exception):
-    """The heavy part of a request ran past POSENC_REQUEST_TIMEOUT_S: an overload, not bad input."""
-
-    def __init__(self, seconds: float) -> None:
-        super().__init__(
-            f"the request took longer than {seconds:g} s (POSENC_REQUEST_TIMEOUT_S); "
-            "the service is busy, try again"
-        )
+# Peak bytes per value of serialising as text: the digits, orjson's growing buffer, the joined
+# body and its gzip copy (measured 28–77 per value, float64 CSV the most).
+_TEXT_BYTES = {"float64": 80, "float32": 48, "float16": 64, "int32": 48}
+_PNG_SIDE = 2048
 
 
-async def off_loop(request: Request, work: Callable[..., Result], *args: Any) -> Result:
-    """Run ``work`` in the app's bounded thread pool, giving up after the request time limit.
+def serialized(
+    shape: tuple[int, ...], dtype: str, fmt: Format, picture: tuple[int | None, int | None]
+) -> Cost:
+    """What turning an array of ``shape`` into a ``fmt`` body costs, beside the array itself."""
+    values = math.prod(shape)
+    if fmt in ("bin", "npy"):
+        return Cost(values * np.dtype(dtype).itemsize + 2**16, values)
+    if fmt == "png":
+        # Every value widened to float64 for the colour limits, then ~40 bytes per pixel.
+        rows = shape[0] if len(shape) > 1 else 1
+        columns = values // rows
+        width = picture[0] or min(max(columns, 256), _PNG_SIDE)
+        height = picture[1] or min(max(rows, 256), _PNG_SIDE)
+        return Cost(values * 8 + width * height * 40 + 2**20, values + width * height * 40)
+    return Cost(values * _TEXT_BYTES[dtype] + 8 * 2**20, values * 100)
 
-    The event loop stays free for /healthz and cache hits; an abandoned thread finishes its
-    (size-limited) work in the background and still holds its pool slot until then.
-    """
-    settings: Settings = request.app.state.settings
-    if request.app.state.limiter is None:
-        request.app.state.limiter = anyio.CapacityLimiter(settings.threads)
-    try:
-        with anyio.fail_after(settings.request_timeout_s):
-            return await anyio.to_thread.run_sync(
-                work, *args, limiter=request.app.state.limiter, abandon_on_cancel=True
-            )
-    except TimeoutError:
-        raise RequestTimeoutError(settings.request_timeout_s) from None
+
+def estimate(
+    query: EncodingQuery, fmt: Format, compute: Cost, shape: tuple[int, ...], what: str
+) -> Estimate:
+    """The estimate of an array answer: computing it, then serialising it."""
+    picture = (getattr(query, "width", None), getattr(query, "height", None))
+    cost = compute + serialized(shape, query.served_dtype(), fmt, picture)
+    param = "grid" if posenc.get(query.scheme).on_grid else "seq_len"
+    return Estimate(cost, math.prod(shape), fmt in TEXT_FORMATS, param, what)
 
 
 def state(request: Request) -> tuple[Settings, ByteBoundedCache]:
     return request.app.state.settings, request.app.state.cache
-
-
-def check_sizes(settings: Settings, fmt: Format, param: str, what: str, size: int) -> None:
-    check_size(param, what, size, settings.max_elements, "POSENC_MAX_ELEMENTS")
-    if fmt in TEXT_FORMATS:
-        check_size(param, what, size, settings.max_text_elements, "POSENC_MAX_TEXT_ELEMENTS")
 
 
 def canonical(query: EncodingQuery, params: Any, **extra: Any) -> dict[str, Any]:
@@ -141,14 +144,20 @@ async def serve(
     scheme: str,
     canonical: dict[str, Any],
     fmt: Format,
+    need: Estimate,
     render: Callable[[bool], Body],
 ) -> Response:
-    """304 if the client has it, else the rendered body (app/replay.py keeps the answer)."""
+    """Refuse what can never be served; 304 if the client has it; else admit, render, send.
+
+    (app/replay.py keeps the answer, so a repeat never comes this far.)
+    """
+    decide(request.app.state.settings, need)
     etag = responses.etag_for(request.url.path, {"scheme": scheme, "params": canonical}, fmt)
     matched = responses.matching_tag(request, etag)
     if matched is not None:
         return responses.not_modified(matched)
-    body = await off_loop(request, render, responses.accepts_gzip(request))
+    await admit(request, need)
+    body = await run(request, render, responses.accepts_gzip(request))
     return responses.send(body, etag)
 
 
@@ -156,19 +165,24 @@ def array_for(
     cache: ByteBoundedCache,
     query: EncodingQuery,
     params: Any,
-    positions: npt.NDArray[np.int64],
+    positions: Rows | npt.NDArray[np.int64],
     dtype: str,
     component: str,
-    consecutive: bool,
 ) -> npt.NDArray[Any]:
-    """The scheme's array for these positions, through the cache."""
+    """The scheme's array for consecutive ``Rows`` or listed positions, through the cache."""
     scheme = posenc.get(query.scheme)
-    ends = (int(positions[0]), len(positions)) if consecutive else (positions.tobytes(),)
-    key = ("array", query.scheme, params, dtype, component, consecutive, *ends)
+    ends: tuple[object, ...] = (
+        (positions.offset, positions.count)
+        if isinstance(positions, Rows)
+        else (positions.tobytes(),)
+    )
+    key = ("array", query.scheme, params, dtype, component, isinstance(positions, Rows), *ends)
 
     def compute() -> npt.NDArray[Any]:
-        if consecutive and scheme.table is not None and not component:
-            return scheme.table(params, len(positions), int(positions[0]), dtype)
+        if isinstance(positions, Rows):
+            if scheme.table is not None and not component:
+                return scheme.table(params, positions.count, positions.offset, dtype)
+            return scheme.encode(params, positions.array(), dtype, component)
         return scheme.encode(params, positions, dtype, component)
 
     return cache.get_or_compute(key, compute)
@@ -188,14 +202,3 @@ def labels(query: EncodingQuery, shape: tuple[int, ...], rows: list[int] | None)
         y_values=rows if len(shape) == 2 else None,
         **size,
     )
-
-
-def check_positions(settings: Settings, fmt: Format, positions: list[int], size: int) -> None:
-    check_size(
-        "positions",
-        "the positions list",
-        len(positions),
-        settings.max_positions,
-        "POSENC_MAX_POSITIONS",
-    )
-    check_sizes(settings, fmt, "positions", "the answer", size)

@@ -24,6 +24,7 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
+from posenc.cancel import checkpoint
 from posenc.exact import Float64Array, Turns, sincos, sincos_pairs
 
 BLOCK = 16
@@ -76,6 +77,7 @@ def fill_consecutive(
     rotated = np.empty((per_chunk, BLOCK, h), dtype=np.complex128)
     found: list[tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]] = []
     for index, z_super in enumerate(supers):
+        checkpoint()
         anchors = z_super * coarse
         for first in range(0, BLOCK, per_chunk):
             start = index * span + first * BLOCK

@@ -13,7 +13,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from posenc import alibi, baselines, grid, rope, scheme_checks, sinusoidal, sinusoidal_verify, t5
+from posenc import (
+    alibi,
+    baselines,
+    costs,
+    grid,
+    rope,
+    scheme_checks,
+    sinusoidal,
+    sinusoidal_verify,
+    t5,
+)
+from posenc.cost import Cost
 from posenc.errors import ParameterError
 from posenc.verify import Report
 
@@ -41,6 +52,7 @@ class Scheme:
     ``encode(params, positions, dtype, component)`` gives the array for the positions (cells of
     the grid when ``on_grid``); ``shape`` its shape, before anything is computed; ``vectors``
     the float64 per-position vectors that /similarity compares (None: there are none);
+    ``cost(params, rows, dtype, component)`` what computing the array costs (:mod:`posenc.costs`);
     ``dtypes`` None means the output is integer and ``dtype`` does not apply.
     """
 
@@ -52,6 +64,8 @@ class Scheme:
     shape: Callable[[Any, int, str], tuple[int, ...]]
     verify: Callable[[Any, npt.NDArray[Any], Positions], Report]
     vectors: Callable[[Any, Positions, tuple[float, ...] | None], npt.NDArray[np.float64]] | None
+    cost: Callable[[Any, int, str, str], Cost]
+    verify_cost: Callable[[Any, int], Cost] = costs.verify
     components: tuple[str, ...] = ()
     dtypes: tuple[str, ...] | None = FLOAT_DTYPES
     on_grid: bool = False
@@ -139,6 +153,7 @@ _SCHEMES = (
         lambda p, n, c: (n, p.d_model),
         sinusoidal_verify.verify,
         _rows(_sinusoidal_encode),
+        costs.sinusoidal,
         table=_sinusoidal_table,
         conformance=True,
     ),
@@ -193,6 +208,7 @@ _SCHEMES = (
         rope.shape,
         scheme_checks.verify_rope,
         _rope_vectors,
+        costs.rope,
         components=rope.COMPONENTS,
         similarity_vector=True,
     ),
@@ -215,6 +231,7 @@ _SCHEMES = (
         alibi.shape,
         scheme_checks.verify_alibi,
         None,
+        costs.alibi,
         components=alibi.COMPONENTS,
     ),
     Scheme(
@@ -237,6 +254,7 @@ _SCHEMES = (
         t5.shape,
         scheme_checks.verify_t5,
         None,
+        costs.t5,
         dtypes=None,
     ),
     *(
@@ -262,6 +280,7 @@ _SCHEMES = (
             grid.shape,
             scheme_checks.verify_grid,
             _rows(grid.encode),
+            costs.grid,
             on_grid=True,
         )
         for k in (2, 3)
@@ -276,6 +295,7 @@ _SCHEMES = (
             baselines.shape,
             scheme_checks.verify_baseline,
             _rows(encode),
+            costs.baseline,
         )
         for name, summary, encode in (
             ("index", "teaching baseline: the position in every column", baselines.index),

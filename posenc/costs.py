@@ -1,0 +1,90 @@
+"""What computing each scheme's array costs, from its parameters alone.
+
+Each function returns a :class:`~posenc.cost.Cost` for ``count`` rows (positions or grid cells)
+of the chosen ``component`` in ``dtype``: the peak bytes the computation holds at once, the
+output included, and its work. The figures are upper bounds read off tracemalloc and the clock
+(``tests/api/test_costs.py`` holds every operation's measured peak under its declared cost, so a
+change that allocates more fails there first). ``_SCRATCH`` covers the fixed-size working
+blocks that the chunked paths reuse.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from posenc.cost import Cost
+
+_SCRATCH = 4 * 2**20
+# Work units (≈ ns on one core) per output value: the exact path's sin/cos with its angle
+# reduction measured 22–37 ns per value here, plain arithmetic 1–5.
+_TRANSCENDENTAL = 48
+_ARITHMETIC = 8
+
+
+def _itemsize(dtype: str) -> int:
+    return np.dtype(dtype).itemsize
+
+
+def sinusoidal(params: Any, count: int, dtype: str, component: str) -> Cost:
+    """Computed in blocks of fixed size straight into the output: the output plus scratch."""
+    values = count * params.d_model
+    return Cost(values * _itemsize(dtype) + _SCRATCH, values * _TRANSCENDENTAL)
+
+
+def grid(params: Any, count: int, dtype: str, component: str) -> Cost:
+    """One float64 1-D table per axis block beside the output."""
+    values = count * params.d_model
+    return Cost(values * (_itemsize(dtype) + 8) + _SCRATCH, values * _TRANSCENDENTAL)
+
+
+def baseline(params: Any, count: int, dtype: str, component: str) -> Cost:
+    """A float64 table, then its cast."""
+    values = count * params.d_model
+    return Cost(values * (_itemsize(dtype) + 8) + _SCRATCH, values * _ARITHMETIC)
+
+
+def rope(params: Any, count: int, dtype: str, component: str) -> Cost:
+    """sin and cos of every (position, pair) in float64, scaled, expanded and stacked.
+
+    Measured: 69 bytes per ``count·d_model`` at the peak, whichever component; the frequencies
+    alone (``inv_freq``) cost nothing that grows with ``count``.
+    """
+    if component == "inv_freq":
+        return Cost(params.d_model * 16 + _SCRATCH, params.d_model * _TRANSCENDENTAL)
+    pairs = count * params.d_model
+    return Cost(pairs * 80 + _SCRATCH, pairs * _TRANSCENDENTAL)
+
+
+def alibi(params: Any, count: int, dtype: str, component: str) -> Cost:
+    """The float64 distance matrix, the float64 product per head, and the cast."""
+    if component == "slopes":
+        return Cost(params.num_heads * 64 + _SCRATCH, params.num_heads * _TRANSCENDENTAL)
+    values = params.num_heads * count * count
+    return Cost(values * (8 + _itemsize(dtype)) + count * count * 8 + _SCRATCH, values * 16)
+
+
+def t5(params: Any, count: int, dtype: str, component: str) -> Cost:
+    """int64 relative positions and float64 logarithms of an ``(n, n)`` matrix: 53 bytes each."""
+    values = count * count
+    return Cost(values * 64 + _SCRATCH, values * 24)
+
+
+def vectors(width: int, count: int) -> Cost:
+    """The float64 per-position vectors /similarity compares (cached beside the tables)."""
+    return Cost(count * width * 8, count * width * _TRANSCENDENTAL)
+
+
+def similarity(count: int, width: int, reference: bool, dtype: str) -> Cost:
+    """Dot products of ``width``-long rows, then up to six float64 temporaries per value (norms,
+    quotient, clipping; or the cancellation mask and square root), then the cast to ``dtype``."""
+    values = count if reference else count * count
+    return Cost(values * (64 + _itemsize(dtype)) + count * 16, values * (width // 4 + 16))
+
+
+def verify(params: Any, count: int) -> Cost:
+    """A stand-in until each scheme states its own: pairwise figures over ``count`` rows."""
+    width: int = getattr(params, "d_model", 0) or getattr(params, "num_heads", 1)
+    pairwise = count * count
+    return Cost(pairwise * 48 + count * width * 64 + _SCRATCH, pairwise * (width + 16))
