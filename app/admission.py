@@ -35,7 +35,7 @@ from posenc.cost import Cost
 from posenc.errors import ParameterError
 
 Result = TypeVar("Result")
-_HOLDING = "posenc.holding"
+HOLDING = "posenc.holding"
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,7 @@ async def admit(request: Request, estimate: Estimate) -> None:
     """Decide, then reserve the estimate's bytes until this request's response is sent."""
     settings: Settings = request.app.state.settings
     decide(settings, estimate)
-    holding: _Holding = request.scope[_HOLDING]
+    holding: _Holding = request.scope[HOLDING]
     await holding.budget.reserve(estimate.cost.bytes)
     holding.reserved.append(estimate.cost.bytes)
 
@@ -242,7 +242,7 @@ class AdmissionMiddleware:
             await self.app(scope, receive, send)
             return
         holding = _Holding(self.budget)
-        scope[_HOLDING] = holding
+        scope[HOLDING] = holding
         try:
             await self.app(scope, receive, send)
         finally:
