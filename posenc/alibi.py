@@ -16,6 +16,7 @@ from typing import Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
+from posenc.cancel import checkpoint
 from posenc.errors import ParameterError
 
 Component = Literal["bias", "slopes"]
@@ -73,6 +74,13 @@ def encode(
     if component == "slopes":
         return m.astype(dtype)
     distance = np.abs(positions[:, None] - positions[None, :]).astype(np.float64)
-    # 0 − x rather than −x: the diagonal is +0, not −0.
-    bias: npt.NDArray[np.floating] = (0.0 - m[:, None, None] * distance[None]).astype(dtype)
+    bias: npt.NDArray[np.floating] = np.empty((len(m), *distance.shape), dtype=dtype)
+    # One head at a time: one float64 product in flight, and a cancellation check between.
+    product = np.empty_like(distance)
+    for head, slope in enumerate(m):
+        checkpoint()
+        np.multiply(distance, -slope, out=product)
+        # + 0.0 turns −0 into +0: the diagonal is +0, as 0 − m·0 gives in the reference.
+        np.add(product, 0.0, out=product)
+        bias[head] = product
     return bias

@@ -58,17 +58,19 @@ def rope(params: Any, count: int, dtype: str, component: str) -> Cost:
 
 
 def alibi(params: Any, count: int, dtype: str, component: str) -> Cost:
-    """The float64 distance matrix, the float64 product per head, and the cast."""
+    """The output, and three float64-sized ``(n, n)`` matrices: the differences, the distances,
+    and the one head's product in flight."""
     if component == "slopes":
         return Cost(params.num_heads * 64 + _SCRATCH, params.num_heads * _TRANSCENDENTAL)
     values = params.num_heads * count * count
-    return Cost(values * (8 + _itemsize(dtype)) + count * count * 8 + _SCRATCH, values * 16)
+    return Cost(values * _itemsize(dtype) + count * count * 32 + _SCRATCH, values * 16)
 
 
 def t5(params: Any, count: int, dtype: str, component: str) -> Cost:
-    """int64 relative positions and float64 logarithms of an ``(n, n)`` matrix: 53 bytes each."""
+    """The int32 output, and the int64 and float32 temporaries of one block of rows (measured
+    53 bytes per value of the block)."""
     values = count * count
-    return Cost(values * 64 + _SCRATCH, values * 24)
+    return Cost(values * 4 + min(values, 2**18) * 64 + _SCRATCH, values * 24)
 
 
 def vectors(width: int, count: int) -> Cost:
