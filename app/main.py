@@ -12,7 +12,7 @@ from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 import posenc
-from app import posts, problems, routes
+from app import posts, problems, rope_config, routes
 from app.metrics import Metrics, MetricsMiddleware
 from app.middleware import BodyLimitMiddleware, SecurityHeadersMiddleware
 from app.observability import AccessLogMiddleware, configure_logging
@@ -39,6 +39,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.limiter = None  # made on first use, inside the event loop (app/serving.py)
     app.include_router(routes.router)
     app.include_router(posts.router)
+    app.include_router(rope_config.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.get("/", include_in_schema=False)
