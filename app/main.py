@@ -12,7 +12,7 @@ from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 import posenc
-from app import posts, problems, routes
+from app import posts, problems, rope_config, routes
 from app.admission import AdmissionMiddleware, Budget
 from app.metrics import Metrics, MetricsMiddleware
 from app.middleware import BodyLimitMiddleware, SecurityHeadersMiddleware
@@ -43,6 +43,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.include_router(routes.router)
     app.include_router(posts.router)
+    app.include_router(rope_config.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.get("/", include_in_schema=False)

@@ -163,6 +163,9 @@ class EncodingQuery(BaseModel):
     max_distance: _Count | None = None
     bidirectional: bool | None = None
     grid: GridSides | None = None
+    recipe: Literal["exact", "framework"] | None = Field(
+        None, description="rope, sinusoidal: exact (default) or the library's own float32 recipe"
+    )
 
     def core(self) -> Any:
         """The scheme's own parameters dataclass; a parameter it does not take is refused."""

@@ -31,6 +31,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
+from posenc import framework
 from posenc.errors import ParameterError
 from posenc.exact import Turns, decimal_pi, sincos
 
@@ -96,8 +97,13 @@ class RopeParams:
     truncate: bool | None = None
     short_factor: tuple[float, ...] | None = None
     long_factor: tuple[float, ...] | None = None
+    recipe: framework.Recipe = "exact"
 
     def __post_init__(self) -> None:
+        if self.recipe not in get_args(framework.Recipe):
+            raise ParameterError("recipe", f"must be exact or framework, got {self.recipe!r}")
+        if self.recipe == "framework" and self.scaling == "dynamic" and self.d_model < 4:
+            raise ParameterError("d_model", "must be ≥ 4 for dynamic scaling: d/(d−2) is used")
         if not 2 <= self.d_model <= 65536 or self.d_model % 2:
             raise ParameterError(
                 "d_model", f"must be even (pairs are rotated) and in [2, 65536], got {self.d_model}"
@@ -264,6 +270,8 @@ def encode(
     >>> encode(RopeParams(d_model=4), np.array([1]), "float64", "cos").round(4).tolist()
     [[0.5403, 1.0, 0.5403, 1.0]]
     """
+    if params.recipe == "framework":
+        return framework.rope_encode(params, positions, dtype, component)
     turns, attention = scaled(params, sequence_length(positions))
     if component == "inv_freq":
         return turns.radians.astype(dtype)
@@ -291,6 +299,9 @@ def rotate(
     >>> rotate(RopeParams(d_model=2), np.array([[1.0, 0.0]]), np.array([0])).tolist()
     [[1.0, 0.0]]
     """
+    if params.recipe == "framework":
+        cos_sin = framework.rope_encode(params, positions, "float64", "cos_sin")
+        return rotate_with(params.layout, vectors, cos_sin[0], cos_sin[1])
     turns, attention = scaled(params, sequence_length(positions))
     sin, cos = sincos(positions, turns)
     cos, sin = _expand(cos * attention, params.layout), _expand(sin * attention, params.layout)

@@ -125,6 +125,15 @@ _LAYOUT = Parameter(
 )
 
 
+_RECIPE = Parameter(
+    "recipe",
+    "string",
+    "exact",
+    "exact: correctly rounded; framework: the reference library's float32 computation",
+    choices=("exact", "framework"),
+)
+
+
 def _factor(name: str, rule: str, default: object = None) -> Parameter:
     return Parameter(name, "number", default, rule, 0, 1e6)
 
@@ -148,6 +157,7 @@ _SCHEMES = (
                 choices=("vaswani", "tensor2tensor", "fairseq"),
             ),
             Parameter("padding_idx", "integer", 1, "fairseq only: this row is zero", 0, 2**31 - 1),
+            _RECIPE,
         ),
         _sinusoidal_encode,
         lambda p, n, c: (n, p.d_model),
@@ -203,6 +213,7 @@ _SCHEMES = (
                 "longrope: d/2 factors up to original_max_position_embeddings",
             ),
             Parameter("long_factor", "number list", None, "longrope: d/2 factors beyond it"),
+            _RECIPE,
         ),
         rope.encode,
         rope.shape,

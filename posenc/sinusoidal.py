@@ -20,6 +20,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
+from posenc import framework
 from posenc.errors import ParameterError
 from posenc.exact import MAX_POSITION, Turns, consecutive_positions, geometric_turns, sincos
 from posenc.rotation import fill_consecutive
@@ -50,8 +51,11 @@ class SinusoidalParams:
     layout: Layout | None = None
     convention: Convention = "vaswani"
     padding_idx: int | None = None
+    recipe: framework.Recipe = "exact"
 
     def __post_init__(self) -> None:
+        if self.recipe not in get_args(framework.Recipe):
+            raise ParameterError("recipe", f"must be exact or framework, got {self.recipe!r}")
         if not 1 <= self.d_model <= MAX_D_MODEL:
             raise ParameterError(
                 "d_model", f"must be between 1 and {MAX_D_MODEL}, got {self.d_model}"
@@ -140,6 +144,8 @@ def encode(
     """
     positions = np.asarray(positions, dtype=np.int64)
     check_positions(positions)
+    if params.recipe == "framework":
+        return framework.sinusoidal_encode(params, positions, dtype)
     turns = frequencies_of(params)
     out = np.zeros((len(positions), params.d_model), dtype=dtype)
     sines, cosines = params.column_views(out)
@@ -167,7 +173,7 @@ def table(
     [0.14112000167369843, -0.9899924993515015, 0.29552021622657776, 0.9553365111351013]
     """
     positions = consecutive_positions(seq_len, offset)
-    if np.dtype(dtype) == np.float64 or params.convention != "vaswani":
+    if np.dtype(dtype) == np.float64 or params.convention != "vaswani" or params.recipe != "exact":
         # Rotation's absolute error of ~2^-48 is several float64 ulps: take the exact path.
         return encode(params, positions, dtype)
     out = np.empty((seq_len, params.d_model), dtype=dtype)

@@ -60,6 +60,7 @@ def test_verify_reports_every_check_and_statistic_of_the_contract(client: Client
         "base": 10000.0,
         "layout": "interleaved",
         "convention": "vaswani",
+        "recipe": "exact",
         "dtype": "float32",
         "seq_len": 128,
         "offset": 0,

@@ -1,0 +1,244 @@
+"""POST /v1/rope/config with the config.json of real model families, written from their
+published values (Hugging Face hub configs), and configs the service cannot honour."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.conftest import Client
+
+# Phi-3's factor lists are 48 numbers each; these stand in for the published ones (same shape,
+# same range), which matters to the parsing, not to the values.
+_rng = np.random.default_rng(3)
+PHI3_SHORT = np.round(1 + 0.1 * _rng.random(48), 4).tolist()
+PHI3_LONG = np.round(1 + 60 * _rng.random(48), 4).tolist()
+
+FAMILIES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "llama-2-7b": (
+        {
+            "model_type": "llama",
+            "hidden_size": 4096,
+            "num_attention_heads": 32,
+            "max_position_embeddings": 4096,
+            "rope_scaling": None,
+            "rope_theta": 10000.0,
+        },
+        {"d_model": 128, "base": 10000.0, "scaling": "none"},
+    ),
+    "llama-3.1-8b": (
+        {
+            "model_type": "llama",
+            "hidden_size": 4096,
+            "num_attention_heads": 32,
+            "max_position_embeddings": 131072,
+            "rope_theta": 500000.0,
+            "rope_scaling": {
+                "factor": 8.0,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 8192,
+                "rope_type": "llama3",
+            },
+        },
+        {
+            "d_model": 128,
+            "base": 500000.0,
+            "scaling": "llama3",
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8192,
+        },
+    ),
+    "mistral-7b-v0.1": (
+        {
+            "model_type": "mistral",
+            "hidden_size": 4096,
+            "num_attention_heads": 32,
+            "max_position_embeddings": 32768,
+            "rope_theta": 10000.0,
+        },
+        {"d_model": 128, "base": 10000.0, "scaling": "none"},
+    ),
+    "qwen2.5-7b-yarn": (
+        {
+            "model_type": "qwen2",
+            "hidden_size": 3584,
+            "num_attention_heads": 28,
+            "max_position_embeddings": 32768,
+            "rope_theta": 1000000.0,
+            "rope_scaling": {
+                "factor": 4.0,
+                "original_max_position_embeddings": 32768,
+                "type": "yarn",
+            },
+        },
+        {
+            "d_model": 128,
+            "base": 1e6,
+            "scaling": "yarn",
+            "factor": 4.0,
+            "original_max_position_embeddings": 32768,
+        },
+    ),
+    "phi-3-mini-128k": (
+        {
+            "model_type": "phi3",
+            "hidden_size": 3072,
+            "num_attention_heads": 32,
+            "max_position_embeddings": 131072,
+            "original_max_position_embeddings": 4096,
+            "rope_theta": 10000.0,
+            "rope_scaling": {
+                "type": "longrope",
+                "short_factor": PHI3_SHORT,
+                "long_factor": PHI3_LONG,
+            },
+        },
+        {
+            "d_model": 96,
+            "base": 10000.0,
+            "scaling": "longrope",
+            "factor": 32.0,
+            "original_max_position_embeddings": 4096,
+            "short_factor": PHI3_SHORT,
+            "long_factor": PHI3_LONG,
+        },
+    ),
+    "pythia-160m": (
+        {
+            "model_type": "gpt_neox",
+            "hidden_size": 768,
+            "num_attention_heads": 12,
+            "max_position_embeddings": 2048,
+            "rotary_pct": 0.25,
+            "rotary_emb_base": 10000,
+        },
+        {"d_model": 16, "base": 10000.0, "scaling": "none"},
+    ),
+    "gemma-7b": (
+        {
+            "model_type": "gemma",
+            "hidden_size": 3072,
+            "num_attention_heads": 16,
+            "head_dim": 256,
+            "max_position_embeddings": 8192,
+            "rope_theta": 10000.0,
+        },
+        {"d_model": 256, "base": 10000.0, "scaling": "none"},
+    ),
+    "llama-3.1-8b-transformers-5": (
+        {
+            "model_type": "llama",
+            "hidden_size": 4096,
+            "num_attention_heads": 32,
+            "max_position_embeddings": 131072,
+            "rope_parameters": {
+                "rope_type": "llama3",
+                "rope_theta": 500000.0,
+                "factor": 8.0,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 8192,
+            },
+        },
+        {"d_model": 128, "base": 500000.0, "scaling": "llama3", "factor": 8.0},
+    ),
+}
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_config_gives_the_family_rope_and_urls_that_serve_it(client: Client, family: str) -> None:
+    config, expected = FAMILIES[family]
+    response = client.post("/v1/rope/config", json=config)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    params = answer["params"]
+    for key, value in expected.items():
+        assert params[key] == value, key
+    assert params["layout"] == "split" and params["recipe"] == "exact"
+    assert answer["rotary_dim"] == params["d_model"]
+    assert answer["urls"]["table"].startswith("/v1/rope/table?")
+    assert answer["urls"]["verify"].startswith("/v1/rope/verify?")
+    # The alias URL routes today: it must serve the same parameters, at a small seq_len.
+    alias = answer["urls"]["alias_table"].replace(
+        f"seq_len={config['max_position_embeddings']}", "seq_len=2"
+    )
+    served = client.get(alias + "&component=inv_freq")
+    assert served.status_code == 200, served.text
+    assert {k: v for k, v in served.json()["params"].items() if k in params} == {
+        k: v for k, v in params.items()
+    }
+
+
+def test_pythia_rotates_a_quarter_of_its_head(client: Client) -> None:
+    answer = client.post("/v1/rope/config", json=FAMILIES["pythia-160m"][0]).json()
+    assert (answer["head_dim"], answer["rotary_dim"], answer["partial_rotary_factor"]) == (
+        64,
+        16,
+        0.25,
+    )
+
+
+def test_gpt_j_pairs_interleave_and_give_its_rotary_dim(client: Client) -> None:
+    config = {"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64}
+    answer = client.post("/v1/rope/config", json=config).json()
+    assert answer["params"]["layout"] == "interleaved" and answer["rotary_dim"] == 64
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        ({"hidden_size": 64}, "head_dim"),
+        ({"head_dim": 64, "rope_scaling": {"type": "mrope"}}, "rope_scaling.type"),
+        (
+            {"head_dim": 64, "rope_parameters": {"rope_type": "default", "mrope_section": [8]}},
+            "rope_parameters.mrope_section",
+        ),
+        (
+            {
+                "head_dim": 64,
+                "rope_parameters": {
+                    "full_attention": {"rope_type": "default"},
+                    "sliding_attention": {"rope_type": "default"},
+                },
+            },
+            "rope_parameters.full_attention",
+        ),
+        ({"head_dim": 64, "rope_theta": "big"}, "rope_theta"),
+        ({"head_dim": 64, "rope_theta": 0.5}, "rope_theta"),
+        ({"head_dim": 63}, "partial_rotary_factor"),
+        ({"head_dim": 64, "partial_rotary_factor": 1.5}, "partial_rotary_factor"),
+        ({"head_dim": 64, "rope_scaling": {"type": "linear"}}, "rope_scaling.factor"),
+        (
+            {"head_dim": 64, "rope_scaling": {"type": "dynamic", "factor": 2.0}},
+            "max_position_embeddings",
+        ),
+        (
+            {
+                "head_dim": 64,
+                "max_position_embeddings": 8,
+                "rope_scaling": {"type": "longrope", "short_factor": [1.0], "long_factor": [1.0]},
+            },
+            "rope_scaling.short_factor",
+        ),
+        ({"head_dim": 64, "rope_scaling": [1, 2]}, "rope_scaling"),
+    ],
+)
+def test_a_config_the_service_cannot_honour_is_a_422_naming_the_field(
+    client: Client, config: dict[str, Any], field: str
+) -> None:
+    response = client.post("/v1/rope/config", json=config)
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["loc"] == ["body", field]
+
+
+def test_body_must_be_a_json_object_and_small(client: Client) -> None:
+    assert client.post("/v1/rope/config", json=[1]).status_code == 422
+    assert client.post("/v1/rope/config", content=b"{nope").status_code == 422
+    big = b'{"pad": "' + b"x" * 2**20 + b'"}'
+    response = client.post("/v1/rope/config", content=big)
+    assert response.status_code == 413

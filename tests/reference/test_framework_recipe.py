@@ -1,0 +1,240 @@
+"""``recipe=framework`` against the float32 computations it reproduces, run by the libraries.
+
+transformers' ``LlamaRotaryEmbedding`` (its rope initialisation for every scaling, then its
+forward) on torch's CPU; the sinusoid of the PyTorch module form, of fairseq (transformers'
+port, ``M2M100SinusoidalPositionalEmbedding.get_embedding``) and of tensor2tensor (its TF ops
+transcribed to torch: TensorFlow is not a test dependency).
+
+torch's float32 ``pow``/``exp``/``sin``/``cos`` (SLEEF, 1 ulp) are not correctly rounded and we
+take the correctly rounded value: a ``pow`` that differs by one ulp becomes up to 2 ulp in its
+reciprocal ``inv_freq``, and changes that column's angles. The promises are therefore: every
+other frequency bit-identical, and in every column whose frequency is bit-identical, cos/sin
+within 1 ulp of torch's (2 where an attention factor multiplies), positions past 2^24 included.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from transformers import LlamaConfig
+from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+from transformers.models.m2m_100.modeling_m2m_100 import M2M100SinusoidalPositionalEmbedding
+
+from posenc import framework
+from posenc.rope import RopeParams
+from posenc.sinusoidal import SinusoidalParams
+from tests.conftest import Client
+
+ROWS = {
+    "start": np.arange(0, 64),
+    "2^24": np.arange(2**24 - 32, 2**24 + 32),
+    "2^25": np.arange(2**25 - 32, 2**25 + 32),
+    "2^31": np.arange(2**31 - 64, 2**31),
+}
+TRAINED = 4096  # the original context of every scaled case below
+_rng = np.random.default_rng(0)
+SCALINGS: dict[str, dict[str, Any]] = {
+    "none": {},
+    "linear": {"factor": 4.0},
+    "dynamic": {"factor": 2.0},
+    "yarn": {"factor": 8.0, "original_max_position_embeddings": TRAINED},
+    "yarn-mscale-untruncated": {
+        "factor": 4.0,
+        "original_max_position_embeddings": TRAINED,
+        "mscale": 0.707,
+        "mscale_all_dim": 1.0,
+        "beta_fast": 16.0,
+        "truncate": False,
+    },
+    "llama3": {
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": TRAINED,
+    },
+    "longrope": {"original_max_position_embeddings": TRAINED},
+}
+
+
+def ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Distance in float32 ulps, across zero too (sign-magnitude mapped to a monotone line)."""
+
+    def line(x: np.ndarray) -> np.ndarray:
+        bits = np.asarray(x, dtype=np.float32).view(np.int32).astype(np.int64)
+        return np.where(bits < 0, -(bits & 0x7FFFFFFF), bits)
+
+    return np.abs(line(a) - line(b))
+
+
+def rope_pair(case: str, d: int, base: float) -> tuple[LlamaRotaryEmbedding, RopeParams]:
+    """transformers' rotary module and our parameters for the same rope."""
+    scaling = case.split("-")[0]
+    extra = dict(SCALINGS[case])
+    if scaling == "longrope":
+        extra["short_factor"] = (1 + _rng.random(d // 2)).tolist()
+        extra["long_factor"] = (1 + 4 * _rng.random(d // 2)).tolist()
+    rope_type = "default" if scaling == "none" else scaling
+    config = LlamaConfig(
+        hidden_size=2 * d,
+        num_attention_heads=2,
+        head_dim=d,
+        # dynamic reads max_position_embeddings as the trained length; longrope its ratio.
+        max_position_embeddings=TRAINED if scaling == "dynamic" else 32 * TRAINED,
+        rope_parameters={"rope_type": rope_type, "rope_theta": base, **extra},
+    )
+    ours = {k: tuple(v) if isinstance(v, list) else v for k, v in extra.items()}
+    if scaling == "dynamic":
+        ours["original_max_position_embeddings"] = TRAINED
+    if scaling == "longrope":
+        ours["factor"] = 32.0  # transformers: max_position_embeddings / original
+    params = RopeParams(d_model=d, base=base, scaling=scaling, recipe="framework", **ours)  # type: ignore[arg-type]
+    return LlamaRotaryEmbedding(config), params
+
+
+@pytest.fixture(autouse=True)
+def _quiet_transformers() -> Iterator[None]:
+    logging.disable(logging.WARNING)  # its config validation warns about test-sized contexts
+    yield
+    logging.disable(logging.NOTSET)
+
+
+@pytest.mark.parametrize("rows", list(ROWS))
+@pytest.mark.parametrize("base", [10000.0, 500000.0, 1e6])
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("case", list(SCALINGS))
+def test_rope_framework_recipe_matches_llama_rotary_embedding(
+    case: str, d: int, base: float, rows: str
+) -> None:
+    module, params = rope_pair(case, d, base)
+    positions = ROWS[rows]
+    cos, sin = module(torch.zeros(1, 1, d), torch.from_numpy(positions)[None])
+    theirs_freq = module.inv_freq.numpy()  # after the forward's dynamic/longrope update
+    ours_freq, attention = framework.rope_inv_freq(params, int(positions[-1]) + 1)
+    assert attention == module.attention_scaling
+
+    # Where our correctly rounded pow agrees with torch's, every later float32 step is exact.
+    base_used = np.float32(base)
+    if params.scaling == "dynamic" and positions[-1] + 1 > TRAINED:
+        base_used = framework._dynamic_base(params, int(positions[-1]) + 1)
+    torch_pow = (torch.tensor(base_used) ** (torch.arange(0, d, 2).float() / d)).numpy()
+    pow_differs = ulps(framework._pow(base_used, framework._exponents(d)), torch_pow)
+    assert pow_differs.max() <= 1
+    freq_ulps = ulps(ours_freq, theirs_freq)
+    assert not freq_ulps[pow_differs == 0].any()
+    assert freq_ulps.max() <= 2
+
+    table = framework.rope_encode(params, positions, "float32", "cos_sin")
+    same = np.concatenate([freq_ulps == 0, freq_ulps == 0])
+    bound = 1 if attention == 1.0 else 2
+    assert ulps(table[0], cos[0].numpy())[:, same].max() <= bound
+    assert ulps(table[1], sin[0].numpy())[:, same].max() <= bound
+
+
+def test_correctly_rounded_cos_differs_from_torch_by_at_most_one_ulp() -> None:
+    # Why we round the float64 value rather than call np.cos on float32: measured here.
+    angles = torch.rand(200_000, generator=torch.Generator().manual_seed(0)) * 2.0**24
+    ours_sin, ours_cos = framework._sincos_f32(angles.numpy())
+    assert ulps(ours_cos, torch.cos(angles).numpy()).max() <= 1
+    assert ulps(ours_sin, torch.sin(angles).numpy()).max() <= 1
+
+
+def fetch(client: Client, query: str) -> np.ndarray:
+    response = client.get(f"{query}&format=npy")
+    assert response.status_code == 200, response.text
+    return np.load(io.BytesIO(response.content))
+
+
+def test_rope_recipe_over_http_serves_the_float32_recipe(client: Client) -> None:
+    d, offset, n = 128, 2**24 - 8, 16
+    query = f"/v1/table?scheme=rope&d_model={d}&base=500000&seq_len={n}&offset={offset}"
+    exact = fetch(client, query)
+    recipe = fetch(client, query + "&recipe=framework&dtype=float64")
+    config = LlamaConfig(
+        hidden_size=2 * d,
+        num_attention_heads=2,
+        head_dim=d,
+        rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+    )
+    positions = torch.arange(offset, offset + n)[None]
+    cos, sin = LlamaRotaryEmbedding(config)(torch.zeros(1, 1, d), positions)
+    assert recipe.dtype == np.float64 and np.array_equal(recipe, recipe.astype(np.float32))
+    assert ulps(recipe[0], cos[0].numpy()).max() <= 1
+    assert ulps(recipe[1], sin[0].numpy()).max() <= 1
+    # At 2^24 the float32 recipe is far from exact: the reason both are served.
+    assert np.abs(recipe - exact).max() > 1e-2
+    inv_freq = fetch(client, query + "&recipe=framework&component=inv_freq")
+    assert np.array_equal(inv_freq, framework.rope_inv_freq(RopeParams(d_model=d, base=5e5), n)[0])
+
+
+SIN_ROWS = np.concatenate([ROWS["start"], ROWS["2^24"], ROWS["2^31"]])
+
+
+Pair = tuple[np.ndarray, np.ndarray]
+
+
+def _columns_agree(ours: Pair, theirs: Pair, same_sin: np.ndarray, same_cos: np.ndarray) -> None:
+    """Sines and cosines within 1 ulp wherever the frequency is bit-identical."""
+    assert ulps(ours[0], theirs[0])[:, same_sin].max() <= 1
+    assert ulps(ours[1], theirs[1])[:, same_cos].max() <= 1
+
+
+@pytest.mark.parametrize("base", [10000.0, 100.0])
+@pytest.mark.parametrize("d", [7, 64, 512])
+def test_vaswani_recipe_matches_the_pytorch_module_form(d: int, base: float) -> None:
+    params = SinusoidalParams(d_model=d, base=base, recipe="framework")
+    div_term = torch.exp(torch.arange(0, d, 2) * (-math.log(base) / d))
+    angles = torch.from_numpy(SIN_ROWS)[:, None] * div_term
+    theirs = (torch.sin(angles).numpy(), torch.cos(angles).numpy()[:, : d // 2])
+    ours = framework.sinusoidal_encode(params, SIN_ROWS, "float32")
+    same = ulps(framework.sinusoidal_frequencies(params), div_term.numpy()) == 0
+    assert ulps(framework.sinusoidal_frequencies(params), div_term.numpy()).max() <= 1
+    _columns_agree((ours[:, 0::2], ours[:, 1::2]), theirs, same, same[: d // 2])
+
+
+def _fairseq_ops(positions: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """fairseq's ``get_embedding`` at chosen rows (its own builds every row from 0)."""
+    half = d // 2
+    step = math.log(10000) / (half - 1)
+    omega = torch.exp(torch.arange(half, dtype=torch.float) * -step)
+    angles = torch.from_numpy(positions).float()[:, None] * omega[None]
+    return torch.sin(angles).numpy(), torch.cos(angles).numpy(), omega.numpy()
+
+
+@pytest.mark.parametrize("d", [6, 7, 64, 512])
+def test_fairseq_recipe_matches_get_embedding(d: int) -> None:
+    params = SinusoidalParams(d_model=d, convention="fairseq", recipe="framework")
+    n = 64
+    port = M2M100SinusoidalPositionalEmbedding.get_embedding(n, d, 1).numpy()
+    ours = framework.sinusoidal_encode(params, np.arange(n), "float32")
+    *_, omega = _fairseq_ops(SIN_ROWS, d)
+    same = ulps(framework.sinusoidal_frequencies(params), omega) == 0
+    h = d // 2
+    _columns_agree((ours[:, :h], ours[:, h : 2 * h]), (port[:, :h], port[:, h : 2 * h]), same, same)
+    assert not ours[1].any() and not ours[:, 2 * h :].any()  # padding row, odd column
+    sin, cos, _ = _fairseq_ops(SIN_ROWS, d)
+    far = framework.sinusoidal_encode(params, SIN_ROWS, "float32")
+    keep = SIN_ROWS != 1  # the padding row is zero by design
+    _columns_agree((far[keep, :h], far[keep, h : 2 * h]), (sin[keep], cos[keep]), same, same)
+
+
+@pytest.mark.parametrize("base", [10000.0, 100.0])
+@pytest.mark.parametrize("d", [6, 7, 64, 512])
+def test_tensor2tensor_recipe_matches_its_timing_signal_ops(d: int, base: float) -> None:
+    params = SinusoidalParams(d_model=d, base=base, convention="tensor2tensor", recipe="framework")
+    h = d // 2
+    # get_timing_signal_1d: log(max/min) / maximum(to_float(h) - 1, 1), all float32 tensors.
+    step = torch.tensor(math.log(base)).float() / torch.clamp(torch.tensor(float(h)) - 1, min=1)
+    omega = 1.0 * torch.exp(torch.arange(h).float() * -step)
+    angles = torch.from_numpy(SIN_ROWS).float()[:, None] * omega[None]
+    ours = framework.sinusoidal_encode(params, SIN_ROWS, "float32")
+    same = ulps(framework.sinusoidal_frequencies(params), omega.numpy()) == 0
+    theirs = (torch.sin(angles).numpy(), torch.cos(angles).numpy())
+    _columns_agree((ours[:, :h], ours[:, h : 2 * h]), theirs, same, same)
+    assert not ours[:, 2 * h :].any()

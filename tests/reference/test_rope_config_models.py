@@ -1,0 +1,70 @@
+"""The canonical parameters /v1/rope/config reads from a config.json build the same rope that
+transformers builds from the same config.json: its own config class (``AutoConfig.for_model``)
+and the family's own rotary module, run at the start of the context and at its end."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoConfig
+from transformers.models.gemma.modeling_gemma import GemmaRotaryEmbedding
+from transformers.models.gpt_neox.modeling_gpt_neox import GPTNeoXRotaryEmbedding
+from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+from transformers.models.mistral.modeling_mistral import MistralRotaryEmbedding
+from transformers.models.phi3.modeling_phi3 import Phi3RotaryEmbedding
+from transformers.models.qwen2.modeling_qwen2 import Qwen2RotaryEmbedding
+
+from posenc import framework, rope_config
+from posenc.rope import RopeParams
+from tests.api.test_rope_config import FAMILIES
+from tests.reference.test_framework_recipe import ulps
+
+ROTARY_MODULES: dict[str, Any] = {
+    "llama": LlamaRotaryEmbedding,
+    "mistral": MistralRotaryEmbedding,
+    "qwen2": Qwen2RotaryEmbedding,
+    "phi3": Phi3RotaryEmbedding,
+    "gpt_neox": GPTNeoXRotaryEmbedding,
+    "gemma": GemmaRotaryEmbedding,
+}
+
+
+@pytest.fixture(autouse=True)
+def _quiet_transformers() -> Iterator[None]:
+    logging.disable(logging.WARNING)
+    yield
+    logging.disable(logging.NOTSET)
+
+
+@pytest.mark.parametrize("at", ["start", "end"])
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_canonical_parameters_build_the_rope_transformers_builds(family: str, at: str) -> None:
+    config = dict(FAMILIES[family][0])
+    model_type = config.pop("model_type")
+    theirs_config = AutoConfig.for_model(model_type, **config)
+    module = ROTARY_MODULES[model_type](theirs_config)
+    params = rope_config.from_config(FAMILIES[family][0]).params
+    context = config["max_position_embeddings"]
+    positions = np.arange(16) if at == "start" else np.arange(context - 16, context)
+    cos, sin = module(torch.zeros(1, 1, 1), torch.from_numpy(positions)[None])
+
+    framework_params = RopeParams(**{**params.__dict__, "recipe": "framework"})
+    # The sequence ends at the last position: longrope's short factors at the start.
+    ours_freq, attention = framework.rope_inv_freq(framework_params, int(positions[-1]) + 1)
+    theirs_freq = module.inv_freq.numpy()
+    assert attention == pytest.approx(module.attention_scaling, rel=1e-15)
+    freq_ulps = ulps(ours_freq, theirs_freq)
+    assert freq_ulps.max() <= 2  # torch's float32 pow is within 1 ulp; see test_framework_recipe
+    assert (freq_ulps == 0).mean() >= 0.95
+
+    table = framework.rope_encode(framework_params, positions, "float32", "cos_sin")
+    assert table.shape[2] == cos.shape[2] == params.d_model
+    same = np.concatenate([freq_ulps == 0, freq_ulps == 0])
+    bound = 1 if attention == 1.0 else 2
+    assert ulps(table[0], cos[0].numpy())[:, same].max() <= bound
+    assert ulps(table[1], sin[0].numpy())[:, same].max() <= bound
