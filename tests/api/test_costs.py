@@ -27,6 +27,11 @@ SCHEMES = {
     "rope": "d_model=128&seq_len=4096",
     "rope&component=cos": "d_model=128&seq_len=4096",
     "rope&component=angle": "d_model=128&seq_len=4096",
+    "rope&recipe=framework&scaling=yarn&factor=4&original_max_position_embeddings=1024": (
+        "d_model=128&seq_len=4096"
+    ),
+    "sinusoidal&recipe=framework": "d_model=512&seq_len=2048",
+    "sinusoidal&recipe=framework&convention=tensor2tensor": "d_model=512&seq_len=2048",
     "alibi": "num_heads=4&seq_len=512",
     "t5": "seq_len=1024",
     "sinusoidal2d": "d_model=256&grid=64,64",
