@@ -26,9 +26,11 @@ CHUNK_ELEMENTS = 2**18
 # Shifts k that the relative-position checks visit, each over every position.
 MAX_SHIFTS = 64
 # Element operations spent on an exact pairwise figure before it is banded or sampled.
-PAIR_WORK = 2**26
+PAIR_WORK = 2**24
 # At most this many shifts for the pairwise band: each costs ~30 µs of Python.
 MAX_BAND = 1024
+# At most this many pairs in the cosine sample: ±0.0053 at δ = 10^-6.
+MAX_SAMPLE = 2**18
 
 
 @dataclass(frozen=True)
@@ -119,48 +121,69 @@ def shifts(n: int) -> npt.NDArray[np.int64]:
     return np.unique(np.geomspace(1, n - 1, MAX_SHIFTS).round().astype(np.int64))
 
 
-def repeated_rows(rows: npt.NDArray[np.floating]) -> tuple[int, tuple[int, int] | None]:
-    """How many rows equal an earlier one (by value: −0 equals +0), and one such pair.
+def duplicate_rows(
+    rows: npt.NDArray[np.floating],
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """Every row equal by value (−0 equals +0) to an earlier one, and the first row it equals.
 
-    O(n·d) work and O(n) memory beyond a chunk: each row gets a 64-bit hash of its values'
-    bits (a multiply-add with random odd weights, exact in wrapping integer arithmetic, so
-    equal rows hash equally); rows with equal hashes are then compared value by value. If two
-    distinct rows ever share a hash, the rows are compared exactly by sorting instead.
+    Returns ``(earlier, later)`` index arrays, ordered by ``later``. O(n·d) work and O(n)
+    memory beyond a chunk: each row gets a 64-bit hash of its values' bits (each value's bits
+    mixed with a random odd weight, then summed, in wrapping integer arithmetic: exact and
+    order-free, so equal rows hash equally); each row is then compared value by value with the
+    first row of its hash. If two distinct rows ever share a hash (odds ~ n²·2^-64), the rows
+    are compared exactly by sorting instead.
 
-    >>> repeated_rows(np.array([[1.0, 0.0], [2.0, 1.0], [1.0, -0.0]]))
-    (1, (0, 2))
+    >>> duplicate_rows(np.array([[1.0, 0.0], [2.0, 1.0], [1.0, -0.0], [2.0, 1.0]]))
+    (array([0, 1]), array([2, 3]))
     """
     n, d = rows.shape
+    none = np.zeros(0, dtype=np.intp)
     if n < 2:
-        return 0, None
+        return none, none
     weights = np.random.default_rng(0).integers(0, 2**63, size=d, dtype=np.uint64) * 2 + 1
     keys = np.empty(n, dtype=np.uint64)
     for block in row_chunks(n, d):
         # + 0.0 turns −0 into +0, so that rows equal by value have equal bits.
         bits = (rows[block].astype(np.float64) + 0.0).view(np.uint64)
-        keys[block] = (bits * weights).sum(axis=1, dtype=np.uint64)
-    order = np.argsort(keys, kind="stable")
+        # Fold the high bits down first: a float32 value's low 29 bits are zero in float64.
+        bits ^= bits >> np.uint64(29)
+        bits *= weights
+        bits ^= bits >> np.uint64(32)
+        keys[block] = bits.sum(axis=1, dtype=np.uint64)
+    order = np.argsort(keys, kind="stable")  # stable: a hash's first row comes first
     sorted_keys = keys[order]
-    candidates = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])
+    starts = np.ones(n, dtype=bool)
+    starts[1:] = sorted_keys[1:] != sorted_keys[:-1]
+    head = order[np.maximum.accumulate(np.where(starts, np.arange(n), 0))]
+    candidates = np.flatnonzero(~starts)
     equal = np.empty(len(candidates), dtype=bool)
     step = max(1, CHUNK_ELEMENTS // d)
     for first in range(0, len(candidates), step):
         checkpoint()
         at = candidates[first : first + step]
-        equal[first : first + step] = np.all(rows[order[at]] == rows[order[at + 1]], axis=1)
-    if not equal.all():  # a hash collision: distinct rows with one hash (odds ~ n²·2^-64)
-        _, first_seen, inverse = np.unique(
-            rows.astype(np.float64) + 0.0, axis=0, return_index=True, return_inverse=True
-        )
-        repeats = np.flatnonzero(first_seen[inverse.ravel()] != np.arange(n))
-        if not len(repeats):
-            return 0, None
-        later = int(repeats[0])
-        return len(repeats), (int(first_seen[inverse.ravel()[later]]), later)
-    if not len(candidates):
+        equal[first : first + step] = np.all(rows[order[at]] == rows[head[at]], axis=1)
+    if equal.all():
+        later = order[candidates]
+        by_later = np.argsort(later)
+        return head[candidates][by_later], later[by_later]
+    _, first_seen, inverse = np.unique(
+        rows.astype(np.float64) + 0.0, axis=0, return_index=True, return_inverse=True
+    )
+    earlier = first_seen[inverse.ravel()]
+    later = np.flatnonzero(earlier != np.arange(n))
+    return earlier[later], later
+
+
+def repeated_rows(rows: npt.NDArray[np.floating]) -> tuple[int, tuple[int, int] | None]:
+    """How many rows equal an earlier one, and the first such pair: see :func:`duplicate_rows`.
+
+    >>> repeated_rows(np.array([[1.0, 0.0], [2.0, 1.0], [1.0, -0.0]]))
+    (1, (0, 2))
+    """
+    earlier, later = duplicate_rows(rows)
+    if not len(later):
         return 0, None
-    a, b = sorted((int(order[candidates[0]]), int(order[candidates[0] + 1])))
-    return len(candidates), (a, b)
+    return len(later), (int(earlier[0]), int(later[0]))
 
 
 @dataclass(frozen=True)
@@ -178,7 +201,8 @@ class PairwiseFigures:
     - the mean |cosine| is exact under the same condition; otherwise it is the mean over ``m``
       pairs drawn uniformly (seeded) from the distinct pairs, which by Hoeffding's inequality
       lies within ``sqrt(ln(2/δ) / 2m)`` of the exact mean with probability ``1 − δ``,
-      ``δ = 10^-6``; ``m = max(1024, PAIR_WORK / d)``. O(min(n²·d, PAIR_WORK + 1024·d)).
+      ``δ = 10^-6``; ``m = max(1024, min(MAX_SAMPLE, PAIR_WORK / d))``.
+      O(min(n²·d, PAIR_WORK + 1024·d)).
     """
 
     repeated: int | None
@@ -278,7 +302,7 @@ def _banded(
 
 def _sampled_abs_cosine(rows: npt.NDArray[np.floating]) -> tuple[float, float]:
     n, d = rows.shape
-    m = max(1024, PAIR_WORK // d)
+    m = max(1024, min(MAX_SAMPLE, PAIR_WORK // d))
     rng = np.random.default_rng(0)
     first = rng.integers(0, n, m)
     second = rng.integers(0, n - 1, m)
@@ -301,10 +325,10 @@ def pairwise_cost(n: int, d: int) -> Cost:
         return FREE
     exact, band = _band(n, d)
     pairs = n * band if not exact else n * (n - 1) // 2
-    sampled = 0 if exact else max(1024, PAIR_WORK // d)
+    sampled = 0 if exact else max(1024, min(MAX_SAMPLE, PAIR_WORK // d))
     chunk = min(n * d, CHUNK_ELEMENTS + d)
-    # Hashing: ~8 passes over the table; keys, order and candidates: 4 n-vectors.
-    hashing = Cost(32 * n + 4 * 8 * chunk, 8 * n * d + 40 * n)
+    # Hashing: ~10 passes over the table and a sort of n keys; keys, order, candidates.
+    hashing = Cost(32 * n + 4 * 8 * chunk, 10 * n * d + 150 * n)
     # The band: ~12 passes over the pair's two rows, ~30 µs of Python per chunk.
     banded = Cost(6 * 8 * chunk, 12 * pairs * d + 30_000 * (band + pairs * d // CHUNK_ELEMENTS))
     sample = Cost(16 * sampled + 6 * 8 * min(sampled * d, CHUNK_ELEMENTS + d), 20 * sampled * d)
