@@ -18,7 +18,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from posenc import alibi, baselines, grid, rope, scheme_checks, sinusoidal, sinusoidal_verify, t5
+from posenc import (
+    alibi,
+    baselines,
+    conformance,
+    grid,
+    rope,
+    scheme_checks,
+    sinusoidal,
+    sinusoidal_verify,
+    t5,
+)
 from posenc.cost import Cost
 from posenc.verify import Report
 
@@ -53,6 +63,20 @@ def _encoder(
     return serve
 
 
+def _faulty(p: Any, n: int) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]:
+    """A client's table with float32 angles: the diagnosis takes its longest road."""
+    positions = _positions(n)
+    table = sinusoidal.encode(p, positions, "float64")
+    angles = positions.astype(np.float32)[:, None] * np.float32(1e-3)
+    table[:, 0] = np.sin(angles[:, 0])
+    return table.astype(np.float32), positions
+
+
+def _conformance(p: Any, table: npt.NDArray[Any], positions: npt.NDArray[np.int64]) -> Report:
+    conformance.check(p, table, 0)
+    return Report((), ())  # the bench reads only time and memory
+
+
 def _grid_params(d: int, axes: int, n: int) -> grid.GridParams:
     side = max(1, round(n ** (1 / axes)))
     kind = grid.Grid2DParams if axes == 2 else grid.Grid3DParams
@@ -73,6 +97,16 @@ CASES = [
         sinusoidal_verify.verify,
         sinusoidal_verify.verify_cost,
         _sinusoid,
+    ),
+    *(
+        Case(
+            f"POST conformance d={d}",
+            sinusoidal.SinusoidalParams(d),
+            _conformance,
+            lambda p, n: conformance.conformance_cost(p, n, p.d_model),
+            _faulty,
+        )
+        for d in (512, 2)
     ),
     Case(
         "rope d=2",

@@ -439,7 +439,9 @@ def verify_rope(
             tolerance,
             "⟨R_m q, R_n k⟩ for seeded unit q, k is the same for every pair with one m − n, "
             f"for m − n = 0 and ±{count} shifts from 1 to {n - 1} (every shift when there are "
-            f"at most {MAX_SHIFTS + 1} rows, else spread geometrically)",
+            f"at most {MAX_SHIFTS + 1} rows, else spread geometrically)"
+            if n > 1
+            else "does not apply: one position has no pair of positions",
         ),
         Check(
             "norm_preserving",

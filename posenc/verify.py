@@ -240,7 +240,8 @@ class PairwiseFigures:
             0.0,
             "no two positions of the table share an encoding: every row compared by value "
             "with every other (hashed, then equal hashes compared exactly)"
-            + ("; a single row has no pairs" if self.repeated is None else ""),
+            if self.repeated is not None
+            else "does not apply: a single row has no pairs",
         )
 
     def statistics(self) -> list[Statistic]:

@@ -118,7 +118,7 @@ def test_verify_of_one_row_reports_what_cannot_be_measured(client: Client) -> No
     statistics = {s["name"]: s["value"] for s in report["statistics"]}
     assert statistics["closest_pair"] is None
     unique = next(c for c in report["checks"] if c["name"] == "unique_positions")
-    assert unique["value"] is None and "single row" in unique["detail"]
+    assert unique["value"] is None and "does not apply: a single row" in unique["detail"]
 
 
 def test_verify_work_is_limited(client: Client) -> None:
