@@ -102,7 +102,7 @@ def conformance_cost(params: SinusoidalParams, n: int, d: int) -> Cost:
     chunk = min(values, CHUNK_ELEMENTS + d)
     held = 8 * values + 2 * 4 * values + 8 * 8 * n + 16 * 8 * chunk + 400 * d + 1_000_000
     chunks = 8 * (values // CHUNK_ELEMENTS + 1)
-    return Cost(held, 750 * values + 300 * n + 20_000 * chunks)
+    return Cost(held, 1200 * values + 300 * n + 20_000 * chunks)
 
 
 @dataclass(frozen=True)

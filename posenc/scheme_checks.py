@@ -135,7 +135,7 @@ def _relative_map_cost(n: int, d: int) -> Cost:
     # (an SVD or eigendecomposition: ~100·r³ flops at worst, LAPACK's workspace included).
     return Cost(
         8 * (4 * r * r + 4 * _chunk(n * d, d) + r * min(d, _PRODUCT_WORK)),
-        6 * n * d * r + 60 * r**3 + 30 * n * d,
+        20 * n * d * r + 60 * r**3 + 30 * n * d,
     )
 
 
@@ -191,7 +191,7 @@ def verify_grid_cost(params: grid.GridParams, n: int) -> Cost:
     d = params.d_model
     chunk = _chunk(n * d, d)
     # The exact 1-D sinusoid: ~60 units a value (double-double reduction, sin and cos).
-    table = Cost(8 * n * d + 16 * 8 * chunk + 400 * d + _FIXED_BYTES, 150 * n * d)
+    table = Cost(8 * n * d + 16 * 8 * chunk + 400 * d + _FIXED_BYTES, 250 * n * d)
     return table + pairwise_cost(n, d)
 
 
@@ -473,7 +473,7 @@ def verify_rope_cost(params: rope.RopeParams, n: int) -> Cost:
     held = Cost(8 * 2 * values + 16 * values + 10 * 8 * chunk + 400 * d + _FIXED_BYTES, 0)
     work = Cost(
         0,
-        values * (120 + 6 * passes) + 2_000 * passes * (values // CHUNK_ELEMENTS + 1) + 30_000_000,
+        values * (150 + 12 * passes) + 2_000 * passes * (values // CHUNK_ELEMENTS + 1) + 30_000_000,
     )
     return held + work
 

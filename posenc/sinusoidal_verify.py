@@ -108,7 +108,7 @@ def verify_cost(params: SinusoidalParams, n: int) -> Cost:
     temporaries, the pairwise figures' vectors and the frequencies. Work, per value of the
     table (calibrated by ``python -m bench.verify_worst`` at ~1 ns per unit): formula
     equivalence ~150 (two angles, four sines and cosines), the :data:`MAX_SHIFTS` shifted
-    passes of relative rotation and the offset-invariant dot ~15 each, the rest ~100; the
+    passes of relative rotation and the offset-invariant dot ~30 each, the rest ~100; the
     sampled rounding check ~30 ms of Decimal arithmetic.
     """
     d = params.d_model
@@ -117,7 +117,7 @@ def verify_cost(params: SinusoidalParams, n: int) -> Cost:
     chunk = min(values, CHUNK_ELEMENTS + d)
     held = Cost(8 * values + 12 * 8 * chunk + 400 * d + 1_000_000, 0)
     chunks = (passes + 2) * (values // CHUNK_ELEMENTS + 1)
-    checks = Cost(0, values * (250 + 15 * passes) + 20_000 * chunks)
+    checks = Cost(0, values * (300 + 30 * passes) + 20_000 * chunks)
     rounding = Cost(0, 30_000_000 + 1_000 * d)
     return held + checks + rounding + pairwise_cost(n, d)
 
