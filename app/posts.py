@@ -149,8 +149,7 @@ async def verify_post(request: Request, query: Annotated[ConformanceQuery, Query
             f"(n, d_model), got {list(table.shape)}",
         )
     Rows(len(table), query.offset)
-    # The exact table in float64 beside the client's, and a handful of float64 comparisons.
-    compute = Cost(table.size * 8 * 12, table.size * 200)
+    compute = conformance.conformance_cost(params, len(table), table.shape[1])
     await admit(request, Estimate(compute, table.size, False, "body", "the conformance check"))
     result = await run(request, conformance.check, params, table, query.offset, query.tolerance_ulp)
     document = {

@@ -83,10 +83,3 @@ def similarity(count: int, width: int, reference: bool, dtype: str) -> Cost:
     quotient, clipping; or the cancellation mask and square root), then the cast to ``dtype``."""
     values = count if reference else count * count
     return Cost(values * (64 + _itemsize(dtype)) + count * 16, values * (width // 4 + 16))
-
-
-def verify(params: Any, count: int) -> Cost:
-    """A stand-in until each scheme states its own: pairwise figures over ``count`` rows."""
-    width: int = getattr(params, "d_model", 0) or getattr(params, "num_heads", 1)
-    pairwise = count * count
-    return Cost(pairwise * 48 + count * width * 64 + _SCRATCH, pairwise * (width + 16))
