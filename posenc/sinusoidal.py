@@ -20,6 +20,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
+from posenc import kernels
 from posenc.errors import ParameterError
 from posenc.exact import MAX_POSITION, Turns, consecutive_positions, geometric_turns, sincos
 from posenc.rotation import fill_consecutive
@@ -156,14 +157,41 @@ def encode(
 
 
 def table(
-    params: SinusoidalParams, seq_len: int, offset: int = 0, dtype: DType = "float64"
+    params: SinusoidalParams,
+    seq_len: int,
+    offset: int = 0,
+    dtype: DType = "float64",
+    threads: int = 1,
 ) -> npt.NDArray[np.floating]:
     """The encodings of positions ``offset … offset + seq_len - 1``.
 
     float32 and float16 tables are built by rotation from exact anchors (:mod:`posenc.rotation`),
-    several times faster than the exact path and within ``0.5 + 2^-14`` ulp of the exact values.
+    several times faster than the exact path and within ``0.5 + 2^-14`` ulp of the exact values;
+    float64 tables on the exact path. float32 and float64 tables of the paper's convention come
+    from the compiled loops of :mod:`posenc.kernels`, bit for bit :func:`table_reference`;
+    ``threads`` splits the rows between that many threads.
 
     >>> table(SinusoidalParams(d_model=4, base=100.0), 4, dtype="float32")[3].tolist()
+    [0.14112000167369843, -0.9899924993515015, 0.29552021622657776, 0.9553365111351013]
+    """
+    consecutive_positions(seq_len, offset)
+    if params.convention != "vaswani" or np.dtype(dtype) == np.float16:
+        return table_reference(params, seq_len, offset, dtype)
+    out = np.empty((1, seq_len, params.d_model), dtype=dtype)
+    mode = kernels.SIN_COS_INTERLEAVED if params.layout == "interleaved" else kernels.SIN_COS_SPLIT
+    store = kernels.Store(mode, cosines=params.d_model // 2)
+    fill = kernels.exact_table if np.dtype(dtype) == np.float64 else kernels.rotated_table
+    fill(out, offset, frequencies_of(params), store, threads)
+    result: npt.NDArray[np.floating] = out[0]
+    return result
+
+
+def table_reference(
+    params: SinusoidalParams, seq_len: int, offset: int = 0, dtype: DType = "float64"
+) -> npt.NDArray[np.floating]:
+    """:func:`table` in NumPy alone: the reference the compiled loops are tested against.
+
+    >>> table_reference(SinusoidalParams(d_model=4, base=100.0), 4, dtype="float32")[3].tolist()
     [0.14112000167369843, -0.9899924993515015, 0.29552021622657776, 0.9553365111351013]
     """
     positions = consecutive_positions(seq_len, offset)
