@@ -149,7 +149,7 @@ def _rotate_rows(
     """Rows ``first …`` up to ``stop`` by two rotations (see :mod:`posenc.rotation`); returns
     the next row and how many codes ``row·2h + 2j + is_cos`` of values below SMALL it left in
     ``small``. Stops early, at a row boundary, when ``small`` could not hold another row."""
-    h = supers.shape[1]
+    h = supers.shape[2]
     count = 0
     r = first
     room = small.shape[0] - 2 * h
@@ -157,8 +157,8 @@ def _rotate_rows(
         m = r // _SPAN
         k = (r // BLOCK) % BLOCK
         for j in range(h):
-            sr, si = supers[m, j].real, supers[m, j].imag
-            cr, ci = coarse[k, j].real, coarse[k, j].imag
+            sr, si = supers[0, m, j], supers[1, m, j]
+            cr, ci = coarse[0, k, j], coarse[1, k, j]
             anchor_r[j] = sr * cr - si * ci
             anchor_i[j] = sr * ci + si * cr
         last = min(stop, r - r % BLOCK + BLOCK)
@@ -166,7 +166,7 @@ def _rotate_rows(
             k2 = r % BLOCK
             found = 0
             for j in range(h):
-                fr, fi = fine[k2, j].real, fine[k2, j].imag
+                fr, fi = fine[0, k2, j], fine[1, k2, j]
                 s = anchor_r[j] * fr - anchor_i[j] * fi
                 c = anchor_r[j] * fi + anchor_i[j] * fr
                 row_s[j] = s
@@ -211,11 +211,20 @@ def _reduce(p: float, hi: float, lo: float, hi_a: float, hi_b: float) -> tuple[f
 
 @_jit
 def _reduce_grid(
-    first: float, rows: int, hi: Any, lo: Any, hi_a: Any, hi_b: Any, a_hi: Any, a_lo: Any, q: Any
+    first: float,
+    step: float,
+    rows: int,
+    hi: Any,
+    lo: Any,
+    hi_a: Any,
+    hi_b: Any,
+    a_hi: Any,
+    a_lo: Any,
+    q: Any,
 ) -> None:
     h = hi.shape[0]
     for i in range(rows):
-        p = first + i
+        p = first + step * i
         for j in range(h):
             a_hi[i * h + j], a_lo[i * h + j], q[i * h + j] = _reduce(
                 p, hi[j], lo[j], hi_a[j], hi_b[j]
@@ -299,10 +308,22 @@ class _Exact:
         return s, c
 
     def grid(
-        self, first: int, rows: int
+        self, first: int, rows: int, step: int = 1
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """Rows of positions ``first + step·i``, flat: ``(rows · h,)`` each."""
         t = self.turns
-        _reduce_grid(float(first), rows, t.hi, t.lo, t.hi_a, t.hi_b, self.a_hi, self.a_lo, self.q)
+        _reduce_grid(
+            float(first),
+            float(step),
+            rows,
+            t.hi,
+            t.lo,
+            t.hi_a,
+            t.hi_b,
+            self.a_hi,
+            self.a_lo,
+            self.q,
+        )
         return self.finish(rows * len(t))
 
     def codes(
@@ -317,6 +338,10 @@ class _Exact:
 
 def _store_args(store: Store) -> tuple[int, int, int, int, float]:
     return store.mode, store.cosines, store.sin_plane, store.cos_plane, store.scale
+
+
+def _parts(z: npt.NDArray[np.complex128]) -> npt.NDArray[np.float64]:
+    return np.stack([z.real, z.imag])
 
 
 def _in_threads(rows: int, threads: int, part: Any) -> None:
@@ -342,18 +367,20 @@ def rotated_table(
     """Fill ``out`` (planes, rows, columns) with positions ``offset …`` by rotation, exactly as
     :func:`posenc.rotation.fill_consecutive` would (values below SMALL recomputed exactly)."""
     rows, h = out.shape[1], len(turns)
-    fine, coarse = _conjugate_twiddles(turns, 1), _conjugate_twiddles(turns, BLOCK)
+    # Real and imaginary parts apart, each contiguous: the loops then run in SIMD registers.
+    fine, coarse = (_parts(_conjugate_twiddles(turns, stride)) for stride in (1, BLOCK))
     args = _store_args(store)
     per_call = max(1, _ROTATION_CALL // (2 * h))
 
     def part(first: int, stop: int) -> None:
-        supers_at = np.arange(offset + first, offset + stop, _SPAN, dtype=np.int64)
         exact = _Exact(turns, max(EXACT_BLOCK, 2 * h))
-        supers = np.empty((len(supers_at), h), dtype=np.complex128)
-        for i in range(0, len(supers_at), max(1, EXACT_BLOCK // h)):
-            count = min(max(1, EXACT_BLOCK // h), len(supers_at) - i)
-            s, c = _exact_at(exact, supers_at[i : i + count], turns)
-            supers.real[i : i + count], supers.imag[i : i + count] = s, c
+        supers = np.empty((2, -(-(stop - first) // _SPAN), h))
+        per_block = max(1, EXACT_BLOCK // h)
+        for i in range(0, supers.shape[1], per_block):
+            count = min(per_block, supers.shape[1] - i)
+            s, c = exact.grid(offset + first + i * _SPAN, count, _SPAN)
+            supers[0, i : i + count] = s.reshape(count, h)
+            supers[1, i : i + count] = c.reshape(count, h)
         small = np.empty(max(_SMALL_SLOTS, 4 * h), dtype=np.int64)
         row_s, row_c, anchor_r, anchor_i = np.empty((4, h))
         r = first
@@ -373,18 +400,6 @@ def rotated_table(
             r = done + first
 
     _in_threads(rows, threads, part)
-
-
-def _exact_at(
-    exact: _Exact, positions: npt.NDArray[np.int64], turns: Turns
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """Exact values at arbitrary (spaced) positions, one row at a time through the grid loop."""
-    h = len(turns)
-    s_all, c_all = np.empty((2, len(positions), h))
-    for i, p in enumerate(positions.tolist()):
-        s, c = exact.grid(p, 1)
-        s_all[i], c_all[i] = s, c
-    return s_all, c_all
 
 
 def exact_table(
