@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextvars
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numba
@@ -33,8 +34,9 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc.cancel import checkpoint
+from posenc.cost import Cost
 from posenc.exact import _SPLITTER, _TWO_PI_A, _TWO_PI_B, _TWO_PI_HI, _TWO_PI_LO, Turns
-from posenc.rotation import BLOCK, SMALL, _conjugate_twiddles
+from posenc.rotation import BLOCK, SMALL
 
 SIN_COS_INTERLEAVED, SIN_COS_SPLIT, ROPE_SPLIT, ROPE_INTERLEAVED = 0, 1, 2, 3
 _SPAN = BLOCK * BLOCK
@@ -340,8 +342,18 @@ def _store_args(store: Store) -> tuple[int, int, int, int, float]:
     return store.mode, store.cosines, store.sin_plane, store.cos_plane, store.scale
 
 
-def _parts(z: npt.NDArray[np.complex128]) -> npt.NDArray[np.float64]:
-    return np.stack([z.real, z.imag])
+# Bounded small: the twiddles of a d_model of 65536 take 8 MB.
+@lru_cache(maxsize=4)
+def _twiddles(turns: Turns, stride: int) -> npt.NDArray[np.float64]:
+    """:func:`posenc.rotation._conjugate_twiddles` as real and imaginary parts ``(2, BLOCK, h)``,
+    each contiguous so that the loops run in SIMD registers; computed block by block."""
+    exact = _Exact(turns, max(EXACT_BLOCK, len(turns)))
+    twiddles = np.empty((2, BLOCK, len(turns)))
+    for k in range(BLOCK):
+        twiddles[1, k], twiddles[0, k] = exact.grid(k * stride, 1)
+    twiddles[1] *= -1.0
+    twiddles.flags.writeable = False
+    return twiddles
 
 
 def _in_threads(rows: int, threads: int, part: Any) -> None:
@@ -367,8 +379,7 @@ def rotated_table(
     """Fill ``out`` (planes, rows, columns) with positions ``offset …`` by rotation, exactly as
     :func:`posenc.rotation.fill_consecutive` would (values below SMALL recomputed exactly)."""
     rows, h = out.shape[1], len(turns)
-    # Real and imaginary parts apart, each contiguous: the loops then run in SIMD registers.
-    fine, coarse = (_parts(_conjugate_twiddles(turns, stride)) for stride in (1, BLOCK))
+    fine, coarse = _twiddles(turns, 1), _twiddles(turns, BLOCK)
     args = _store_args(store)
     per_call = max(1, _ROTATION_CALL // (2 * h))
 
@@ -423,3 +434,39 @@ def exact_table(
             _store_rows(out, r, count, h, s, c, *args)
 
     _in_threads(rows, threads, part)
+
+
+# Calibrated here (bench/run.py prints measured seconds against these): work units per value
+# written, per pair computed exactly, per row of Python and loop overhead, and per call.
+_WORK_PER_VALUE = 3
+_WORK_PER_EXACT_PAIR = 30
+_WORK_PER_ROW = 400
+_WORK_PER_CALL = 100_000
+
+
+def rotated_cost(rows: int, h: int, values: int, threads: int = 1) -> Cost:
+    """Working memory besides the output, and work, of :func:`rotated_table`."""
+    part_rows = -(-rows // max(1, threads))
+    supers = -(-part_rows // _SPAN)
+    per_thread = 8 * (
+        5 * max(EXACT_BLOCK, 2 * h) + max(_SMALL_SLOTS, 4 * h) + 4 * h + 2 * supers * h
+    )
+    twiddles = 8 * (2 * 2 * BLOCK * h + 5 * max(EXACT_BLOCK, h))
+    work = (
+        _WORK_PER_VALUE * values
+        + _WORK_PER_ROW * rows
+        + _WORK_PER_EXACT_PAIR * (-(-rows // _SPAN) + 2 * BLOCK) * h
+        + _WORK_PER_CALL * threads
+    )
+    return Cost(twiddles + max(1, threads) * per_thread, work)
+
+
+def exact_cost(rows: int, h: int, values: int, threads: int = 1) -> Cost:
+    """Working memory besides the output, and work, of :func:`exact_table`."""
+    work = (
+        _WORK_PER_VALUE * values
+        + _WORK_PER_ROW * rows
+        + _WORK_PER_EXACT_PAIR * rows * h
+        + _WORK_PER_CALL * threads
+    )
+    return Cost(max(1, threads) * 8 * 5 * max(EXACT_BLOCK, h), work)

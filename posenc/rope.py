@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc import kernels
+from posenc.cost import Cost
 from posenc.errors import ParameterError
 from posenc.exact import Turns, consecutive_positions, decimal_pi, sincos
 from posenc.rotation import fill_consecutive
@@ -329,6 +330,34 @@ def table(
     fill(out, offset, turns, store, threads)
     result: npt.NDArray[np.floating] = out if component == "cos_sin" else out[0]
     return result
+
+
+# Bytes and work of the 60-digit frequencies (a decimal exp each) when they are not cached.
+_FREQUENCY_COST = Cost(bytes=1024, work=30_000)
+
+
+def table_cost(
+    params: RopeParams, seq_len: int, dtype: str, component: str = "cos_sin", threads: int = 1
+) -> Cost:
+    """Peak working bytes (the output included) and work of :func:`table`, from the
+    parameters alone: an upper bound, frequencies taken as not cached.
+
+    >>> table_cost(RopeParams(d_model=128), 8192, "float32").bytes < 1.25 * 2 * 8192 * 128 * 4
+    True
+    """
+    h = params.d_model // 2
+    values = math.prod(shape(params, seq_len, component))
+    out = values * np.dtype(dtype).itemsize
+    frequencies = Cost(_FREQUENCY_COST.bytes * h, _FREQUENCY_COST.work * h)
+    if not _compiled(component, dtype):
+        # The exact path over (n, h), its ~30 temporaries, expanded and stacked in float64.
+        working = Cost(240 * seq_len * h + 24 * values, 40 * seq_len * h + 4 * values + 100_000)
+    elif np.dtype(dtype) == np.float64:
+        working = kernels.exact_cost(seq_len, h, values, threads)
+    else:
+        working = kernels.rotated_cost(seq_len, h, values, threads)
+    # 64 KiB: the Python objects and small arrays around the buffers.
+    return frequencies.peak(Cost(out + 65536, 0) + working)
 
 
 def table_reference(

@@ -27,6 +27,7 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
+from posenc.cancel import checkpoint
 from posenc.exact import Float64Array, Turns, sincos, sincos_pairs
 
 BLOCK = 16
@@ -34,6 +35,7 @@ SMALL = 2.0**-10
 # Pairs per working chunk (2 MiB of complex values): large enough that the per-chunk Python
 # work is small; of 16K, 32K, 64K and 128K pairs, measured here, this was the fastest.
 _WORKING_PAIRS = 131072
+_RECOMPUTE = 16384
 
 
 def _as_z(sin: Float64Array, cos: Float64Array) -> npt.NDArray[np.complex128]:
@@ -83,7 +85,7 @@ def fill_consecutive(
 
     ``place_rows(first_row, block)`` receives blocks of shape ``(rows, 2h)`` holding
     ``sin, cos`` of every frequency, interleaved. Values near zero are then recomputed on the
-    exact path and handed to ``place_values(rows, float_columns, values)`` in one call.
+    exact path and handed to ``place_values(rows, float_columns, values)``, in batches.
     Exact super-anchors every ``BLOCK²`` positions are rotated to anchors every ``BLOCK``, and
     those to every position: two rotations from the exact path.
     """
@@ -93,8 +95,8 @@ def fill_consecutive(
     supers = _as_z(*sincos(np.arange(offset, offset + count, span, dtype=np.int64), turns))
     per_chunk = max(1, min(BLOCK, _WORKING_PAIRS // (BLOCK * h)))
     rotated = np.empty((per_chunk, BLOCK, h), dtype=np.complex128)
-    found: list[tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]] = []
     for index, z_super in enumerate(supers):
+        checkpoint()
         anchors = times(z_super, coarse)
         for first in range(0, BLOCK, per_chunk):
             start = index * span + first * BLOCK
@@ -105,13 +107,16 @@ def fill_consecutive(
             times(part[:, None, :], fine, out=block)
             values = block.view(np.float64).reshape(-1, 2 * h)
             values = values[: min(len(part) * BLOCK, count - start)]
-            rows, columns = _small(values)
-            found.append((rows + start, columns))
             place_rows(start, values)
-    rows = np.concatenate([rows for rows, _ in found])
-    columns = np.concatenate([columns for _, columns in found])
-    sin, cos = sincos_pairs(offset + rows.astype(np.int64), columns // 2, turns)
-    place_values(rows, columns, np.where(columns % 2 == 0, sin, cos))
+            rows, columns = _small(values)
+            # In batches: the exact path holds ~30 temporaries per value.
+            for at in range(0, len(rows), _RECOMPUTE):
+                batch_rows = rows[at : at + _RECOMPUTE] + start
+                batch_columns = columns[at : at + _RECOMPUTE]
+                sin, cos = sincos_pairs(
+                    offset + batch_rows.astype(np.int64), batch_columns // 2, turns
+                )
+                place_values(batch_rows, batch_columns, np.where(batch_columns % 2 == 0, sin, cos))
 
 
 def _small(values: Float64Array) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc import kernels
+from posenc.cost import Cost
 from posenc.errors import ParameterError
 from posenc.exact import MAX_POSITION, Turns, consecutive_positions, geometric_turns, sincos
 from posenc.rotation import fill_consecutive
@@ -184,6 +185,41 @@ def table(
     fill(out, offset, frequencies_of(params), store, threads)
     result: npt.NDArray[np.floating] = out[0]
     return result
+
+
+# Bytes and work of computing the frequencies (60-digit decimals) when they are not cached.
+_FREQUENCY_COST = Cost(bytes=512, work=5_000)
+
+
+def table_cost(params: SinusoidalParams, seq_len: int, dtype: DType, threads: int = 1) -> Cost:
+    """Peak working bytes (the output included) and work of :func:`table`, from the
+    parameters alone: an upper bound, frequencies taken as not cached.
+
+    >>> table_cost(SinusoidalParams(d_model=512), 2048, "float32").bytes < 1.25 * 2048 * 512 * 4
+    True
+    """
+    h = params.frequency_count
+    values = seq_len * params.d_model
+    out = values * np.dtype(dtype).itemsize
+    frequencies = Cost(_FREQUENCY_COST.bytes * h, _FREQUENCY_COST.work * h)
+    if params.convention != "vaswani" or np.dtype(dtype) == np.float16:
+        working = _reference_cost(seq_len, h, values, np.dtype(dtype) == np.float16)
+    elif np.dtype(dtype) == np.float64:
+        working = kernels.exact_cost(seq_len, h, values, threads)
+    else:
+        working = kernels.rotated_cost(seq_len, h, values, threads)
+    # 64 KiB: the Python objects and small arrays around the buffers.
+    return frequencies.peak(Cost(out + 65536, 0) + working)
+
+
+def _reference_cost(seq_len: int, h: int, values: int, rotated: bool) -> Cost:
+    # ~30 float64 temporaries per exact value, over blocks of _BLOCK_ELEMENTS (or of the
+    # rotation's super-anchors and small values); complex chunks of the rotation.
+    if not rotated:
+        return Cost(240 * max(_BLOCK_ELEMENTS, h), 40 * seq_len * h + 2 * values + 100_000)
+    exact = 240 * ((-(-seq_len // 256) + 32) * h + 16384)
+    chunks = 4 * 16 * max(131072, 16 * h)
+    return Cost(exact + chunks, 15 * values + 40 * (seq_len // 256 + 32) * h + 100_000)
 
 
 def table_reference(
