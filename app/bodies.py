@@ -38,16 +38,20 @@ DTYPES = ("float16", "float32", "float64")
 MEDIA_TYPES = ("application/x-npy", "application/octet-stream", "application/json")
 
 # Peak bytes held while a JSON body of B bytes is read and parsed: the body, plus arrays of at
-# most 8 bytes per number at 2 bytes of JSON per number. Measured peaks (tests/api/
-# test_bodies.py) stay under it for positions, embeddings and conformance bodies.
+# most 8 bytes per number at 2 bytes of JSON per number. Measured (tracemalloc, 16 MiB bodies):
+# 5.34·B for "0,0,…" positions, 5.23·B for embeddings or float64 data of zeros, 3.3·B for
+# float32 data of zeros, 1.7–1.9·B for realistic random floats; tests/api/test_bodies.py holds
+# every kind under the model.
 JSON_PARSE_BYTES_PER_BODY_BYTE = 5
 # The received bytes and the one copy a byte-order or Fortran-order conversion makes.
 BINARY_READ_BYTES_PER_BODY_BYTE = 2
-# Bounded working memory whatever the body's size: one parsed slice as Python numbers, one scan
-# block, the small members, the finite check's block.
+# Working memory whatever the body's size: one parsed slice as Python numbers and one scan
+# block (≈ 6 MiB measured), and the small members as Python values (≤ 1 MiB of JSON, ≤ 18 MiB
+# of objects in the worst nesting).
 PARSE_FIXED_BYTES = 24 * 2**20
-# Work units (≈ ns on one core) per body byte: the scan, orjson and the list → array copy.
-JSON_PARSE_WORK_PER_BODY_BYTE = 40
+# Work units (≈ ns on one core) per body byte; measured CPU time: ≤ 13 ns/B for JSON (worst:
+# one-digit positions), ≈ 1 ns/B for a binary body's view and finite check.
+JSON_PARSE_WORK_PER_BODY_BYTE = 20
 BINARY_READ_WORK_PER_BODY_BYTE = 2
 
 SMALL_MEMBERS_BYTES = 2**20
@@ -61,8 +65,8 @@ _FINITE_BLOCK_BYTES = 2**20
 def body_cost(content_length: int, media_type: str) -> Cost:
     """Peak bytes and work of reading and parsing a body of ``content_length`` bytes.
 
-    >>> body_cost(1000, "application/json")
-    Cost(bytes=25170728, work=40000)
+    >>> body_cost(1000, "application/json; charset=utf-8")
+    Cost(bytes=25170824, work=20000)
     >>> body_cost(1000, "application/x-npy").bytes - PARSE_FIXED_BYTES
     2000
     """
@@ -213,7 +217,7 @@ _TOKEN = re.compile(rb"[^ \t\r\n,\]}]{1,40}")
 _STRUCTURE = re.compile(rb'["\[\]{}]')
 _NUMERIC = np.zeros(256, dtype=bool)
 _NUMERIC[np.frombuffer(b"0123456789+-.eE,[] \t\r\n", dtype=np.uint8)] = True
-_OPEN, _CLOSE, _QUOTE = ord("["), ord("]"), ord('"')
+_OPEN, _CLOSE, _QUOTE, _COMMA = ord("["), ord("]"), ord('"'), ord(",")
 
 
 def invalid(loc: tuple[str | int, ...], msg: str) -> RequestValidationError:
@@ -409,7 +413,8 @@ def _not_a_number(body: bytes | bytearray, i: int, at: int, key: str) -> Request
     if opened > body.rfind(b"]", i, at):
         loc = (key, done, body.count(b",", opened, at))
     else:
-        loc = (key, body.count(b",", i, at) - done if done else body.count(b",", i, at))
+        # Between rows (or in a flat list, where no row has closed): the element's index.
+        loc = (key, done if done else body.count(b",", i, at))
     return invalid(loc, f"must be a number, got {_shown(body, at)}")
 
 
@@ -433,7 +438,7 @@ def _parse_flat(
         cut = hi if hi - lo <= _CHUNK_BYTES else body.rfind(b",", lo, lo + _CHUNK_BYTES)
         if cut < lo:
             raise invalid((key, done), f"a number longer than {_CHUNK_BYTES} bytes")
-        values = _numbers(body, lo, cut, (key, done))
+        values = _numbers(body[lo:cut], (key, done))
         if done + len(values) > count or not values:
             raise invalid((key, done), "two commas with no number between them")
         with np.errstate(over="ignore"):
@@ -445,26 +450,31 @@ def _parse_flat(
     return out
 
 
-def _numbers(body: bytes | bytearray, lo: int, hi: int, loc: tuple[str | int, ...]) -> list[Any]:
-    text = b"[" + body[lo:hi] + b"]"
+def _numbers(text: bytes | bytearray, loc: tuple[str | int, ...]) -> list[Any]:
+    """The comma-separated numbers of ``text`` as one list (a bounded slice of the body)."""
     try:
-        values = orjson.loads(text)
+        values = orjson.loads(b"[" + text + b"]")
     except orjson.JSONDecodeError as e:
-        # orjson's position is in ``text``: one bracket before the slice.
-        before = text.count(b",", 0, max(e.pos, 1))
-        where = (*loc[:-1], int(loc[-1]) + before) if isinstance(loc[-1], int) else loc
+        # orjson's position counts the opening bracket added here.
+        before = text.count(b",", 0, max(e.pos - 1, 0))
+        where = (*loc[:-1], int(loc[-1]) + before) if len(loc) == 2 else loc
         raise invalid(where, f"not a number: {e.msg}") from None
     assert isinstance(values, list)
     return values
 
 
+# Rows are parsed as one flat list: brackets become blanks once the commas inside each row
+# have been counted, so no Python list is made per row.
+_UNBRACKET = bytes.maketrans(b"[]", b"  ")
+
+
 def _parse_rows(
     body: bytes | bytearray, lo: int, hi: int, rows: int, key: str, dtype: np.dtype[Any]
 ) -> npt.NDArray[Any]:
-    """``rows`` lists of numbers in ``body[lo:hi]``, parsed some whole rows at a time."""
+    """``rows`` equally long lists of numbers in ``body[lo:hi]``, parsed whole rows at a time."""
     what = "must be a rectangular list of lists of numbers"
     out: npt.NDArray[Any] = np.empty((0, 0), dtype=dtype)
-    done = 0
+    done, width = 0, -1
     lo = _skip(body, lo)
     while done < rows:
         if lo >= hi or body[lo] != _OPEN:
@@ -472,38 +482,38 @@ def _parse_rows(
         cut = body.rfind(b"]", lo, min(hi, lo + _CHUNK_BYTES))
         if cut < lo:
             cut = body.find(b"]", lo, hi)
-            if cut - lo > _ROW_BYTES:
+            if cut < 0 or cut - lo > _ROW_BYTES:
                 raise invalid((key, done), f"a row longer than {_ROW_BYTES} bytes")
-        chunk = _numbers(body, lo, cut + 1, (key, done))
-        try:
-            block = np.array(chunk, dtype=np.float64)
-        except ValueError:
-            raise invalid((key, done + _first_ragged(chunk)), what) from None
-        del chunk
-        if block.ndim != 2 or done + len(block) > rows:
+        chunk = body[lo : cut + 1]
+        marks = np.frombuffer(chunk, np.uint8)
+        opens, closes = np.flatnonzero(marks == _OPEN), np.flatnonzero(marks == _CLOSE)
+        if len(opens) != len(closes) or done + len(opens) > rows:
             raise invalid((key, done), what)
-        if done == 0:
-            out = np.empty((rows, block.shape[1]), dtype=dtype)
-        elif block.shape[1] != out.shape[1]:
+        commas = np.cumsum(marks == _COMMA, dtype=np.int32)
+        lengths = commas[closes] - commas[opens] + 1
+        del marks, commas
+        if width < 0:
+            width = int(lengths[0])
+            out = np.empty((rows, width), dtype=dtype)
+        ragged = lengths != width
+        if ragged.any():
+            raise invalid((key, done + int(ragged.argmax())), what)
+        values = _numbers(chunk.translate(_UNBRACKET), (key, done))
+        del chunk
+        if len(values) != len(opens) * width:
             raise invalid((key, done), what)
         with np.errstate(over="ignore"):
-            out[done : done + len(block)] = block
-        done += len(block)
+            out[done : done + len(opens)] = np.array(values, dtype=np.float64).reshape(-1, width)
+        del values
+        done += len(opens)
         lo = _skip(body, cut + 1)
         if done < rows:
-            if lo >= hi or body[lo] != ord(","):
+            if lo >= hi or body[lo] != _COMMA:
                 raise invalid((key, done), what)
             lo = _skip(body, lo + 1)
     if lo < hi:
         raise invalid((key, done), what)
     return out
-
-
-def _first_ragged(rows: list[Any]) -> int:
-    width = len(rows[0]) if rows and isinstance(rows[0], list) else -1
-    return next(
-        (k for k, row in enumerate(rows) if not isinstance(row, list) or len(row) != width), 0
-    )
 
 
 def positions_of(values: npt.NDArray[np.float64], key: str = "positions") -> npt.NDArray[np.int64]:
