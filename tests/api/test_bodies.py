@@ -14,11 +14,14 @@ import orjson
 import pytest
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from starlette.types import Message
 
 from app import bodies
 from app.middleware import BodyLimitMiddleware
 from app.params import LimitExceededError
+from posenc.errors import PosencError
 from tests.conftest import Client
 
 MiB = 2**20
@@ -305,3 +308,40 @@ def test_receive_reads_the_body_into_one_buffer(announced: bool) -> None:
     assert same
     # One buffer and a chunk in flight; growing without Content-Length over-allocates 1/8.
     assert peak <= len(body) * (1 if announced else 1.25) + MiB
+
+
+_JSONISH = st.sampled_from(
+    [
+        b"{",
+        b"}",
+        b"[",
+        b"]",
+        b",",
+        b":",
+        b'"',
+        b"\\",
+        b" ",
+        b"0",
+        b"-1",
+        b"2.5",
+        b"e3",
+        b"true",
+        b"null",
+        b'"positions"',
+        b'"embeddings"',
+        b'"data"',
+        b'"d_model"',
+        b"\xff",
+        b"x",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_JSONISH, max_size=40).map(b"".join))
+def test_any_bytes_are_parsed_or_refused_with_a_named_422(body: bytes) -> None:
+    for candidate in (body, b'{"positions": [' + body, b'{"data": [[' + body):
+        try:
+            bodies.read_object(candidate, {"positions": 1, "embeddings": 2, "data": 2})
+        except (RequestValidationError, PosencError):
+            pass
