@@ -191,7 +191,8 @@ def run(
                     ok = client.get("/healthz").status_code == 200
                 except httpx.TransportError:
                     ok = False
-                elapsed = time.perf_counter() - begun
+                # A failed probe is an answer that never came: it counts as infinitely slow.
+                elapsed = time.perf_counter() - begun if ok else math.inf
                 with tally.lock:
                     tally.healthz.append(elapsed)
                     tally.healthz_failures += not ok

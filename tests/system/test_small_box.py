@@ -9,6 +9,7 @@ stays quick, and the CPU falls idle once the crowd has gone (no work outlives it
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
 from collections.abc import Iterator
@@ -97,7 +98,7 @@ def cpu_seconds(box: Box) -> float:
         if v2.exists():
             fields = dict(line.split() for line in v2.read_text().splitlines())
             return int(fields["usage_usec"]) / 1e6
-    pytest.fail("the container's cgroup is not readable from the host")
+    return math.nan  # no cgroup: the container is not running (the test says so)
 
 
 def test_the_crowd_cannot_take_down_a_replica_in_a_small_box(box: Box) -> None:
@@ -118,7 +119,7 @@ def test_the_crowd_cannot_take_down_a_replica_in_a_small_box(box: Box) -> None:
         failures.append(f"answers outside {sorted(crowd.ANSWERS)}: {tally.wrong_answers()}")
     if not tally.healthz_p99() < HEALTHZ_P99_S:
         failures.append(f"/healthz p99 {1000 * tally.healthz_p99():.0f} ms")
-    if not idle_cpu < IDLE_CPU_S:
+    if not idle_cpu < IDLE_CPU_S:  # nan too: no running container to measure
         failures.append(f"{idle_cpu:.2f} CPU-s used in a second, one second after the crowd")
     served = sum(
         counts[200] for kind, counts in tally.statuses.items() if kind.startswith("largest")
