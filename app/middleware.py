@@ -94,3 +94,44 @@ class SecurityHeadersMiddleware:
             await send(message)
 
         await self.app(scope, receive, with_headers if scope["type"] == "http" else send)
+
+
+# Slices of a large body handed to the server one at a time: the server awaits its transport's
+# drain before taking the next, so at most one slice per connection sits in user space.
+SEND_SLICE_BYTES = 256 * 1024
+
+
+class FlowControlMiddleware:
+    """Sends large response bodies in slices, at the pace the client reads them.
+
+    A server writes a body it is given whole into its transport; what the socket does not take
+    at once is copied into the transport's buffer, where it stays until a slow client reads it —
+    after the app has returned and released its memory reservation. Sliced, the body leaves as
+    the client reads, the copy is at most one slice, and the app returns (and releases) only once
+    the last slice is out. The slices are views: no copy of the body is made here.
+    """
+
+    def __init__(self, app: ASGIApp, slice_bytes: int = SEND_SLICE_BYTES) -> None:
+        self.app = app
+        self.slice_bytes = slice_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def sliced(message: Message) -> None:
+            body = message.get("body", b"")
+            if message["type"] != "http.response.body" or len(body) <= self.slice_bytes:
+                await send(message)
+                return
+            view = memoryview(body).cast("B")
+            last = message.get("more_body", False)
+            for start in range(0, len(view), self.slice_bytes):
+                end = start + self.slice_bytes
+                more = end < len(view) or last
+                await send(
+                    {"type": "http.response.body", "body": view[start:end], "more_body": more}
+                )
+
+        await self.app(scope, receive, sliced)

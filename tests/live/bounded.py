@@ -22,6 +22,8 @@ import httpx
 from tests.live.conftest import LiveServer, free_port
 
 ADDRESS_SPACE = 3 * 2**30
+# The allocator settings of the image (Dockerfile), so the process behaves as it does there.
+CONTAINER_MALLOC = {"MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": "131072"}
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -49,7 +51,7 @@ def start_bounded_server(env: dict[str, str]) -> LiveServer:
     log = tempfile.TemporaryFile()
     process = subprocess.Popen(
         command,
-        env={**os.environ, "POSENC_LOG_LEVEL": "warning", **env},
+        env={**os.environ, **CONTAINER_MALLOC, "POSENC_LOG_LEVEL": "warning", **env},
         cwd=ROOT,
         stdout=log,
         stderr=subprocess.STDOUT,
