@@ -22,7 +22,7 @@ from app.responses import Body
 from app.serving import ARRAY_RESPONSES, PROBLEM_RESPONSES, estimate, state
 from app.serving import canonical as canonical_params
 from app.serving import labels as labels_for
-from posenc import conformance, rope
+from posenc import rope, sinusoidal_conformance
 from posenc.cost import Cost
 from posenc.errors import NotApplicableError, ParameterError
 from posenc.rows import Rows
@@ -202,9 +202,11 @@ async def verify_post(request: Request, query: Annotated[ConformanceQuery, Query
             f"(n, d_model), got {list(table.shape)}",
         )
     Rows(len(table), query.offset)
-    compute = conformance.conformance_cost(params, len(table), table.shape[1])
+    compute = sinusoidal_conformance.conformance_cost(params, len(table), table.shape[1])
     await admit(request, Estimate(compute, table.size, False, "body", "the conformance check"))
-    result = await run(request, conformance.check, params, table, query.offset, query.tolerance_ulp)
+    result = await run(
+        request, sinusoidal_conformance.check, params, table, query.offset, query.tolerance_ulp
+    )
     document = {
         "scheme": query.scheme,
         "params": canonical_params(

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from posenc import conformance, scheme_checks, schemes, sinusoidal, sinusoidal_verify
+from posenc import scheme_checks, schemes, sinusoidal, sinusoidal_verify
+from posenc import sinusoidal_conformance as conformance
 from posenc.cost import Cost
 from posenc.grid import Grid2DParams, Grid3DParams
 from posenc.rope import RopeParams
