@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from app.params import Format
+from app.models import Format
 
 MEDIA_TYPES: dict[str, str] = {
     "json": "application/json",

@@ -82,7 +82,18 @@ def _validation_error(request: Request, exc: Exception) -> Response:
         f"{'.'.join(str(part) for part in error['loc'][1:]) or error['loc'][0]}: {error['msg']}"
         for error in errors
     )
+    kinds = {error.get("type") for error in exc.errors()}
+    if kinds == {"extra_forbidden"} and _known_elsewhere(request, errors):
+        return problem(422, detail, errors, "urn:posenc:problem:not-applicable")
     return problem(422, detail, errors)
+
+
+def _known_elsewhere(request: Request, errors: list[dict[str, Any]]) -> bool:
+    """Is every unknown field a parameter of some scheme (so: one that does not apply here)?"""
+    schemes = getattr(request.app.state, "schemes", ())
+    known = {f.name for scheme in schemes for f in scheme.fields()}
+    known |= {"dtype", "component", "seq_len", "offset", "grid", "vector", "vectors"}
+    return all(error["loc"][-1] in known for error in errors)
 
 
 def _http_error(request: Request, exc: Exception) -> Response:

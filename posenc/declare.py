@@ -132,7 +132,7 @@ class Extra:
     max_body_bytes: int = 2**20
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity: one object per scheme
 class Scheme:
     """Everything a scheme offers, declared once; the registry lists these and nothing else.
 
@@ -162,9 +162,14 @@ class Scheme:
     components: tuple[str, ...] = ()
     dtypes: tuple[str, ...] | None = FLOAT_DTYPES
     rows: Literal["positions", "grid"] = "positions"
-    # /similarity may take the vector to rotate, and POST /encode vectors to rotate.
-    rotates: bool = False
+    # ``rotate(params, vectors, positions)``: POST /encode rotates given vectors, and
+    # /similarity may take the vector to rotate.
+    rotate: Callable[[Any, Array, Positions], Array] | None = None
     extras: tuple[Extra, ...] = ()
+
+    @property
+    def rotates(self) -> bool:
+        return self.rotate is not None
 
     @property
     def endpoints(self) -> tuple[str, ...]:
