@@ -189,10 +189,13 @@ async def encode_post(
     request.state.param_source = "body"
     settings, _ = state(request)
     await _admit_body(request)
-    small, arrays = bodies.read_object(
-        await bodies.receive(request),
-        _ENCODE_ARRAYS,
-        max_items={"positions": settings.max_positions},
+    received = await bodies.receive(request)
+    # Parsing a large body takes up to ~13 ns a byte: in the pool, never on the event loop.
+    small, arrays = await run(
+        request,
+        lambda: bodies.read_object(
+            received, _ENCODE_ARRAYS, max_items={"positions": settings.max_positions}
+        ),
     )
     scheme = resolve(small)
     given = arrays.get("positions")
@@ -278,8 +281,9 @@ async def conformance(request: Request, scheme: Scheme, query: BaseModel) -> Res
     content_type = request.headers.get("content-type", "")
     await _admit_body(request)
     json_dtype = dtype if dtype != "int32" else "float64"
-    array = bodies.read_table(
-        await bodies.receive(request), content_type, request.headers, json_dtype
+    received = await bodies.receive(request)
+    array = await run(
+        request, bodies.read_table, received, content_type, request.headers, json_dtype
     )
     given_dtype = "dtype" in query.model_fields_set
     if given_dtype and dtype != "int32" and str(array.dtype) != dtype:
