@@ -16,6 +16,7 @@ import orjson
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from app.admission import (
     ClientGoneError,
@@ -99,7 +100,32 @@ def _known_elsewhere(request: Request, errors: list[dict[str, Any]]) -> bool:
 def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
-    return problem(exc.status_code, detail, headers=exc.headers)
+    headers = exc.headers
+    if exc.status_code == 405:
+        # Starlette names the methods of the first route on the path; a path may have several.
+        allowed = allowed_methods(request)
+        if request.method == "OPTIONS":
+            return Response(status_code=204, headers={"Allow": ", ".join([*allowed, "OPTIONS"])})
+        headers = {"Allow": ", ".join(allowed)}
+    return problem(exc.status_code, detail, headers=headers)
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route takes at this request's path, sorted."""
+    scope = {**request.scope, "method": "GET", "root_path": ""}
+    methods: set[str] = set()
+    pending = list(request.app.router.routes)
+    while pending:
+        route = pending.pop()
+        # An included router (FastAPI wraps them) holds routes of its own.
+        inner = getattr(getattr(route, "original_router", None), "routes", None)
+        if inner is not None:
+            pending.extend(inner)
+            continue
+        match, _ = route.matches(scope)
+        if match is not Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return sorted(methods - {"HEAD"})
 
 
 def _timeout(request: Request, exc: Exception) -> Response:

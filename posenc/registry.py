@@ -36,7 +36,7 @@ def _rows_of(encode: Any) -> Any:
     return lambda params, positions, vector: encode(params, positions, "float64", "")
 
 
-def _conformance_of(encode: Any) -> Any:
+def conformance_of(encode: Any) -> Any:
     """The comparison every scheme can make: errors against the exact array, repeated rows,
     rounding (:func:`posenc.conformance.check_any`)."""
 
@@ -61,7 +61,7 @@ def _count(array: npt.NDArray[Any], component: str) -> int:
     return int(array.shape[1] if array.ndim == 3 else array.shape[0])
 
 
-def _conformance_cost_of(cost: Any) -> Any:
+def conformance_cost_of(cost: Any) -> Any:
     """The client's array, the exact one in float64 and a few float64 passes over them."""
 
     def conformance_cost(params: Any, count: int, component: str) -> Cost:
@@ -87,7 +87,7 @@ def _sinusoidal_conformance(
 ) -> Conformance:
     if params.convention == "vaswani" and params.recipe == "exact":
         return sinusoidal_conformance.check(params, array, offset, tolerance)
-    generic: Conformance = _conformance_of(_sinusoidal_encode)(
+    generic: Conformance = conformance_of(_sinusoidal_encode)(
         params, array, component, offset, tolerance
     )
     return generic
@@ -95,7 +95,7 @@ def _sinusoidal_conformance(
 
 def _sinusoidal_conformance_cost(params: Any, count: int, component: str) -> Cost:
     diagnosed = sinusoidal_conformance.conformance_cost(params, count, params.d_model)
-    compared: Cost = _conformance_cost_of(costs.sinusoidal)(params, count, component)
+    compared: Cost = conformance_cost_of(costs.sinusoidal)(params, count, component)
     return Cost(max(diagnosed.bytes, compared.bytes), max(diagnosed.work, compared.work))
 
 
@@ -170,8 +170,8 @@ SCHEMES: tuple[Scheme, ...] = (
         ),
         table=rope.table,
         vectors=_rope_vectors,
-        conformance=_conformance_of(rope.encode),
-        conformance_cost=_conformance_cost_of(costs.rope),
+        conformance=conformance_of(rope.encode),
+        conformance_cost=conformance_cost_of(costs.rope),
         components=rope.COMPONENTS,
         rotate=rope.rotate,
         extras=(_ROPE_CONFIG,),
@@ -186,8 +186,8 @@ SCHEMES: tuple[Scheme, ...] = (
         scheme_checks.verify_alibi,
         scheme_checks.verify_alibi_cost,
         examples=({"num_heads": 4}, {"num_heads": 6}),
-        conformance=_conformance_of(alibi.encode),
-        conformance_cost=_conformance_cost_of(costs.alibi),
+        conformance=conformance_of(alibi.encode),
+        conformance_cost=conformance_cost_of(costs.alibi),
         components=alibi.COMPONENTS,
     ),
     Scheme(
@@ -200,8 +200,8 @@ SCHEMES: tuple[Scheme, ...] = (
         scheme_checks.verify_t5,
         scheme_checks.verify_t5_cost,
         examples=({}, {"num_buckets": 8, "max_distance": 20, "bidirectional": False}),
-        conformance=_conformance_of(t5.encode),
-        conformance_cost=_conformance_cost_of(costs.t5),
+        conformance=conformance_of(t5.encode),
+        conformance_cost=conformance_cost_of(costs.t5),
         dtypes=None,
     ),
     *(
@@ -220,8 +220,8 @@ SCHEMES: tuple[Scheme, ...] = (
                 {"d_model": 10, "grid": (2, 3, 2)[:k], "convention": "positional-encodings"},
             ),
             vectors=_rows_of(grid.encode),
-            conformance=_conformance_of(grid.encode),
-            conformance_cost=_conformance_cost_of(costs.grid),
+            conformance=conformance_of(grid.encode),
+            conformance_cost=conformance_cost_of(costs.grid),
             rows="grid",
         )
         for k in (2, 3)
@@ -238,8 +238,8 @@ SCHEMES: tuple[Scheme, ...] = (
             scheme_checks.verify_baseline_cost,
             examples=({"d_model": 5},),
             vectors=_rows_of(encode),
-            conformance=_conformance_of(encode),
-            conformance_cost=_conformance_cost_of(costs.baseline),
+            conformance=conformance_of(encode),
+            conformance_cost=conformance_cost_of(costs.baseline),
         )
         for name, summary, encode in (
             ("index", "teaching baseline: the position in every column", baselines.index),
