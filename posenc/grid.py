@@ -67,11 +67,25 @@ class GridParams:
 
 @dataclass(frozen=True)
 class Grid2DParams(GridParams):
+    grid: tuple[int, ...] = param(
+        doc="the sides H,W, at most 2^24 cells; replaces seq_len",
+        ge=1,
+        le=MAX_CELLS,
+        min_items=2,
+        max_items=2,
+    )
     axes: ClassVar[int] = 2
 
 
 @dataclass(frozen=True)
 class Grid3DParams(GridParams):
+    grid: tuple[int, ...] = param(
+        doc="the sides H,W,D, at most 2^24 cells; replaces seq_len",
+        ge=1,
+        le=MAX_CELLS,
+        min_items=3,
+        max_items=3,
+    )
     axes: ClassVar[int] = 3
 
 
