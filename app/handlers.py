@@ -23,7 +23,6 @@ from app import bodies, formats, responses
 from app.admission import Estimate, admit, check_size, decide, run
 from app.models import (
     Format,
-    check_picture,
     component_of,
     dtype_of,
     model,
@@ -35,7 +34,7 @@ from app.serving import array_for, canonical, estimate, labels, serve, state
 from posenc import similarity as similarity_core
 from posenc.cost import Cost
 from posenc.declare import Scheme
-from posenc.errors import NotApplicableError, ParameterError
+from posenc.errors import InconsistentError, NotApplicableError
 from posenc.rows import Rows
 
 
@@ -45,12 +44,11 @@ async def table(request: Request, scheme: Scheme, query: Any) -> Response:
     dtype, component = dtype_of(scheme, query), component_of(scheme, query)
     rows = rows_of(scheme, query, params)
     fmt = formats.negotiate(query.format, request.headers.get("accept"))
-    check_picture(query, fmt)
     shape = scheme.shape(params, len(rows), component)
     compute = scheme.cost(params, len(rows), dtype, component)
     need = estimate(scheme, query, fmt, compute, shape, f"the array {list(shape)}")
     extra = dict(seq_len=rows.count, offset=rows.offset) if scheme.rows == "positions" else {}
-    answer = canonical(scheme, query, params, **extra)
+    answer = canonical(scheme, query, params, fmt, **extra)
 
     def render(gzip: bool) -> Body:
         # Labels only here: a 304 or a replayed answer never needs them.
@@ -66,7 +64,6 @@ async def encode_get(request: Request, scheme: Scheme, query: Any) -> Response:
     params = params_of(scheme, query)
     dtype, component = dtype_of(scheme, query), component_of(scheme, query)
     fmt = formats.negotiate(query.format, request.headers.get("accept"))
-    check_picture(query, fmt)
     count = len(query.positions)
     check_size(
         "positions", "the positions list", count, settings.max_positions, "POSENC_MAX_POSITIONS"
@@ -75,7 +72,7 @@ async def encode_get(request: Request, scheme: Scheme, query: Any) -> Response:
     compute = scheme.cost(params, count, dtype, component)
     need = estimate(scheme, query, fmt, compute, shape, f"the array {list(shape)}")
     need = dataclasses.replace(need, param="positions")
-    answer = canonical(scheme, query, params, positions=query.positions)
+    answer = canonical(scheme, query, params, fmt, positions=query.positions)
     figure = labels(scheme, query, shape, None)
 
     def render(gzip: bool) -> Body:
@@ -93,7 +90,6 @@ async def similarity(request: Request, scheme: Scheme, query: Any) -> Response:
     params = params_of(scheme, query)
     rows = rows_of(scheme, query, params)
     fmt = formats.negotiate(query.format, request.headers.get("accept"))
-    check_picture(query, fmt)
     n = len(rows)
     width = scheme.shape(params, 1, component_of(scheme, query))[-1]
     dtype = dtype_of(scheme, query)
@@ -108,6 +104,7 @@ async def similarity(request: Request, scheme: Scheme, query: Any) -> Response:
         scheme,
         query,
         params,
+        fmt,
         **extra,
         metric=query.metric,
         reference=query.reference,
@@ -159,7 +156,7 @@ async def verify(request: Request, scheme: Scheme, query: Any) -> Response:
     param = "grid" if scheme.rows == "grid" else "seq_len"
     need = Estimate(compute, math.prod(shape), False, param, "the verification")
     extra = dict(seq_len=n, offset=rows.offset) if scheme.rows == "positions" else {}
-    answer = canonical(scheme, query, params, **extra)
+    answer = canonical(scheme, query, params, "json", **extra)
 
     def render(gzip: bool) -> Body:
         served = array_for(cache, scheme, params, rows, dtype, component)
@@ -213,7 +210,7 @@ async def encode_post(
     )
     shape = scheme.shape(params, count, component)
     if embeddings is not None and vectors is not None:
-        raise ParameterError("vectors", "send embeddings or vectors, not both")
+        raise InconsistentError("vectors", "send embeddings or vectors, not both")
     if vectors is not None and scheme.rotate is None:
         raise NotApplicableError("vectors", scheme.name, "only rotary schemes rotate vectors")
     if embeddings is not None and (scheme.vectors is None or len(shape) != 2):
@@ -224,7 +221,7 @@ async def encode_post(
     need = estimate(scheme, members, fmt, cost, shape, f"the array {list(shape)}")
     need = dataclasses.replace(need, param="positions")
     listed = positions.tolist()
-    answer = canonical(scheme, members, params, positions=listed, scale=members.scale)
+    answer = canonical(scheme, members, params, fmt, positions=listed, scale=members.scale)
     envelope = {"scheme": scheme.name, "params": answer}
     figure = labels(scheme, members, shape, None)
     gzip = responses.accepts_gzip(request)
@@ -257,7 +254,7 @@ def _members(scheme: Scheme, small: dict[str, Any]) -> Any:
 
 def _matrix(rows: npt.NDArray[Any], name: str, expected: tuple[int, int]) -> npt.NDArray[Any]:
     if rows.shape != expected:
-        raise ParameterError(name, f"must have shape {list(expected)} (len(positions), d_model)")
+        raise InconsistentError(name, f"must have shape {list(expected)} (len(positions), d_model)")
     return rows
 
 
@@ -287,11 +284,11 @@ async def conformance(request: Request, scheme: Scheme, query: BaseModel) -> Res
     )
     given_dtype = "dtype" in query.model_fields_set
     if given_dtype and dtype != "int32" and str(array.dtype) != dtype:
-        raise ParameterError("dtype", f"the body holds {array.dtype}, the query says {dtype}")
+        raise InconsistentError("dtype", f"the body holds {array.dtype}, the query says {dtype}")
     count = _rows_in(array, scheme, params, component)
     expected = scheme.shape(params, count, component)
     if array.shape != expected:
-        raise ParameterError(
+        raise InconsistentError(
             "body",
             f"expected shape {list(expected)} for {component or 'the array'}, "
             f"got {list(array.shape)}",

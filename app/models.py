@@ -18,7 +18,6 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 from pydantic_core import PydanticCustomError
 
 from posenc.declare import Scheme, hints, spec
-from posenc.errors import ParameterError
 from posenc.exact import MAX_POSITION
 from posenc.rows import Rows
 
@@ -79,7 +78,9 @@ PositionList = Annotated[
     BeforeValidator(_comma_list),
     Field(min_length=1, description="positions: 0,5,17 (or repeated); any order, duplicates"),
 ]
-PictureSide = Annotated[int, Field(ge=1, le=4096, description="png only: pixels"), _AnInteger]
+PictureSide = Annotated[
+    int, Field(ge=1, le=4096, description="pixels of a png; other formats have none"), _AnInteger
+]
 _Vector = Annotated[
     list[Annotated[float, Field(allow_inf_nan=False, ge=-1e6, le=1e6)]],
     BeforeValidator(_comma_list),
@@ -240,12 +241,6 @@ def rows_of(scheme: Scheme, query: BaseModel, params: Any) -> Rows:
     if scheme.rows == "grid":
         return Rows(math.prod(params.grid))
     return Rows(getattr(query, "seq_len"), getattr(query, "offset"))  # noqa: B009
-
-
-def check_picture(query: BaseModel, fmt: Format) -> None:
-    for side in ("width", "height"):
-        if getattr(query, side, None) is not None and fmt != "png":
-            raise ParameterError(side, f"applies only to format=png, not {fmt}")
 
 
 def list_fields(model_type: type[BaseModel]) -> frozenset[str]:

@@ -24,7 +24,13 @@ from app.admission import (
     OverloadedError,
     RequestTimeoutError,
 )
-from posenc.errors import NotApplicableError, ParameterError, PosencError
+from posenc.errors import (
+    InconsistentError,
+    LimitError,
+    NotApplicableError,
+    ParameterError,
+    PosencError,
+)
 
 MEDIA_TYPE = "application/problem+json"
 _log = logging.getLogger("posenc")
@@ -35,6 +41,8 @@ PROBLEMS: dict[type[Exception], tuple[int, str]] = {
     ParameterError: (422, "about:blank"),
     NotApplicableError: (422, "urn:posenc:problem:not-applicable"),
     LimitExceededError: (422, "urn:posenc:problem:limit-exceeded"),
+    LimitError: (422, "urn:posenc:problem:limit-exceeded"),
+    InconsistentError: (422, "urn:posenc:problem:inconsistent-parameters"),
 }
 
 

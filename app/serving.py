@@ -60,14 +60,18 @@ def state(request: Request) -> tuple[Settings, ByteBoundedCache]:
     return request.app.state.settings, request.app.state.cache
 
 
-def canonical(scheme: Scheme, query: BaseModel, params: Any, **extra: Any) -> dict[str, Any]:
+def canonical(
+    scheme: Scheme, query: BaseModel, params: Any, fmt: str = "", **extra: Any
+) -> dict[str, Any]:
+    """The answer's parameters as the envelope shows them and the ETag hashes them: every
+    value the answer depends on, in one spelling."""
     given = {k: v for k, v in dataclasses.asdict(params).items() if v is not None}
     canonical = {**given, "dtype": dtype_of(scheme, query), **extra}
     component = component_of(scheme, query)
     if component and "component" in type(query).model_fields:
         canonical["component"] = component
-    for side in ("width", "height"):  # they change a png, so they belong in its ETag
-        if getattr(query, side, None) is not None:
+    for side in ("width", "height"):  # they change a png (only), so they belong in its ETag
+        if fmt == "png" and getattr(query, side, None) is not None:
             canonical[side] = getattr(query, side)
     return canonical
 

@@ -12,6 +12,7 @@ Rows are the grid's cells in row-major order (the last axis varies fastest). Con
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -19,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc.declare import check_ranges, param
-from posenc.errors import ParameterError
+from posenc.errors import InconsistentError, LimitError, ParameterError
 from posenc.sinusoidal import SinusoidalParams
 from posenc.sinusoidal import encode as encode_1d
 
@@ -54,12 +55,10 @@ class GridParams:
         k = len(self.grid)
         if self.axes and k != self.axes:
             raise ParameterError("grid", f"needs {self.axes} sides, got {k}")
-        if not all(1 <= n <= MAX_CELLS for n in self.grid) or np.prod(self.grid) > MAX_CELLS:
-            raise ParameterError(
-                "grid", f"sides must be ≥ 1 with at most 2^24 cells, got {self.grid}"
-            )
+        if math.prod(self.grid) > MAX_CELLS:
+            raise LimitError("grid", f"holds {math.prod(self.grid)} cells, over the limit of 2^24")
         if self.convention == "mae" and self.d_model % (2 * k):
-            raise ParameterError(
+            raise InconsistentError(
                 "d_model",
                 f"must divide by {2 * k} for the mae convention in {k}-D, got {self.d_model}",
             )

@@ -28,7 +28,7 @@ from posenc import (
 from posenc.conformance import Conformance, check_any
 from posenc.cost import Cost
 from posenc.declare import Extra, Positions, Scheme
-from posenc.errors import ParameterError
+from posenc.errors import InconsistentError, ParameterError
 
 
 def _rows_of(encode: Any) -> Any:
@@ -109,7 +109,7 @@ def _rope_vectors(
     if vector is None:
         u = np.full(params.d_model, 1.0 / np.sqrt(params.d_model))
     elif len(vector) != params.d_model:
-        raise ParameterError(
+        raise InconsistentError(
             "vector", f"must hold d_model = {params.d_model} numbers, got {len(vector)}"
         )
     else:

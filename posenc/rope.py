@@ -34,7 +34,7 @@ import numpy.typing as npt
 from posenc import framework, kernels
 from posenc.cost import Cost
 from posenc.declare import check_ranges, param
-from posenc.errors import ParameterError
+from posenc.errors import InconsistentError
 from posenc.exact import Turns, consecutive_positions, decimal_pi, sincos
 from posenc.rotation import fill_consecutive
 
@@ -141,19 +141,19 @@ class RopeParams:
     def __post_init__(self) -> None:
         check_ranges(self)
         if self.recipe == "framework" and self.scaling == "dynamic" and self.d_model < 4:
-            raise ParameterError("d_model", "must be ≥ 4 for dynamic scaling: d/(d−2) is used")
+            raise InconsistentError("d_model", "must be ≥ 4 for dynamic scaling: d/(d−2) is used")
         for name in _NEEDS[self.scaling]:
             if getattr(self, name) is None:
-                raise ParameterError(name, f"is required with scaling={self.scaling}")
+                raise InconsistentError(name, f"is required with scaling={self.scaling}")
         for name in _TAKES_ANY - _TAKES[self.scaling]:
             if getattr(self, name) is not None:
-                raise ParameterError(name, f"does not apply to scaling={self.scaling}")
+                raise InconsistentError(name, f"does not apply to scaling={self.scaling}")
         for name in ("short_factor", "long_factor"):
             values = getattr(self, name)
             if values is not None and (
                 len(values) != self.d_model // 2 or not all(v > 0 for v in values)
             ):
-                raise ParameterError(
+                raise InconsistentError(
                     name,
                     f"must list d_model/2 = {self.d_model // 2} positive numbers, "
                     f"got {len(values)}",

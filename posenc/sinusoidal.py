@@ -23,7 +23,7 @@ import numpy.typing as npt
 from posenc import framework, kernels
 from posenc.cost import Cost
 from posenc.declare import check_ranges, param
-from posenc.errors import ParameterError
+from posenc.errors import InconsistentError, ParameterError
 from posenc.exact import MAX_POSITION, Turns, consecutive_positions, geometric_turns, sincos
 from posenc.rotation import fill_consecutive
 
@@ -73,7 +73,7 @@ class SinusoidalParams:
         if self.convention == "vaswani":
             object.__setattr__(self, "layout", self.layout or "interleaved")
         elif self.layout is not None:
-            raise ParameterError(
+            raise InconsistentError(
                 "layout", f"is fixed by convention={self.convention}: sines, then cosines"
             )
         if self.convention == "fairseq":
@@ -81,7 +81,7 @@ class SinusoidalParams:
                 self, "padding_idx", 1 if self.padding_idx is None else self.padding_idx
             )
         elif self.padding_idx is not None:
-            raise ParameterError("padding_idx", "applies only to convention=fairseq")
+            raise InconsistentError("padding_idx", "applies only to convention=fairseq")
 
     @property
     def frequency_count(self) -> int:

@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from posenc.cancel import checkpoint
 from posenc.declare import check_ranges, param
-from posenc.errors import ParameterError
+from posenc.errors import InconsistentError
 
 
 @dataclass(frozen=True)
@@ -35,12 +35,12 @@ class T5Params:
         check_ranges(self)
         smallest = 4 if self.bidirectional else 2
         if self.num_buckets < smallest:
-            raise ParameterError(
+            raise InconsistentError(
                 "num_buckets", f"must be at least {smallest} here, got {self.num_buckets}"
             )
         exact = (self.num_buckets // 2 if self.bidirectional else self.num_buckets) // 2
         if not exact < self.max_distance <= 2**31 - 1:
-            raise ParameterError(
+            raise InconsistentError(
                 "max_distance",
                 f"must be > {exact} (the exact buckets) and < 2^31, got {self.max_distance}",
             )
