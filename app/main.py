@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,9 @@ def create_app(settings: Settings | None = None, schemes: tuple[Scheme, ...] = S
     """The service for ``schemes`` (the registry's unless a test brings its own)."""
     settings = settings or Settings()
     configure_logging(settings.log_level)
+    # A worker thread running Python hands the GIL to the event loop after this long (5 ms by
+    # default): /healthz waits at most one interval behind a computation, not five.
+    sys.setswitchinterval(0.001)
     app = FastAPI(title="posenc", version=VERSION, description=DESCRIPTION)
     app.state.settings = settings
     app.state.cache = posenc.ByteBoundedCache(settings.cache_bytes)
