@@ -8,6 +8,7 @@ Schemes that know their faults (:mod:`posenc.sinusoidal_conformance`, rope's) ad
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -144,3 +145,43 @@ def collapsed_positions(
             "examples": examples,
         },
     )
+
+
+def angle_precision(
+    table: FloatArray, positions: npt.NDArray[np.int64], error: FloatArray
+) -> Finding | None:
+    """Error proportional to position: ``error ≈ slope · pos`` where it stands above rounding.
+
+    ``error`` is each row's largest absolute error; O(n).
+    """
+    floor = float(np.finfo(table.dtype).eps)  # the rounding error of values near 1
+    above = (error > 4 * floor) & (error < 0.25) & (positions > 0)
+    if above.sum() < max(4, len(table) // 4):
+        return None
+    p, e = positions[above].astype(np.float64), error[above]
+    slope = float(np.sum(e * p) / np.sum(p * p))
+    spread = float(np.median(np.abs(e - slope * p)) / np.median(e))
+    if spread > 0.5:
+        return None
+    bits = -math.log2(slope)
+    first = int(p[0])
+    return Finding(
+        "angle_precision",
+        f"the error grows linearly with the position (≈ 2^-{bits:.1f} · pos): the angles carry "
+        f"about {bits:.0f} bits, as when pos·ω is formed in a {precision_name(bits)}; "
+        f"it exceeds the rounding from position {first} on",
+        {
+            "slope": slope,
+            "implied_bits": round(bits, 1),
+            "from_position": first,
+            "relative_spread_of_fit": spread,
+        },
+    )
+
+
+def precision_name(bits: float) -> str:
+    if bits < 12:
+        return "bfloat16-like precision (8 bits)"
+    if bits < 32:
+        return "float32-like precision (24 bits)"
+    return "float64-like precision"

@@ -19,6 +19,7 @@ from posenc import (
     grid,
     rope,
     rope_config,
+    rope_conformance,
     scheme_checks,
     sinusoidal,
     sinusoidal_conformance,
@@ -117,6 +118,25 @@ def _rope_vectors(
     return rope.rotate(params, np.tile(u, (len(positions), 1)), positions)
 
 
+def _rope_conformance(
+    params: Any, array: npt.NDArray[Any], component: str, offset: int, tolerance: float
+) -> Conformance:
+    # Its diagnoses read cos/sin caches and angles; frequencies alone are only compared.
+    if component == "inv_freq":
+        generic: Conformance = conformance_of(rope.encode)(
+            params, array, component, offset, tolerance
+        )
+        return generic
+    return rope_conformance.check(params, array, component, offset, tolerance)
+
+
+def _rope_conformance_cost(params: Any, count: int, component: str) -> Cost:
+    if component == "inv_freq":
+        generic: Cost = conformance_cost_of(costs.rope)(params, count, component)
+        return generic
+    return rope_conformance.conformance_cost(params, count, component)
+
+
 _ROPE_CONFIG = Extra(
     "config",
     "The rope a model uses, from its config.json: canonical parameters and the URLs of its "
@@ -170,8 +190,8 @@ SCHEMES: tuple[Scheme, ...] = (
         ),
         table=rope.table,
         vectors=_rope_vectors,
-        conformance=conformance_of(rope.encode),
-        conformance_cost=conformance_cost_of(costs.rope),
+        conformance=_rope_conformance,
+        conformance_cost=_rope_conformance_cost,
         components=rope.COMPONENTS,
         rotate=rope.rotate,
         extras=(_ROPE_CONFIG,),

@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc import framework, rope
-from posenc.conformance import Conformance, Finding, _angle_precision, ulp_errors
+from posenc.conformance import Conformance, Finding, angle_precision, ulp_errors
 from posenc.cost import Cost
 from posenc.errors import ParameterError
 from posenc.exact import sincos
@@ -310,7 +310,7 @@ def _angle(
     positions: IntArray,
     errors: _Errors,
 ) -> list[Finding]:
-    """Error ∝ position (:func:`posenc.conformance._angle_precision`), largest in a fast pair.
+    """Error ∝ position (:func:`posenc.conformance.angle_precision`), largest in a fast pair.
 
     A rounded angle ``pos·ω`` errs by ``~2^-b·pos·ω``: most in the fastest pairs. A wrong slow
     frequency (a scaling) also grows with the position, but in the slow pairs.
@@ -320,7 +320,7 @@ def _angle(
     np.maximum.at(by_pair, _pair_of_columns(params, component), errors.abs_by_column)
     if int(np.argmax(by_pair)) >= max(1, h // 4):
         return []
-    finding = _angle_precision(array, positions, errors.by_position)
+    finding = angle_precision(array, positions, errors.by_position)
     # A slope above 2^-7 is a wrong frequency, not a precision: bfloat16 angles give ~2^-9.
     if finding is None or finding.evidence["implied_bits"] < _FEWEST_BITS:
         return []

@@ -24,6 +24,7 @@ from posenc.conformance import (
     Conformance,
     Finding,
     Stated,
+    angle_precision,
     collapsed_positions,
     ulp_errors,
     value_rounding,
@@ -140,7 +141,7 @@ def _diagnose(
         fitted = float(base.evidence["fitted_base"])
         errors = _errors_by_position(replace(params, base=fitted), table, positions)
     if collapsed is None:
-        angle = _angle_precision(table, positions, errors)
+        angle = angle_precision(table, positions, errors)
         if angle is not None:
             findings.append(angle)
     return tuple(findings)
@@ -240,43 +241,3 @@ def _base_mismatch(
             "max_ulp_error_as_stated": stated,
         },
     )
-
-
-def _angle_precision(
-    table: FloatArray, positions: npt.NDArray[np.int64], error: FloatArray
-) -> Finding | None:
-    """Error proportional to position: ``error ≈ slope · pos`` where it stands above rounding.
-
-    ``error`` is each row's largest absolute error; O(n).
-    """
-    floor = float(np.finfo(table.dtype).eps)  # the rounding error of values near 1
-    above = (error > 4 * floor) & (error < 0.25) & (positions > 0)
-    if above.sum() < max(4, len(table) // 4):
-        return None
-    p, e = positions[above].astype(np.float64), error[above]
-    slope = float(np.sum(e * p) / np.sum(p * p))
-    spread = float(np.median(np.abs(e - slope * p)) / np.median(e))
-    if spread > 0.5:
-        return None
-    bits = -math.log2(slope)
-    first = int(p[0])
-    return Finding(
-        "angle_precision",
-        f"the error grows linearly with the position (≈ 2^-{bits:.1f} · pos): the angles carry "
-        f"about {bits:.0f} bits, as when pos·ω is formed in a {_precision_name(bits)}; "
-        f"it exceeds the rounding from position {first} on",
-        {
-            "slope": slope,
-            "implied_bits": round(bits, 1),
-            "from_position": first,
-            "relative_spread_of_fit": spread,
-        },
-    )
-
-
-def _precision_name(bits: float) -> str:
-    if bits < 12:
-        return "bfloat16-like precision (8 bits)"
-    if bits < 32:
-        return "float32-like precision (24 bits)"
-    return "float64-like precision"
