@@ -33,6 +33,7 @@ from tests.live.conftest import LiveServer, live
 pytestmark = [pytest.mark.live, pytest.mark.system]
 __all__ = ["live"]  # the live-server fixture, shared with tests/live
 HERE = Path(__file__).resolve().parent
+EXAMPLE = HERE.parents[1] / "examples/js"
 TSC = HERE / "node_modules/typescript/bin/tsc"
 TSCONFIG = {
     "compilerOptions": {
@@ -117,6 +118,19 @@ def test_the_typescript_query_types_refuse_a_parameter_the_operation_does_not_ta
     for negative in expected:
         code, message = errors[negative.line]
         assert code == "TS2353" and f'"{negative.name}"' in message, (negative, message)
+
+
+def test_the_javascript_example_is_typed_by_the_live_document(live: LiveServer) -> None:
+    # Its posenc.d.ts is what openapi-typescript writes today (`npm run types` rewrites it),
+    # and tsc --strict checks client.mjs against it.
+    assert (EXAMPLE / "node_modules/openapi-fetch").exists(), "make test runs npm ci in examples/js"
+    cli = EXAMPLE / "node_modules/openapi-typescript/bin/cli.js"
+    written = _run(["node", str(cli), f"{live.url}/openapi.json"], EXAMPLE)
+    assert written.returncode == 0, written.stderr[-3000:]
+    committed = (EXAMPLE / "posenc.d.ts").read_text()
+    assert written.stdout == committed, "examples/js/posenc.d.ts is stale: npm run types"
+    checked = _run(["node", str(EXAMPLE / "node_modules/typescript/bin/tsc"), "-p", "."], EXAMPLE)
+    assert checked.returncode == 0, checked.stdout[-4000:]
 
 
 # -- Python -----------------------------------------------------------------------------------
