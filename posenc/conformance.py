@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from posenc.cost import Cost
 from posenc.sinusoidal import SinusoidalParams, encode
-from posenc.verify import row_to_row_angles
+from posenc.verify import CHUNK_ELEMENTS, duplicate_rows, row_chunks, row_to_row_angles
 
 FloatArray = npt.NDArray[np.floating]
 # An alternative explains the table when it fits this many times better than the stated one.
@@ -59,85 +60,146 @@ def ulp_errors(table: FloatArray, exact: FloatArray) -> FloatArray:
 def check(
     params: SinusoidalParams, table: FloatArray, offset: int, tolerance_ulp: float = 1.0
 ) -> Conformance:
-    """Compare a client's ``(n, d_model)`` table of positions ``offset …`` with the exact one."""
+    """Compare a client's ``(n, d_model)`` table of positions ``offset …`` with the exact one.
+
+    Work O(n·d): the exact table is computed and compared chunk by chunk of rows, never held
+    whole; the diagnosis adds at most five more such passes (three layouts, a fitted base, the
+    angle error at it), the frequencies read off consecutive rows (O(n·d), held) and the
+    search for repeated rows (:func:`posenc.verify.duplicate_rows`, O(n·d)). Memory: the
+    client's table, the frequency readings (2 × 4·n·d bytes) and chunk-sized temporaries;
+    :func:`conformance_cost` states both.
+    """
     positions = np.arange(offset, offset + len(table), dtype=np.int64)
-    exact = encode(params, positions, "float64")
-    client = table.astype(np.float64)
-    abs_error = np.abs(client - exact)
-    ulps = ulp_errors(table, exact)
-    by_position = abs_error.max(axis=1)
-    bad = np.flatnonzero(ulps.max(axis=1) > tolerance_ulp)
-    first_bad = int(positions[bad[0]]) if len(bad) else None
-    diagnosis = _diagnose(params, table, positions, exact, tolerance_ulp)
-    return Conformance(
-        float(abs_error.max()), float(ulps.max()), first_bad, by_position.tolist(), diagnosis
-    )
+    by_position = np.zeros(len(table))
+    max_abs, max_ulp, total_ulp = 0.0, 0.0, 0.0
+    first_bad: int | None = None
+    for rows in row_chunks(len(table), params.d_model):
+        exact = encode(params, positions[rows], "float64")
+        abs_error = np.abs(table[rows].astype(np.float64) - exact)
+        ulps = ulp_errors(table[rows], exact)
+        by_position[rows] = abs_error.max(axis=1, initial=0.0)
+        max_abs = max(max_abs, float(abs_error.max(initial=0.0)))
+        max_ulp = max(max_ulp, float(ulps.max(initial=0.0)))
+        total_ulp += float(ulps.sum())
+        bad = np.flatnonzero(ulps.max(axis=1, initial=0.0) > tolerance_ulp)
+        if first_bad is None and len(bad):
+            first_bad = int(positions[rows][bad[0]])
+    stated = _Stated(by_position, max_ulp, total_ulp / max(table.size, 1))
+    diagnosis = _diagnose(params, table, positions, stated, tolerance_ulp)
+    return Conformance(max_abs, max_ulp, first_bad, by_position.tolist(), diagnosis)
+
+
+def conformance_cost(params: SinusoidalParams, n: int, d: int) -> Cost:
+    """What :func:`check` holds and does for an ``(n, d)`` table, the table included.
+
+    Bytes: the table (counted at 8 bytes a value, the widest dtype), the angles read off it and
+    their median's copy (2 × 4·n·d), per-position vectors, a dozen chunk-sized float64
+    temporaries and the answer's error list. Work: six passes of the exact encoding (~100 units
+    a value each, calibrated with ``python -m bench.verify_worst``) and ~150 a value for the
+    rest.
+    """
+    values = n * d
+    chunk = min(values, CHUNK_ELEMENTS + d)
+    held = 8 * values + 2 * 4 * values + 8 * 8 * n + 16 * 8 * chunk + 400 * d + 1_000_000
+    chunks = 8 * (values // CHUNK_ELEMENTS + 1)
+    return Cost(held, 1200 * values + 300 * n + 20_000 * chunks)
+
+
+@dataclass(frozen=True)
+class _Stated:
+    """The table against its stated parameters, as :func:`check` measured it."""
+
+    error_by_position: FloatArray
+    max_ulp: float
+    mean_ulp: float
+
+
+def _max_ulps(
+    params: SinusoidalParams,
+    table: FloatArray,
+    positions: npt.NDArray[np.int64],
+    swapped: bool = False,
+) -> float:
+    """Largest ulp error of ``table`` against ``params``' exact table, chunk by chunk: O(n·d)."""
+    worst = 0.0
+    for rows in row_chunks(len(table), params.d_model):
+        exact = encode(params, positions[rows], "float64")
+        if swapped:
+            exact = _swap_sin_cos(exact, params)
+        worst = max(worst, float(ulp_errors(table[rows], exact).max(initial=0.0)))
+    return worst
+
+
+def _errors_by_position(
+    params: SinusoidalParams, table: FloatArray, positions: npt.NDArray[np.int64]
+) -> FloatArray:
+    """``max |table − exact|`` of each row: O(n·d), chunk by chunk."""
+    errors = np.zeros(len(table))
+    for rows in row_chunks(len(table), params.d_model):
+        exact = encode(params, positions[rows], "float64")
+        difference = np.abs(table[rows].astype(np.float64) - exact)
+        errors[rows] = difference.max(axis=1, initial=0.0)
+    return errors
 
 
 def _diagnose(
     params: SinusoidalParams,
     table: FloatArray,
     positions: npt.NDArray[np.int64],
-    exact: FloatArray,
+    stated: _Stated,
     tolerance_ulp: float,
 ) -> tuple[Finding, ...]:
     findings: list[Finding] = []
     collapsed = _collapsed_positions(table, positions)
     if collapsed is not None:
         findings.append(collapsed)
-    stated_error = float(ulp_errors(table, exact).max())
-    if stated_error <= tolerance_ulp:
+    if stated.max_ulp <= tolerance_ulp:
         if not findings:
-            findings.append(_value_rounding(table, exact))
+            findings.append(_value_rounding(table, stated))
         return tuple(findings)
-    layout = _layout_mismatch(params, table, positions, stated_error)
+    layout = _layout_mismatch(params, table, positions, stated.max_ulp)
     if layout is not None:
         return (*findings, layout)
-    base = _base_mismatch(params, table, positions, stated_error)
+    base = _base_mismatch(params, table, positions, stated.max_ulp)
+    errors = stated.error_by_position
     if base is not None:
         findings.append(base)
         fitted = float(base.evidence["fitted_base"])
-        exact = encode(replace(params, base=fitted), positions, "float64")
+        errors = _errors_by_position(replace(params, base=fitted), table, positions)
     if collapsed is None:
-        angle = _angle_precision(table, positions, exact)
+        angle = _angle_precision(table, positions, errors)
         if angle is not None:
             findings.append(angle)
     return tuple(findings)
 
 
-def _value_rounding(table: FloatArray, exact: FloatArray) -> Finding:
-    ulps = ulp_errors(table, exact)
+def _value_rounding(table: FloatArray, stated: _Stated) -> Finding:
     return Finding(
         "value_rounding",
         f"every value is the exact one rounded to {table.dtype}: the table is correct",
         {
-            "max_ulp_error": float(ulps.max()),
-            "mean_ulp_error": float(ulps.mean()),
+            "max_ulp_error": stated.max_ulp,
+            "mean_ulp_error": stated.mean_ulp,
             "dtype": str(table.dtype),
         },
     )
 
 
 def _collapsed_positions(table: FloatArray, positions: npt.NDArray[np.int64]) -> Finding | None:
-    rows = np.ascontiguousarray(table).view(
-        np.dtype((np.void, table.dtype.itemsize * table.shape[1]))
-    )
-    _, first_index, inverse, counts = np.unique(
-        rows.ravel(), return_index=True, return_inverse=True, return_counts=True
-    )
-    repeated = counts[inverse] > 1
-    if not repeated.any():
+    """Rows equal to an earlier row: :func:`posenc.verify.duplicate_rows`, O(n·d)."""
+    earlier, later = duplicate_rows(table)
+    if not len(later):
         return None
-    duplicates = np.flatnonzero(repeated & (np.arange(len(table)) != first_index[inverse]))
     examples = [
-        [int(positions[first_index[inverse[i]]]), int(positions[i])] for i in duplicates[:5]
+        [int(positions[a]), int(positions[b])]
+        for a, b in zip(earlier[:5].tolist(), later[:5].tolist(), strict=True)
     ]
     return Finding(
         "collapsed_positions",
-        f"{len(duplicates)} positions have the same row as an earlier position, first at "
+        f"{len(later)} positions have the same row as an earlier position, first at "
         f"{examples[0][1]}: positions held in a low-precision type",
         {
-            "collapsed_rows": len(duplicates),
+            "collapsed_rows": len(later),
             "first_collapsed_position": examples[0][1],
             "examples": examples,
         },
@@ -156,14 +218,10 @@ def _alternatives(params: SinusoidalParams) -> list[tuple[str, SinusoidalParams,
 def _layout_mismatch(
     params: SinusoidalParams, table: FloatArray, positions: npt.NDArray[np.int64], stated: float
 ) -> Finding | None:
+    """The three other layouts against the table: O(3·n·d)."""
     best: tuple[float, str] | None = None
     for label, alternative, swapped in _alternatives(params):
-        candidate = (
-            _swap_sin_cos(encode(alternative, positions), alternative)
-            if swapped
-            else (encode(alternative, positions))
-        )
-        error = float(ulp_errors(table, candidate).max())
+        error = _max_ulps(alternative, table, positions, swapped)
         if best is None or error < best[0]:
             best = (error, label)
     if best is None or best[0] * _DECISIVE > stated:
@@ -181,7 +239,7 @@ def _layout_mismatch(
 
 def _swap_sin_cos(table: FloatArray, params: SinusoidalParams) -> FloatArray:
     """Exchange each frequency's sine and cosine (an odd d_model's last sine stays)."""
-    swapped = table.copy()
+    swapped = table.copy()  # a chunk of rows
     pairs = params.d_model // 2
     if params.layout == "interleaved":
         sines, cosines = slice(0, 2 * pairs, 2), slice(1, 2 * pairs, 2)
@@ -195,17 +253,21 @@ def _swap_sin_cos(table: FloatArray, params: SinusoidalParams) -> FloatArray:
 def _measured_frequencies(
     params: SinusoidalParams, table: FloatArray
 ) -> tuple[FloatArray, FloatArray]:
-    """ω_i read off consecutive rows, and how far each reading can be trusted (absolute)."""
-    values = table.astype(np.float64)
+    """ω_i read off consecutive rows (the median over rows), and how far each reading can be
+    trusted (absolute). O(n·d) work; the angles are held in float32 (n·d/2 values), which
+    keeps each reading to 2^-24 relative, far inside the 1 % the fit uses."""
     pairs = params.d_model // 2
-    if params.layout == "interleaved":
-        s, c = values[:, 0 : 2 * pairs : 2], values[:, 1::2]
-    else:
-        h = params.frequency_count
-        s, c = values[:, :pairs], values[:, h : h + pairs]
-    angles = row_to_row_angles(s, c)
+    angles = np.empty((len(table) - 1, pairs), dtype=np.float32)
+    for rows in row_chunks(len(table) - 1, params.d_model):
+        values = table[rows.start : rows.stop + 1].astype(np.float64)
+        if params.layout == "interleaved":
+            s, c = values[:, 0 : 2 * pairs : 2], values[:, 1::2]
+        else:
+            h = params.frequency_count
+            s, c = values[:, :pairs], values[:, h : h + pairs]
+        angles[rows] = row_to_row_angles(s, c)
     noise = 4 * float(np.finfo(table.dtype).eps)
-    return np.median(angles, axis=0), np.full(pairs, noise)
+    return np.median(angles, axis=0).astype(np.float64), np.full(pairs, noise)
 
 
 def _base_mismatch(
@@ -224,7 +286,7 @@ def _base_mismatch(
     if not (1.0 < fitted <= 1e12) or abs(math.log(fitted / params.base)) < _BASE_TOLERANCE:
         return None
     fitted = float(f"{fitted:.4g}")
-    as_fitted = float(ulp_errors(table, encode(replace(params, base=fitted), positions)).max())
+    as_fitted = _max_ulps(replace(params, base=fitted), table, positions)
     if as_fitted * _DECISIVE > stated and as_fitted > 1e3:
         return None
     return Finding(
@@ -241,10 +303,12 @@ def _base_mismatch(
 
 
 def _angle_precision(
-    table: FloatArray, positions: npt.NDArray[np.int64], exact: FloatArray
+    table: FloatArray, positions: npt.NDArray[np.int64], error: FloatArray
 ) -> Finding | None:
-    """Error proportional to position: ``error ≈ slope · pos`` where it stands above rounding."""
-    error = np.abs(table.astype(np.float64) - exact).max(axis=1)
+    """Error proportional to position: ``error ≈ slope · pos`` where it stands above rounding.
+
+    ``error`` is each row's largest absolute error; O(n).
+    """
     floor = float(np.finfo(table.dtype).eps)  # the rounding error of values near 1
     above = (error > 4 * floor) & (error < 0.25) & (positions > 0)
     if above.sum() < max(4, len(table) // 4):

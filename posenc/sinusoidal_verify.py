@@ -14,24 +14,34 @@ from decimal import Decimal, localcontext
 import numpy as np
 import numpy.typing as npt
 
+from posenc.cost import Cost
 from posenc.exact import sincos
 from posenc.sinusoidal import SinusoidalParams, frequencies_of
 from posenc.verify import (
+    CHUNK_ELEMENTS,
+    MAX_SHIFTS,
     Check,
     PairwiseFigures,
     Report,
     Statistic,
     bounded,
     decimal_sin_cos,
+    pairwise_cost,
+    row_chunks,
     row_to_row_angles,
+    shifts,
     ulp_error,
     unit_roundoff,
 )
 
 FloatArray = npt.NDArray[np.floating]
 _ARITHMETIC = 2.0**-50
-_MAX_SHIFTS = 64
 _SAMPLES = 96
+# README's bound for float32 and float16 tables: one rounding of a value within 2^-48 of the
+# exact one (rotation from exact anchors), so at most half an ulp plus 2^-14 ulp.
+ROUNDED_ULPS = 0.5 + 2.0**-14
+# README's bound for float64 tables (the exact path): NumPy's sin/cos contribute up to 1 ulp.
+FLOAT64_ULPS = 1.0
 
 
 def verify(
@@ -69,19 +79,17 @@ def verify(
 def _verify_rows(
     params: SinusoidalParams, served: FloatArray, positions: npt.NDArray[np.int64]
 ) -> Report:
-    table = served.astype(np.float64)
     u = unit_roundoff(served.dtype)
-    sines, cosines = _pairs(table, params)
-    pairwise = PairwiseFigures.of(table, positions)
+    pairwise = PairwiseFigures.of(served, positions)
     turns = frequencies_of(params)
     checks = (
-        _formula_equivalence(params, table, positions, u),
-        bounded(table),
+        _formula_equivalence(params, served, positions, u),
+        bounded(served),
         pairwise.unique_positions(),
-        _constant_norm(params, table, u),
-        _relative_rotation(params, sines, cosines, u),
-        _offset_invariant_dot(params, table, u),
-        _frequency_range(params, sines, cosines, u),
+        _constant_norm(params, served, u),
+        _relative_rotation(params, served, u),
+        _offset_invariant_dot(params, served, u),
+        _frequency_range(params, served, u),
         _rounding(params, served, positions),
     )
     wavelengths = 2 * np.pi / turns.radians
@@ -91,6 +99,27 @@ def _verify_rows(
         Statistic("wavelength_max", float(wavelengths.max()), "2π/ω_(h-1), in positions"),
     )
     return Report(checks, statistics)
+
+
+def verify_cost(params: SinusoidalParams, n: int) -> Cost:
+    """What :func:`verify` holds and does for ``n`` rows, the served table included.
+
+    Bytes: the served table (counted as float64, the widest dtype), a few chunk-sized float64
+    temporaries, the pairwise figures' vectors and the frequencies. Work, per value of the
+    table (calibrated by ``python -m bench.verify_worst`` at ~1 ns per unit): formula
+    equivalence ~150 (two angles, four sines and cosines), the :data:`MAX_SHIFTS` shifted
+    passes of relative rotation and the offset-invariant dot ~30 each, the rest ~100; the
+    sampled rounding check ~30 ms of Decimal arithmetic.
+    """
+    d = params.d_model
+    values = n * d
+    passes = min(max(n - 1, 0), MAX_SHIFTS)
+    chunk = min(values, CHUNK_ELEMENTS + d)
+    held = Cost(8 * values + 12 * 8 * chunk + 400 * d + 1_000_000, 0)
+    chunks = (passes + 2) * (values // CHUNK_ELEMENTS + 1)
+    checks = Cost(0, values * (300 + 30 * passes) + 20_000 * chunks)
+    rounding = Cost(0, 30_000_000 + 1_000 * d)
+    return held + checks + rounding + pairwise_cost(n, d)
 
 
 def _pairs(table: FloatArray, params: SinusoidalParams) -> tuple[FloatArray, FloatArray]:
@@ -115,16 +144,18 @@ def _exponents(params: SinusoidalParams) -> npt.NDArray[np.float64]:
 
 
 def _formula_equivalence(
-    params: SinusoidalParams, table: FloatArray, positions: npt.NDArray[np.int64], u: float
+    params: SinusoidalParams, served: FloatArray, positions: npt.NDArray[np.int64], u: float
 ) -> Check:
+    """Both textbook formulas against every value: O(n·d), by chunks of rows."""
     exponent = _exponents(params)
-    p = positions.astype(np.float64)[:, None]
-    by_division = p / params.base**exponent
-    by_exponent = p * np.exp(-exponent * math.log(params.base))
-    worst = max(
-        float(np.max(np.abs(_interleave_as(params, np.sin(a), np.cos(a)) - table)))
-        for a in (by_division, by_exponent)
-    )
+    divisor, rate = params.base**exponent, np.exp(-exponent * math.log(params.base))
+    worst = 0.0
+    for block in row_chunks(len(served), params.d_model):
+        p = positions[block].astype(np.float64)[:, None]
+        table = served[block].astype(np.float64)
+        for angle in (p / divisor, p * rate):
+            expected = _interleave_as(params, np.sin(angle), np.cos(angle))
+            worst = max(worst, float(np.max(np.abs(expected - table))))
     # The two float64 angles are each within a few roundings (2^-50 relative) of the exact one.
     tolerance = u + _ARITHMETIC * max(1.0, float(positions.max()))
     return Check(
@@ -140,10 +171,15 @@ def _formula_equivalence(
     )
 
 
-def _constant_norm(params: SinusoidalParams, table: FloatArray, u: float) -> Check:
+def _constant_norm(params: SinusoidalParams, served: FloatArray, u: float) -> Check:
+    """``‖PE(p)‖²`` of every row: O(n·d), by chunks of rows."""
     d = params.d_model
     pairs = d // 2
-    deviation = float(np.max(np.abs(np.einsum("ij,ij->i", table, table) - pairs)))
+    deviation = 0.0
+    for block in row_chunks(len(served), d):
+        table = served[block].astype(np.float64)
+        squares = np.einsum("ij,ij->i", table, table)
+        deviation = max(deviation, float(np.max(np.abs(squares - pairs))))
     # ‖v̂‖² − ‖v‖² = Σ (v̂−v)(v̂+v) ≤ 2u·‖v‖² = u·d.
     tolerance = d * (u + _ARITHMETIC)
     detail = "‖PE(pos)‖² = the number of (sin, cos) pairs at every position"
@@ -157,51 +193,57 @@ def _constant_norm(params: SinusoidalParams, table: FloatArray, u: float) -> Che
     )
 
 
-def _shifts(n: int) -> npt.NDArray[np.int64]:
-    """Every shift 1 … n-1 for short tables, else a geometric spread from 1 to n-1."""
-    if n - 1 <= _MAX_SHIFTS:
-        return np.arange(1, n, dtype=np.int64)
-    return np.unique(np.geomspace(1, n - 1, _MAX_SHIFTS).round().astype(np.int64))
-
-
-def _relative_rotation(
-    params: SinusoidalParams, sines: FloatArray, cosines: FloatArray, u: float
-) -> Check:
-    pairs = cosines.shape[1]
-    shifts = _shifts(len(sines))
+def _relative_rotation(params: SinusoidalParams, served: FloatArray, u: float) -> Check:
+    """Every row against the row ``k`` before it, rotated: O(:data:`MAX_SHIFTS`·n·d)."""
+    n = len(served)
+    pairs = params.d_model // 2
+    ks = shifts(n)
     worst = 0.0
-    if pairs and len(shifts):
-        shift_sin, shift_cos = sincos(shifts, frequencies_of(params))
-        for k, sk, ck in zip(
-            shifts.tolist(), shift_sin[:, :pairs], shift_cos[:, :pairs], strict=True
-        ):
-            s, c = sines[:-k], cosines[:-k]
-            worst = max(
-                worst,
-                float(np.max(np.abs(s * ck + c * sk - sines[k:]))),
-                float(np.max(np.abs(c * ck - s * sk - cosines[k:]))),
-            )
+    if pairs and len(ks):
+        shift_sin, shift_cos = sincos(ks, frequencies_of(params))
+        for k, sk, ck in zip(ks.tolist(), shift_sin[:, :pairs], shift_cos[:, :pairs], strict=True):
+            for block in row_chunks(n - k, params.d_model):
+                s, c = _pairs(served[block].astype(np.float64), params)
+                later = slice(block.start + k, block.stop + k)
+                s_k, c_k = _pairs(served[later].astype(np.float64), params)
+                worst = max(
+                    worst,
+                    float(np.max(np.abs(s * ck + c * sk - s_k))),
+                    float(np.max(np.abs(c * ck - s * sk - c_k))),
+                )
     # Each rotated value combines two served values and is compared with a third: ≤ (1+√2)·u.
     tolerance = 3 * u + _ARITHMETIC
     detail = (
         f"PE(p+k) equals PE(p) rotated by k·ω_i in each of the {pairs} (sin, cos) pairs, "
-        f"for every p and {len(shifts)} shifts k from 1 to {len(sines) - 1}"
+        f"for every p and {len(ks)} shifts k from 1 to {n - 1} (every shift when there are at "
+        f"most {MAX_SHIFTS + 1} rows, else spread geometrically)"
     )
-    if not pairs or not len(shifts):
-        detail = "nothing to rotate: " + ("d_model = 1 has no cosine" if not pairs else "one row")
+    if not pairs or not len(ks):
+        detail = "does not apply, nothing to rotate: " + (
+            "d_model = 1 has no cosine" if not pairs else "one row"
+        )
     return Check("relative_rotation", worst <= tolerance, "max_abs_error", worst, tolerance, detail)
 
 
-def _offset_invariant_dot(params: SinusoidalParams, table: FloatArray, u: float) -> Check:
+def _offset_invariant_dot(params: SinusoidalParams, served: FloatArray, u: float) -> Check:
+    """``PE(p)·PE(p+k)`` over every p for each shift: O(:data:`MAX_SHIFTS`·n·d)."""
+    n, d = len(served), params.d_model
     spread = 0.0
-    shifts = _shifts(len(table))
-    for k in shifts.tolist():
-        dots = np.einsum("ij,ij->i", table[:-k], table[k:])
-        spread = max(spread, float(dots.max() - dots.min()))
-    d = params.d_model
+    ks = shifts(n)
+    for k in ks.tolist():
+        low, high = math.inf, -math.inf
+        for block in row_chunks(n - k, d):
+            later = slice(block.start + k, block.stop + k)
+            dots = np.einsum(
+                "ij,ij->i", served[block].astype(np.float64), served[later].astype(np.float64)
+            )
+            low, high = min(low, float(dots.min())), max(high, float(dots.max()))
+        spread = max(spread, high - low)
     # Each dot product is within u·d of the exact one; a spread is the difference of two.
     tolerance = 2 * d * (u + _ARITHMETIC)
-    detail = f"PE(p)·PE(p+k) is the same for every p, for {len(shifts)} shifts k"
+    detail = f"PE(p)·PE(p+k) is the same for every p, for {len(ks)} shifts k"
+    if not len(ks):
+        detail = "does not apply: one row has no shifts"
     if d % 2:
         detail += (
             "; with an odd d_model the sine-only last column adds sin(p·ω)·sin((p+k)·ω), "
@@ -212,15 +254,19 @@ def _offset_invariant_dot(params: SinusoidalParams, table: FloatArray, u: float)
     )
 
 
-def _frequency_range(
-    params: SinusoidalParams, sines: FloatArray, cosines: FloatArray, u: float
-) -> Check:
-    """Frequencies read off the table (the angle between consecutive rows) against the law."""
+def _frequency_range(params: SinusoidalParams, served: FloatArray, u: float) -> Check:
+    """Frequencies read off the table (the angle between consecutive rows) against the law.
+
+    O(n·d), by chunks of rows that overlap by one.
+    """
     law = params.base ** -_exponents(params)
-    pairs = cosines.shape[1]
-    if len(sines) >= 2 and pairs:
-        measured = row_to_row_angles(sines[:, :pairs], cosines)
-        deviation = float(np.max(np.abs(measured - law[:pairs])))
+    n, pairs = len(served), params.d_model // 2
+    if n >= 2 and pairs:
+        deviation = 0.0
+        for block in row_chunks(n - 1, params.d_model):
+            s, c = _pairs(served[block.start : block.stop + 1].astype(np.float64), params)
+            measured = row_to_row_angles(s, c)
+            deviation = max(deviation, float(np.max(np.abs(measured - law[:pairs]))))
         source = "measured as the angle between consecutive rows of the served table"
         tolerance = 4 * u + _ARITHMETIC
     else:
@@ -244,13 +290,10 @@ def _frequency_range(
 def _rounding(
     params: SinusoidalParams, served: FloatArray, positions: npt.NDArray[np.int64]
 ) -> Check:
+    """:data:`_SAMPLES` values against 50-digit sines: O(d) for the column map, then O(1)."""
     rows, columns = _sample(len(positions), params.d_model)
     frequency_of = _column_frequencies(params)
-    exponents = [Decimal(2 * i) / params.d_model for i in range(params.frequency_count)]
-    if params.convention != "vaswani":
-        exponents = [
-            Decimal(i) / max(params.frequency_count - 1, 1) for i in range(params.frequency_count)
-        ]
+    steps = params.frequency_count - 1 if params.convention != "vaswani" else None
     with localcontext(prec=60):
         log_base = Decimal(params.base).ln()
         exact = []
@@ -259,13 +302,14 @@ def _rounding(
             if i < 0:  # tensor2tensor's zero column for odd d_model
                 exact.append(Decimal(0))
                 continue
-            omega = (-exponents[i] * log_base).exp()
+            exponent = (
+                Decimal(2 * i) / params.d_model if steps is None else Decimal(i) / max(steps, 1)
+            )
+            omega = (-exponent * log_base).exp()
             sin, cos = decimal_sin_cos(int(positions[row]) * omega)
             exact.append(cos if is_cos else sin)
     worst = ulp_error(served[rows, columns], exact)
-    # float32 and float16 are one rounding of a float64 that is far more accurate than their
-    # half-ulp. A float64 table carries NumPy's sin/cos error (≤ 1 ulp) and one more rounding.
-    tolerance = 2.0 if served.dtype == np.float64 else 1.0
+    tolerance = FLOAT64_ULPS if served.dtype == np.float64 else ROUNDED_ULPS
     return Check(
         "float32_rounding",
         worst <= tolerance,
@@ -274,7 +318,7 @@ def _rounding(
         tolerance,
         f"{len(rows)} served {served.dtype} values, from the first and last positions and a "
         "seeded sample in between, against sin/cos evaluated at 50 digits; error in ulps of "
-        f"{served.dtype}",
+        f"{served.dtype}, within the README's bound ({tolerance:.8g} ulp)",
     )
 
 

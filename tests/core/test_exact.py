@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from posenc.errors import ParameterError
-from posenc.exact import MAX_POSITION, geometric_turns, sincos
+from posenc.exact import MAX_POSITION, Turns, geometric_turns, sincos
 from posenc.sinusoidal import SinusoidalParams, encode, frequencies
 
 
@@ -23,11 +23,19 @@ def test_frequency_in_turns_carries_106_bits() -> None:
 
 
 def test_angles_of_whole_turns_give_zero_sine_exactly() -> None:
-    # ω = 2π·(1/4) per position: a frequency whose angle is a whole number of quarter turns.
-    turns = geometric_turns(2.0, Decimal(0), 1)
-    s, c = sincos(np.array([0, 1, 2, 3]), turns)
-    assert s.shape == c.shape == (4, 1)
-    np.testing.assert_allclose(s[:, 0], np.sin([0.0, 1.0, 2.0, 3.0]), rtol=1e-15)
+    # ν = 1/4 turn per position, held exactly (hi = 0.25, lo = 0): every fourth position is a
+    # whole number of turns, every other one half a turn. The naive float64 angle p·π/2 is off
+    # by up to ~2^-22 rad at p ~ 2^31 and gives sines of that size; the exact reduction gives 0.
+    quarter = np.array([0.25])
+    turns = Turns(quarter, np.zeros(1), quarter, np.zeros(1), quarter * 2 * np.pi)
+    whole = np.array([0, 4, 8, 2**31 - 4], dtype=np.int64)
+    half = whole + 2
+    half[-1] = 2**31 - 2
+    s_whole, c_whole = sincos(whole, turns)
+    s_half, c_half = sincos(half, turns)
+    assert s_whole.ravel().tolist() == [0.0] * 4 and c_whole.ravel().tolist() == [1.0] * 4
+    assert np.all(s_half == 0.0) and c_half.ravel().tolist() == [-1.0] * 4
+    assert abs(np.sin((2**31 - 4) * (np.pi / 2))) > 1e-8  # what the naive angle gives
 
 
 def test_positions_outside_the_range_are_refused_with_their_value() -> None:
