@@ -237,21 +237,21 @@ def checks(document: Mapping[str, Json]) -> Iterator[Check]:
                 parse_as="arrayBuffer",
             )
             for fmt in formats or [None]:
-                verify = _in_format(call, call.query, fmt) if fmt else call
+                verify = in_format(call, call.query, fmt) if fmt else call
                 yield Check("single", (verify,), source, conforms=fmt in (None, "json"))
             continue
         if all(f in formats for f in ARRAY_FORMATS):
             for dtype in _choices(op, "dtype", document) or [None]:
                 typed = {**call.query, "dtype": dtype} if dtype else call.query
-                yield Check("arrays", tuple(_in_format(call, typed, f) for f in ARRAY_FORMATS))
+                yield Check("arrays", tuple(in_format(call, typed, f) for f in ARRAY_FORMATS))
             formats = [f for f in formats if f not in ARRAY_FORMATS]
         elif not formats:
             yield Check("single", (call,))
         for fmt in formats:
-            yield Check("single", (_in_format(call, call.query, fmt),))
+            yield Check("single", (in_format(call, call.query, fmt),))
 
 
-def _in_format(call: Call, query: Mapping[str, Json], fmt: str) -> Call:
+def in_format(call: Call, query: Mapping[str, Json], fmt: str) -> Call:
     return replace(call, query={**query, "format": fmt}, parse_as=PARSE_AS.get(fmt, "arrayBuffer"))
 
 

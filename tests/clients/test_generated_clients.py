@@ -17,7 +17,6 @@ import sys
 import types
 import typing
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -230,7 +229,7 @@ class PythonRun:
         if check.body_from is not None:
             # The generated code sends a File as application/octet-stream, which carries its
             # dtype and shape in headers (API.md §2); the raw values are the table's `bin`.
-            raw = replace_format(check.body_from, "bin")
+            raw = plan.in_format(check.body_from, check.body_from.query, "bin")
             source = self.answer(raw)
             if source is None:
                 return
@@ -265,10 +264,6 @@ class PythonRun:
             self.failures.append(f"{label}: json data does not parse to the npy answer")
         else:
             self.passed += 1
-
-
-def replace_format(call: plan.Call, fmt: str) -> plan.Call:
-    return replace(call, query={**call.query, "format": fmt}, parse_as="arrayBuffer")
 
 
 def test_the_python_client_calls_every_operation(
