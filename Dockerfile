@@ -28,7 +28,7 @@ ENV PATH=/opt/posenc/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     MALLOC_ARENA_MAX=2 \
     MALLOC_MMAP_THRESHOLD_=131072 \
-    NUMBA_CACHE_DIR=/opt/posenc/numba-cache \
+    NUMBA_CACHE_DIR=/tmp/numba-cache \
     POSENC_HOST=0.0.0.0 \
     POSENC_PORT=8000 \
     POSENC_WORKERS=1
@@ -39,4 +39,6 @@ HEALTHCHECK --interval=5s --timeout=3s --start-period=5s --retries=3 \
     CMD ["python3", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ['POSENC_PORT'] + '/healthz', timeout=2)"]
 STOPSIGNAL SIGTERM
 # exec: uvicorn is PID 1 and gets SIGTERM itself; in-flight requests get 5 s to finish.
-CMD ["sh", "-c", "exec uvicorn --factory app.main:create_app --host \"$POSENC_HOST\" --port \"$POSENC_PORT\" --workers \"$POSENC_WORKERS\" --no-server-header --no-access-log --timeout-graceful-shutdown 5"]
+# The compiled loops are copied to /tmp, writable even under a read-only root filesystem
+# (numba caches only where it can write).
+CMD ["sh", "-c", "cp -r /opt/posenc/numba-cache /tmp/ 2>/dev/null; exec uvicorn --factory app.main:create_app --host \"$POSENC_HOST\" --port \"$POSENC_PORT\" --workers \"$POSENC_WORKERS\" --no-server-header --no-access-log --timeout-graceful-shutdown 5"]

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import orjson
-from fastapi import Request
+from fastapi import HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 
 from app.admission import check_size
@@ -96,6 +96,20 @@ async def receive(request: Request) -> bytearray:
     return buffer
 
 
+async def receive_bounded(request: Request, limit: int) -> bytes:
+    """A small body, refused with 413 past ``limit`` bytes (by Content-Length, or as it comes)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise HTTPException(413, f"this body may hold at most {limit} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise HTTPException(413, f"this body may hold at most {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def read_table(
     body: bytes | bytearray, content_type: str, headers: Mapping[str, str], json_dtype: str
 ) -> npt.NDArray[np.floating]:
@@ -110,11 +124,11 @@ def read_table(
         raise ParameterError(
             "body", f"Content-Type must be one of {', '.join(MEDIA_TYPES)}, got {media_type!r}"
         )
-    if table.ndim != 2 or 0 in table.shape:
+    if not 1 <= table.ndim <= 3 or 0 in table.shape:
         raise ParameterError(
-            "body", f"the table must be 2-D and non-empty, got shape {table.shape}"
+            "body", f"the array must be 1-, 2- or 3-D and non-empty, got shape {table.shape}"
         )
-    _check_finite(table)
+    _check_finite(table.reshape(table.shape[0], -1))
     return table
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from app.params import Format
+from app.models import Format
 
 MEDIA_TYPES: dict[str, str] = {
     "json": "application/json",
@@ -96,7 +96,12 @@ def serialize(
         little = array.astype(array.dtype.newbyteorder("<"), copy=False)
         return little.data.cast("B").toreadonly()
     if fmt == "plotly":
-        return orjson.dumps(plotly_figure(array, labels), option=orjson.OPT_SERIALIZE_NUMPY)
+        figure = plotly_figure(array, labels)
+        for trace in figure["data"]:  # the values in bounded pieces, as for JSON
+            for axis in ("z", "y"):
+                if isinstance(trace.get(axis), np.ndarray):
+                    trace[axis] = orjson.Fragment(json_array(trace[axis]))
+        return orjson.dumps(figure, option=orjson.OPT_SERIALIZE_NUMPY)
     return png_heatmap(array, labels.width, labels.height)
 
 
@@ -121,7 +126,31 @@ def json_array(array: npt.NDArray[Any]) -> bytes:
     if array.dtype == np.float16:
         # orjson writes float16 with float32's shortest digits (0.1 → 0.099975586).
         return _float16_json(array)
-    return orjson.dumps(array, option=orjson.OPT_SERIALIZE_NUMPY)
+    return b"".join(_json_pieces(array))
+
+
+# Values per orjson call (~2 ms): orjson holds the GIL while it writes, so a whole 2M-value
+# table in one call (~55 ms) would hold /healthz back on the event loop's thread that long.
+_JSON_CHUNK_VALUES = 1 << 16
+
+
+def _json_pieces(array: npt.NDArray[Any]) -> list[bytes]:
+    """``array`` as JSON in pieces of bounded size, whose concatenation is the whole."""
+    if array.ndim < 2 or array.size <= _JSON_CHUNK_VALUES:
+        return [orjson.dumps(array, option=orjson.OPT_SERIALIZE_NUMPY)]
+    if array.ndim > 2:
+        inner = [b"".join(_json_pieces(part)) for part in array]
+        return [b"[", b",".join(inner), b"]"]
+    rows = max(1, _JSON_CHUNK_VALUES // max(1, array.shape[1]))
+    pieces = [b"["]
+    for start in range(0, len(array), rows):
+        if start:
+            pieces.append(b",")
+        pieces.append(
+            orjson.dumps(array[start : start + rows], option=orjson.OPT_SERIALIZE_NUMPY)[1:-1]
+        )
+    pieces.append(b"]")
+    return pieces
 
 
 @lru_cache(maxsize=1)
@@ -151,9 +180,13 @@ def csv(array: npt.NDArray[Any]) -> bytes:
     (b'1.5,2.0\\n3.0,4.0\\n', b'0.1\\n2.0\\n')
     """
     rows = array.reshape(array.shape[0], -1) if array.ndim > 1 else array.reshape(-1, 1)
-    text = json_array(rows)
-    # json_array gives [[a,b],[c,d]]: its numbers hold no brackets or commas to confuse.
-    return text[2:-2].replace(b"],[", b"\n") + b"\n"
+    step = max(1, _JSON_CHUNK_VALUES // max(1, rows.shape[1]))
+    lines = []
+    for start in range(0, len(rows), step):
+        # json_array gives [[a,b],[c,d]]: its numbers hold no brackets or commas to confuse.
+        text = json_array(rows[start : start + step])
+        lines.append(text[2:-2].replace(b"],[", b"\n") + b"\n")
+    return b"".join(lines)
 
 
 # ColorBrewer RdBu, negative blue to positive red: a diverging map with a neutral midpoint.

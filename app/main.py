@@ -12,7 +12,7 @@ from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 import posenc
-from app import posts, problems, rope_config, routes
+from app import operations, problems
 from app.admission import AdmissionMiddleware, Budget
 from app.metrics import Metrics, MetricsMiddleware
 from app.middleware import BodyLimitMiddleware, FlowControlMiddleware, SecurityHeadersMiddleware
@@ -20,6 +20,8 @@ from app.observability import AccessLogMiddleware, configure_logging
 from app.replay import ReplayMiddleware
 from app.responses import VERSION
 from app.settings import Settings
+from posenc.declare import Scheme
+from posenc.registry import SCHEMES
 
 DESCRIPTION = """Transformer positional encodings, correctly rounded: every value is computed in
 float64 with an exact angle reduction and rounded once to the served dtype, so a float32 table is
@@ -30,7 +32,8 @@ within 1 ulp of the exact value at every position below 2^31. Errors are
 STATIC = Path(__file__).parent / "static"
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, schemes: tuple[Scheme, ...] = SCHEMES) -> FastAPI:
+    """The service for ``schemes`` (the registry's unless a test brings its own)."""
     settings = settings or Settings()
     configure_logging(settings.log_level)
     app = FastAPI(title="posenc", version=VERSION, description=DESCRIPTION)
@@ -41,9 +44,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.budget = Budget(
         settings.memory_bytes, settings.admission_queue, settings.admission_wait_s
     )
-    app.include_router(routes.router)
-    app.include_router(posts.router)
-    app.include_router(rope_config.router)
+    app.state.schemes = schemes
+    app.include_router(operations.router(schemes))
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.get("/", include_in_schema=False)

@@ -16,6 +16,7 @@ import orjson
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from app.admission import (
     ClientGoneError,
@@ -23,7 +24,13 @@ from app.admission import (
     OverloadedError,
     RequestTimeoutError,
 )
-from posenc.errors import NotApplicableError, ParameterError, PosencError
+from posenc.errors import (
+    InconsistentError,
+    LimitError,
+    NotApplicableError,
+    ParameterError,
+    PosencError,
+)
 
 MEDIA_TYPE = "application/problem+json"
 _log = logging.getLogger("posenc")
@@ -34,6 +41,8 @@ PROBLEMS: dict[type[Exception], tuple[int, str]] = {
     ParameterError: (422, "about:blank"),
     NotApplicableError: (422, "urn:posenc:problem:not-applicable"),
     LimitExceededError: (422, "urn:posenc:problem:limit-exceeded"),
+    LimitError: (422, "urn:posenc:problem:limit-exceeded"),
+    InconsistentError: (422, "urn:posenc:problem:inconsistent-parameters"),
 }
 
 
@@ -82,13 +91,49 @@ def _validation_error(request: Request, exc: Exception) -> Response:
         f"{'.'.join(str(part) for part in error['loc'][1:]) or error['loc'][0]}: {error['msg']}"
         for error in errors
     )
+    kinds = {error.get("type") for error in exc.errors()}
+    if kinds == {"extra_forbidden"} and _known_elsewhere(request, errors):
+        return problem(422, detail, errors, "urn:posenc:problem:not-applicable")
     return problem(422, detail, errors)
+
+
+def _known_elsewhere(request: Request, errors: list[dict[str, Any]]) -> bool:
+    """Is every unknown field a parameter of some scheme (so: one that does not apply here)?"""
+    schemes = getattr(request.app.state, "schemes", ())
+    known = {f.name for scheme in schemes for f in scheme.fields()}
+    known |= {"dtype", "component", "seq_len", "offset", "grid", "vector", "vectors"}
+    return all(error["loc"][-1] in known for error in errors)
 
 
 def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
-    return problem(exc.status_code, detail, headers=exc.headers)
+    headers = exc.headers
+    if exc.status_code == 405:
+        # Starlette names the methods of the first route on the path; a path may have several.
+        allowed = allowed_methods(request)
+        if request.method == "OPTIONS":
+            return Response(status_code=204, headers={"Allow": ", ".join([*allowed, "OPTIONS"])})
+        headers = {"Allow": ", ".join(allowed)}
+    return problem(exc.status_code, detail, headers=headers)
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route takes at this request's path, sorted."""
+    scope = {**request.scope, "method": "GET", "root_path": ""}
+    methods: set[str] = set()
+    pending = list(request.app.router.routes)
+    while pending:
+        route = pending.pop()
+        # An included router (FastAPI wraps them) holds routes of its own.
+        inner = getattr(getattr(route, "original_router", None), "routes", None)
+        if inner is not None:
+            pending.extend(inner)
+            continue
+        match, _ = route.matches(scope)
+        if match is not Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return sorted(methods - {"HEAD"})
 
 
 def _timeout(request: Request, exc: Exception) -> Response:

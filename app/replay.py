@@ -16,7 +16,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.responses import tag_in
 from posenc.cache import ByteBoundedCache
 
-CACHEABLE_PATHS = frozenset({"/v1/table", "/v1/encode", "/v1/similarity", "/v1/verify"})
+# The GET operations whose answers are immutable: /v1/{scheme}/{endpoint} and their aliases.
+CACHEABLE_ENDPOINTS = frozenset({"table", "encode", "similarity", "verify"})
+
+
+def cacheable(path: str) -> bool:
+    return path.startswith("/v1/") and path.rsplit("/", 1)[-1] in CACHEABLE_ENDPOINTS
+
+
 _REPLAYED_HEADERS = (b"accept", b"accept-encoding")
 
 
@@ -37,11 +44,7 @@ class ReplayMiddleware:
         self.cache = cache
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            scope["type"] != "http"
-            or scope["method"] != "GET"
-            or scope["path"] not in CACHEABLE_PATHS
-        ):
+        if scope["type"] != "http" or scope["method"] != "GET" or not cacheable(scope["path"]):
             await self.app(scope, receive, send)
             return
         headers = dict(scope["headers"])

@@ -12,7 +12,7 @@ import orjson
 from fastapi import Request, Response
 
 from app import formats
-from app.params import Format
+from app.models import Format
 
 VERSION = "0.1.0"
 CACHE_CONTROL = "public, max-age=31536000, immutable"

@@ -6,83 +6,22 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from fastapi import Request, Response
+from pydantic import BaseModel
 
-import posenc
 from app import formats, responses
 from app.admission import Estimate, admit, decide, run
-from app.params import TEXT_FORMATS, EncodingQuery, Format
+from app.models import TEXT_FORMATS, Format, component_of, dtype_of
 from app.responses import Body
 from app.settings import Settings
 from posenc.cache import ByteBoundedCache
 from posenc.cost import Cost
-from posenc.errors import ParameterError
+from posenc.declare import Scheme
 from posenc.rows import Rows
-
-Result = TypeVar("Result")
-
-_PROBLEM = {
-    "type": "object",
-    "required": ["type", "title", "status", "detail"],
-    "properties": {
-        "type": {"type": "string"},
-        "title": {"type": "string"},
-        "status": {"type": "integer"},
-        "detail": {"type": "string"},
-        "errors": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["loc", "msg"],
-                "properties": {
-                    "loc": {"type": "array", "items": {"type": ["string", "integer"]}},
-                    "msg": {"type": "string"},
-                },
-            },
-        },
-    },
-}
-
-
-def _problem(description: str) -> dict[str, Any]:
-    return {
-        "description": description,
-        "content": {"application/problem+json": {"schema": _PROBLEM}},
-    }
-
-
-# Every /v1 operation may answer these (RFC 9457 problems).
-PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
-    400: _problem("the body is not parseable"),
-    413: _problem("the body is over POSENC_MAX_BODY_BYTES"),
-    422: _problem(
-        "a parameter is invalid, does not apply to the scheme, or the answer would "
-        "be over a size limit"
-    ),
-    503: _problem(
-        "busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran "
-        "past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After"
-    ),
-}
-_BINARY = {"schema": {"type": "string", "format": "binary"}}
-ARRAY_RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: {
-        "description": "the array, in the negotiated format (`format=` or Accept)",
-        "content": {
-            "application/json": {"schema": {"type": "object"}},
-            "application/x-npy": _BINARY,
-            "application/octet-stream": _BINARY,
-            "text/csv": {"schema": {"type": "string"}},
-            "image/png": _BINARY,
-        },
-    },
-    304: {"description": "the If-None-Match tag matched: the cached copy is current"},
-}
-
 
 # Peak bytes per value of serialising as text: the digits, orjson's growing buffer, the joined
 # body and its gzip copy (measured 28–77 per value, float64 CSV the most).
@@ -108,12 +47,12 @@ def serialized(
 
 
 def estimate(
-    query: EncodingQuery, fmt: Format, compute: Cost, shape: tuple[int, ...], what: str
+    scheme: Scheme, query: BaseModel, fmt: Format, compute: Cost, shape: tuple[int, ...], what: str
 ) -> Estimate:
     """The estimate of an array answer: computing it, then serialising it."""
     picture = (getattr(query, "width", None), getattr(query, "height", None))
-    cost = compute + serialized(shape, query.served_dtype(), fmt, picture)
-    param = "grid" if posenc.get(query.scheme).on_grid else "seq_len"
+    cost = compute + serialized(shape, dtype_of(scheme, query), fmt, picture)
+    param = "grid" if scheme.rows == "grid" else "seq_len"
     return Estimate(cost, math.prod(shape), fmt in TEXT_FORMATS, param, what)
 
 
@@ -121,27 +60,26 @@ def state(request: Request) -> tuple[Settings, ByteBoundedCache]:
     return request.app.state.settings, request.app.state.cache
 
 
-def canonical(query: EncodingQuery, params: Any, **extra: Any) -> dict[str, Any]:
+def canonical(
+    scheme: Scheme, query: BaseModel, params: Any, fmt: str = "", **extra: Any
+) -> dict[str, Any]:
+    """The answer's parameters as the envelope shows them and the ETag hashes them: every
+    value the answer depends on, in one spelling."""
     given = {k: v for k, v in dataclasses.asdict(params).items() if v is not None}
-    canonical = {**given, "dtype": query.served_dtype(), **extra}
-    component = query.chosen_component()
-    if component:
+    canonical = {**given, "dtype": dtype_of(scheme, query), **extra}
+    component = component_of(scheme, query)
+    if component and "component" in type(query).model_fields:
         canonical["component"] = component
-    for side in ("width", "height"):  # they change a png, so they belong in its ETag
-        if getattr(query, side, None) is not None:
+    for side in ("width", "height"):  # they change a png (only), so they belong in its ETag
+        if fmt == "png" and getattr(query, side, None) is not None:
             canonical[side] = getattr(query, side)
     return canonical
 
 
-def check_picture(query: EncodingQuery, fmt: Format) -> None:
-    for side in ("width", "height"):
-        if getattr(query, side, None) is not None and fmt != "png":
-            raise ParameterError(side, f"applies only to format=png, not {fmt}")
-
-
 async def serve(
     request: Request,
-    scheme: str,
+    scheme: Scheme,
+    endpoint: str,
     canonical: dict[str, Any],
     fmt: Format,
     need: Estimate,
@@ -149,10 +87,12 @@ async def serve(
 ) -> Response:
     """Refuse what can never be served; 304 if the client has it; else admit, render, send.
 
-    (app/replay.py keeps the answer, so a repeat never comes this far.)
+    The ETag names the canonical operation, so the ``?scheme=`` alias shares it; app/replay.py
+    keeps the answer, so a repeat never comes this far.
     """
     decide(request.app.state.settings, need)
-    etag = responses.etag_for(request.url.path, {"scheme": scheme, "params": canonical}, fmt)
+    route = f"/v1/{scheme.name}/{endpoint}"
+    etag = responses.etag_for(route, {"scheme": scheme.name, "params": canonical}, fmt)
     matched = responses.matching_tag(request, etag)
     if matched is not None:
         return responses.not_modified(matched)
@@ -163,34 +103,35 @@ async def serve(
 
 def array_for(
     cache: ByteBoundedCache,
-    query: EncodingQuery,
+    scheme: Scheme,
     params: Any,
     positions: Rows | npt.NDArray[np.int64],
     dtype: str,
     component: str,
 ) -> npt.NDArray[Any]:
     """The scheme's array for consecutive ``Rows`` or listed positions, through the cache."""
-    scheme = posenc.get(query.scheme)
     ends: tuple[object, ...] = (
         (positions.offset, positions.count)
         if isinstance(positions, Rows)
         else (positions.tobytes(),)
     )
-    key = ("array", query.scheme, params, dtype, component, isinstance(positions, Rows), *ends)
+    key = ("array", scheme.name, params, dtype, component, isinstance(positions, Rows), *ends)
 
     def compute() -> npt.NDArray[Any]:
         if isinstance(positions, Rows):
-            if scheme.table is not None and not component:
-                return scheme.table(params, positions.count, positions.offset, dtype)
+            if scheme.table is not None:
+                return scheme.table(params, positions.count, positions.offset, dtype, component)
             return scheme.encode(params, positions.array(), dtype, component)
         return scheme.encode(params, positions, dtype, component)
 
     return cache.get_or_compute(key, compute)
 
 
-def labels(query: EncodingQuery, shape: tuple[int, ...], rows: list[int] | None) -> formats.Labels:
-    component = query.chosen_component()
-    title = f"{query.scheme} {component}".strip()
+def labels(
+    scheme: Scheme, query: BaseModel, shape: tuple[int, ...], rows: list[int] | None
+) -> formats.Labels:
+    component = component_of(scheme, query)
+    title = f"{scheme.name} {component}".strip()
     size = {"width": getattr(query, "width", None), "height": getattr(query, "height", None)}
     if len(shape) == 1:
         return formats.Labels(title, "index", "", "value", **size)

@@ -21,7 +21,6 @@ import numpy.typing as npt
 from posenc import (
     alibi,
     baselines,
-    conformance,
     grid,
     rope,
     scheme_checks,
@@ -29,6 +28,7 @@ from posenc import (
     sinusoidal_verify,
     t5,
 )
+from posenc import sinusoidal_conformance as conformance
 from posenc.cost import Cost
 from posenc.verify import Report
 

@@ -1,8 +1,9 @@
 """posenc: Transformer positional encodings, exact to the last bit. Pure NumPy."""
 
 from posenc.cache import ByteBoundedCache, CacheStats
+from posenc.declare import Scheme
 from posenc.errors import NotApplicableError, ParameterError, PosencError
-from posenc.schemes import SCHEMES, Parameter, Scheme, get
+from posenc.registry import SCHEMES, get
 from posenc.sinusoidal import SinusoidalParams, encode, frequencies, table
 from posenc.verify import Check, Report, Statistic
 
@@ -12,7 +13,6 @@ __all__ = [
     "CacheStats",
     "Check",
     "NotApplicableError",
-    "Parameter",
     "ParameterError",
     "PosencError",
     "Report",

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc.cancel import checkpoint
-from posenc.errors import ParameterError
+from posenc.declare import check_ranges, param
 
 Component = Literal["bias", "slopes"]
 COMPONENTS: tuple[str, ...] = get_args(Component)
@@ -26,13 +26,15 @@ MAX_HEADS = 1024
 
 @dataclass(frozen=True)
 class AlibiParams:
-    num_heads: int = 8
+    num_heads: int = param(
+        8,
+        doc="attention heads; any count (the reference rule past powers of 2)",
+        ge=1,
+        le=MAX_HEADS,
+    )
 
     def __post_init__(self) -> None:
-        if not 1 <= self.num_heads <= MAX_HEADS:
-            raise ParameterError(
-                "num_heads", f"must be between 1 and {MAX_HEADS}, got {self.num_heads}"
-            )
+        check_ranges(self)
 
 
 def _power_of_two_slopes(n: int) -> list[Decimal]:

@@ -15,16 +15,15 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from posenc.errors import ParameterError
+from posenc.declare import check_ranges, param
 
 
 @dataclass(frozen=True)
 class BaselineParams:
-    d_model: int
+    d_model: int = param(doc="width of the encoding", ge=1, le=65536)
 
     def __post_init__(self) -> None:
-        if not 1 <= self.d_model <= 65536:
-            raise ParameterError("d_model", f"must be between 1 and 65536, got {self.d_model}")
+        check_ranges(self)
 
 
 def shape(params: BaselineParams, count: int, component: str) -> tuple[int, ...]:

@@ -1,8 +1,14 @@
 """The core's one exception tree.
 
     PosencError(ValueError)
-    ├── ParameterError(param, message)   a parameter is out of its range
+    ├── ParameterError(param, message)        a parameter is out of its range
+    │   ├── InconsistentError(param, message) it breaks a rule tying it to another parameter
+    │   └── LimitError(param, message)        together, the parameters ask for too much
     └── NotApplicableError(param, scheme)     a parameter that the scheme does not take
+
+A JSON schema of separate query parameters can state a range but not a rule between two
+parameters (rope's ``short_factor`` must hold ``d_model/2`` numbers), nor a bound on their sum
+or product: those two kinds have classes of their own, so a client can tell them apart.
 
 Every message names the parameter, what was given and what is allowed, so the HTTP layer can
 pass it to the client unchanged.
@@ -27,3 +33,12 @@ class NotApplicableError(PosencError):
         self.param = param
         self.scheme = scheme
         self.message = message
+
+
+class InconsistentError(ParameterError):
+    """Each parameter is in its range, but together they break a rule their descriptions state."""
+
+
+class LimitError(ParameterError):
+    """Each parameter is in its range, but together they ask for more than the service serves
+    (positions past 2^31, more grid cells than 2^24)."""

@@ -12,13 +12,15 @@ Rows are the grid's cells in row-major order (the last axis varies fastest). Con
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from posenc.errors import ParameterError
+from posenc.declare import check_ranges, param
+from posenc.errors import InconsistentError, LimitError, ParameterError
 from posenc.sinusoidal import SinusoidalParams
 from posenc.sinusoidal import encode as encode_1d
 
@@ -28,42 +30,61 @@ MAX_CELLS = 2**24
 
 @dataclass(frozen=True)
 class GridParams:
-    d_model: int
-    grid: tuple[int, ...]
-    base: float = 10000.0
-    convention: Convention = "mae"
+    d_model: int = param(
+        doc="width of the encoding; divisible by 4 (2-D) or 6 (3-D) for the mae convention",
+        ge=1,
+        le=65536,
+    )
+    grid: tuple[int, ...] = param(
+        doc="the sides, H,W or H,W,D, at most 2^24 cells; replaces seq_len",
+        ge=1,
+        le=MAX_CELLS,
+        min_items=2,
+        max_items=3,
+    )
+    base: float = param(10000.0, doc="1 < base ≤ 1e12", gt=1, le=1e12)
+    convention: Convention = param(
+        "mae",
+        doc="whose channel split: mae (half the channels per axis, as MAE/ViT) or "
+        "positional-encodings (that PyPI package's)",
+    )
     axes: ClassVar[int] = 0  # how many sides ``grid`` must have; 0 for any
 
     def __post_init__(self) -> None:
+        check_ranges(self)
         k = len(self.grid)
         if self.axes and k != self.axes:
             raise ParameterError("grid", f"needs {self.axes} sides, got {k}")
-        if not all(1 <= n <= MAX_CELLS for n in self.grid) or np.prod(self.grid) > MAX_CELLS:
-            raise ParameterError(
-                "grid", f"sides must be ≥ 1 with at most 2^24 cells, got {self.grid}"
-            )
+        if math.prod(self.grid) > MAX_CELLS:
+            raise LimitError("grid", f"holds {math.prod(self.grid)} cells, over the limit of 2^24")
         if self.convention == "mae" and self.d_model % (2 * k):
-            raise ParameterError(
+            raise InconsistentError(
                 "d_model",
                 f"must divide by {2 * k} for the mae convention in {k}-D, got {self.d_model}",
-            )
-        if not 1 <= self.d_model <= 65536:
-            raise ParameterError("d_model", f"must be between 1 and 65536, got {self.d_model}")
-        if not 1.0 < self.base <= 1e12:
-            raise ParameterError("base", f"must be > 1 and ≤ 1e12, got {self.base!r}")
-        if self.convention not in ("mae", "positional-encodings"):
-            raise ParameterError(
-                "convention", f"must be mae or positional-encodings, got {self.convention!r}"
             )
 
 
 @dataclass(frozen=True)
 class Grid2DParams(GridParams):
+    grid: tuple[int, ...] = param(
+        doc="the sides H,W, at most 2^24 cells; replaces seq_len",
+        ge=1,
+        le=MAX_CELLS,
+        min_items=2,
+        max_items=2,
+    )
     axes: ClassVar[int] = 2
 
 
 @dataclass(frozen=True)
 class Grid3DParams(GridParams):
+    grid: tuple[int, ...] = param(
+        doc="the sides H,W,D, at most 2^24 cells; replaces seq_len",
+        ge=1,
+        le=MAX_CELLS,
+        min_items=3,
+        max_items=3,
+    )
     axes: ClassVar[int] = 3
 
 

@@ -48,9 +48,15 @@ _ROTATION_CALL = 1 << 20
 # Room for the positions of values near zero found in one call; more stops the call early.
 _SMALL_SLOTS = 8192
 
-# nogil: the loops run in several threads at once (``threads=``); cache: compiled once per
-# machine into NUMBA_CACHE_DIR (or __pycache__), not at every start.
-_jit = numba.njit(nogil=True, cache=True, error_model="numpy", boundscheck=False)
+
+def _jit(function: Any) -> Any:
+    """nogil: the loops run in several threads at once (``threads=``); cache: compiled once per
+    machine into NUMBA_CACHE_DIR (or __pycache__), not at every start — where no such place is
+    writable, compiled in memory instead (numba refuses to cache without one)."""
+    try:
+        return numba.njit(nogil=True, cache=True, error_model="numpy", boundscheck=False)(function)
+    except RuntimeError:
+        return numba.njit(nogil=True, error_model="numpy", boundscheck=False)(function)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,8 @@ import numpy.typing as npt
 
 from posenc import framework, kernels
 from posenc.cost import Cost
-from posenc.errors import ParameterError
+from posenc.declare import check_ranges, param
+from posenc.errors import InconsistentError
 from posenc.exact import Turns, consecutive_positions, decimal_pi, sincos
 from posenc.rotation import fill_consecutive
 
@@ -83,53 +84,76 @@ _TAKES: dict[str, frozenset[str]] = {
 
 @dataclass(frozen=True)
 class RopeParams:
-    d_model: int
-    base: float = 10000.0
-    layout: Layout = "split"
-    scaling: Scaling = "none"
-    factor: float | None = None
-    original_max_position_embeddings: int | None = None
-    low_freq_factor: float | None = None
-    high_freq_factor: float | None = None
-    beta_fast: float | None = None
-    beta_slow: float | None = None
-    attention_factor: float | None = None
-    mscale: float | None = None
-    mscale_all_dim: float | None = None
-    truncate: bool | None = None
-    short_factor: tuple[float, ...] | None = None
-    long_factor: tuple[float, ...] | None = None
-    recipe: framework.Recipe = "exact"
+    d_model: int = param(
+        doc="the rotated (head) dimension; even, since pairs rotate", ge=2, le=65536, multiple_of=2
+    )
+    base: float = param(10000.0, doc="rope_theta; 1 < base ≤ 1e12", gt=1, le=1e12)
+    layout: Layout = param(
+        "split",
+        doc="split: pairs (i, i+d/2), transformers' rotate_half; interleaved: pairs (2i, 2i+1), "
+        "RoFormer and GPT-J",
+    )
+    scaling: Scaling = param(
+        "none",
+        doc="long-context scaling, as transformers computes it; each takes the parameters "
+        "whose description names it",
+    )
+    factor: float | None = param(
+        None, doc="linear, dynamic, yarn, llama3 (required); longrope", gt=0, le=1e6
+    )
+    original_max_position_embeddings: int | None = param(
+        None,
+        doc="the trained context length: dynamic, yarn, longrope (required); llama3 (8192)",
+        ge=1,
+        le=2**31 - 1,
+    )
+    low_freq_factor: float | None = param(None, doc="llama3 (default 1)", gt=0, le=1e6)
+    high_freq_factor: float | None = param(None, doc="llama3 (default 4)", gt=0, le=1e6)
+    beta_fast: float | None = param(None, doc="yarn (default 32)", gt=0, le=1e6)
+    beta_slow: float | None = param(None, doc="yarn (default 1)", gt=0, le=1e6)
+    attention_factor: float | None = param(
+        None, doc="yarn, longrope: overrides the inferred factor", gt=0, le=1e6
+    )
+    mscale: float | None = param(None, doc="yarn", gt=0, le=1e6)
+    mscale_all_dim: float | None = param(None, doc="yarn", gt=0, le=1e6)
+    truncate: bool | None = param(None, doc="yarn: round the ramp's ends outwards (default true)")
+    short_factor: tuple[float, ...] | None = param(
+        None,
+        doc="longrope (required): d_model/2 factors, used up to original_max_position_embeddings",
+        gt=0,
+        le=1e6,
+        min_items=1,
+        max_items=32768,
+    )
+    long_factor: tuple[float, ...] | None = param(
+        None,
+        doc="longrope (required): d_model/2 factors, used beyond it",
+        gt=0,
+        le=1e6,
+        min_items=1,
+        max_items=32768,
+    )
+    recipe: framework.Recipe = param(
+        "exact",
+        doc="exact: correctly rounded; framework: transformers' own float32 computation",
+    )
 
     def __post_init__(self) -> None:
-        if self.recipe not in get_args(framework.Recipe):
-            raise ParameterError("recipe", f"must be exact or framework, got {self.recipe!r}")
+        check_ranges(self)
         if self.recipe == "framework" and self.scaling == "dynamic" and self.d_model < 4:
-            raise ParameterError("d_model", "must be ≥ 4 for dynamic scaling: d/(d−2) is used")
-        if not 2 <= self.d_model <= 65536 or self.d_model % 2:
-            raise ParameterError(
-                "d_model", f"must be even (pairs are rotated) and in [2, 65536], got {self.d_model}"
-            )
-        if not 1.0 < self.base <= 1e12:
-            raise ParameterError("base", f"must be > 1 and ≤ 1e12, got {self.base!r}")
-        if self.scaling not in _NEEDS:
-            raise ParameterError(
-                "scaling", f"must be one of {', '.join(_NEEDS)}, got {self.scaling!r}"
-            )
+            raise InconsistentError("d_model", "must be ≥ 4 for dynamic scaling: d/(d−2) is used")
         for name in _NEEDS[self.scaling]:
             if getattr(self, name) is None:
-                raise ParameterError(name, f"is required with scaling={self.scaling}")
+                raise InconsistentError(name, f"is required with scaling={self.scaling}")
         for name in _TAKES_ANY - _TAKES[self.scaling]:
             if getattr(self, name) is not None:
-                raise ParameterError(name, f"does not apply to scaling={self.scaling}")
-        if self.factor is not None and not 0 < self.factor <= 1e6:
-            raise ParameterError("factor", f"must be > 0 and ≤ 1e6, got {self.factor}")
+                raise InconsistentError(name, f"does not apply to scaling={self.scaling}")
         for name in ("short_factor", "long_factor"):
             values = getattr(self, name)
             if values is not None and (
                 len(values) != self.d_model // 2 or not all(v > 0 for v in values)
             ):
-                raise ParameterError(
+                raise InconsistentError(
                     name,
                     f"must list d_model/2 = {self.d_model // 2} positive numbers, "
                     f"got {len(values)}",

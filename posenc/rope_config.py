@@ -16,6 +16,7 @@ multimodal sections, unknown rope types or keys) is refused with the field named
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -270,3 +271,32 @@ def query(params: RopeParams) -> str:
 def _number_text(value: float) -> str:
     """The shortest text that reads back as the same float: ``500000``, ``0.25``, ``1e-05``."""
     return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
+
+
+def describe(config: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``POST /v1/rope/config`` answers: the model's rope parameters, its rotary
+    dimension, and the cacheable GETs of its table (for ``max_position_embeddings`` positions,
+    else 4096) and verify, exact and as the framework computes it."""
+    if not isinstance(config, Mapping):
+        raise ParameterError("body", f"must be a JSON object, got {type(config).__name__}")
+    found = from_config(config)
+    params = found.params
+    canonical = {k: v for k, v in dataclasses.asdict(params).items() if v is not None}
+    rows = f"seq_len={found.max_position_embeddings or 4096}"
+    given = query(params)
+    return {
+        "scheme": "rope",
+        "params": canonical,
+        "head_dim": found.head_dim,
+        "rotary_dim": params.d_model,
+        "partial_rotary_factor": found.partial_rotary_factor,
+        "max_position_embeddings": found.max_position_embeddings,
+        "urls": {
+            "table": f"/v1/rope/table?{given}&{rows}",
+            "table_framework": f"/v1/rope/table?{given}&recipe=framework&{rows}",
+            "verify": f"/v1/rope/verify?{given}&{rows}",
+            "alias_table": f"/v1/table?scheme=rope&{given}&{rows}",
+            "alias_table_framework": f"/v1/table?scheme=rope&{given}&recipe=framework&{rows}",
+            "alias_verify": f"/v1/verify?scheme=rope&{given}&{rows}",
+        },
+    }

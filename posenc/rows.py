@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from posenc.errors import ParameterError
+from posenc.errors import LimitError, ParameterError
 from posenc.exact import MAX_POSITION
 
 
@@ -37,7 +37,7 @@ class Rows:
         if not 0 <= self.offset <= MAX_POSITION:
             raise ParameterError("offset", f"must be in [0, 2^31), got {self.offset}")
         if self.offset + self.count - 1 > MAX_POSITION:
-            raise ParameterError(
+            raise LimitError(
                 "seq_len",
                 "offset + seq_len must be ≤ 2^31 (positions below 2^31), "
                 f"got {self.offset + self.count}",

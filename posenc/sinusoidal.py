@@ -15,14 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from posenc import framework, kernels
 from posenc.cost import Cost
-from posenc.errors import ParameterError
+from posenc.declare import check_ranges, param
+from posenc.errors import InconsistentError, ParameterError
 from posenc.exact import MAX_POSITION, Turns, consecutive_positions, geometric_turns, sincos
 from posenc.rotation import fill_consecutive
 
@@ -47,45 +48,40 @@ class SinusoidalParams:
     (the same table, with the row at ``padding_idx`` zero). Those two fix the layout.
     """
 
-    d_model: int
-    base: float = 10000.0
-    layout: Layout | None = None
-    convention: Convention = "vaswani"
-    padding_idx: int | None = None
-    recipe: framework.Recipe = "exact"
+    d_model: int = param(doc="width of the encoding; odd values are valid", ge=1, le=MAX_D_MODEL)
+    base: float = param(10000.0, doc="the paper's 10000; 1 < base ≤ 1e12", gt=1, le=MAX_BASE)
+    layout: Layout | None = param(
+        None,
+        doc="interleaved: sin, cos, sin, cos … (the default of vaswani); split: all sines, then "
+        "all cosines. tensor2tensor and fairseq fix it (sines, then cosines): leave it out",
+    )
+    convention: Convention = param(
+        "vaswani",
+        doc="whose table: vaswani (the paper), tensor2tensor or fairseq (timescales spaced "
+        "log(base)/(h−1), sines then cosines; fairseq zeroes the row at padding_idx)",
+    )
+    padding_idx: int | None = param(
+        None, doc="fairseq only: this position's row is zero (default 1)", ge=0, le=MAX_POSITION
+    )
+    recipe: framework.Recipe = param(
+        "exact",
+        doc="exact: correctly rounded; framework: the library's own float32 computation",
+    )
 
     def __post_init__(self) -> None:
-        if self.recipe not in get_args(framework.Recipe):
-            raise ParameterError("recipe", f"must be exact or framework, got {self.recipe!r}")
-        if not 1 <= self.d_model <= MAX_D_MODEL:
-            raise ParameterError(
-                "d_model", f"must be between 1 and {MAX_D_MODEL}, got {self.d_model}"
-            )
-        if not (1.0 < self.base <= MAX_BASE):  # also refuses NaN
-            raise ParameterError("base", f"must be > 1 and ≤ {MAX_BASE:g}, got {self.base!r}")
-        if self.convention not in get_args(Convention):
-            raise ParameterError(
-                "convention",
-                f"must be one of {', '.join(get_args(Convention))}, got {self.convention!r}",
-            )
+        check_ranges(self)
         if self.convention == "vaswani":
             object.__setattr__(self, "layout", self.layout or "interleaved")
-            if self.layout not in get_args(Layout):
-                raise ParameterError(
-                    "layout", f"must be one of {', '.join(get_args(Layout))}, got {self.layout!r}"
-                )
         elif self.layout is not None:
-            raise ParameterError(
+            raise InconsistentError(
                 "layout", f"is fixed by convention={self.convention}: sines, then cosines"
             )
         if self.convention == "fairseq":
             object.__setattr__(
                 self, "padding_idx", 1 if self.padding_idx is None else self.padding_idx
             )
-            if not 0 <= self.padding_idx <= MAX_POSITION:  # type: ignore[operator]
-                raise ParameterError("padding_idx", f"must be in [0, 2^31), got {self.padding_idx}")
         elif self.padding_idx is not None:
-            raise ParameterError("padding_idx", "applies only to convention=fairseq")
+            raise InconsistentError("padding_idx", "applies only to convention=fairseq")
 
     @property
     def frequency_count(self) -> int:

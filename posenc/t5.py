@@ -15,24 +15,32 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc.cancel import checkpoint
-from posenc.errors import ParameterError
+from posenc.declare import check_ranges, param
+from posenc.errors import InconsistentError
 
 
 @dataclass(frozen=True)
 class T5Params:
-    num_buckets: int = 32
-    max_distance: int = 128
-    bidirectional: bool = True
+    num_buckets: int = param(32, doc="buckets; at least 4 when bidirectional", ge=2, le=4096)
+    max_distance: int = param(
+        128,
+        doc="distances from here on share the last bucket; more than the exact buckets "
+        "(num_buckets/4 when bidirectional, else num_buckets/2)",
+        ge=2,
+        le=2**31 - 1,
+    )
+    bidirectional: bool = param(True, doc="encoder (true) or decoder (false)")
 
     def __post_init__(self) -> None:
+        check_ranges(self)
         smallest = 4 if self.bidirectional else 2
-        if not smallest <= self.num_buckets <= 4096:
-            raise ParameterError(
-                "num_buckets", f"must be between {smallest} and 4096, got {self.num_buckets}"
+        if self.num_buckets < smallest:
+            raise InconsistentError(
+                "num_buckets", f"must be at least {smallest} here, got {self.num_buckets}"
             )
         exact = (self.num_buckets // 2 if self.bidirectional else self.num_buckets) // 2
         if not exact < self.max_distance <= 2**31 - 1:
-            raise ParameterError(
+            raise InconsistentError(
                 "max_distance",
                 f"must be > {exact} (the exact buckets) and < 2^31, got {self.max_distance}",
             )

@@ -291,9 +291,9 @@ def _growth(client: httpx.Client, scheme: dict[str, Any]) -> Growth:
 
 
 def _grid_sides(scheme: dict[str, Any]) -> int:
-    # The grid parameter's rule starts with its number of sides: "2 sides, replaces seq_len".
-    rule = next(p for p in scheme["parameters"] if p["name"] == "grid")["rule"]
-    return int(rule.split()[0])
+    # The grid parameter lists exactly as many sides as the scheme has axes.
+    grid = next(p for p in scheme["parameters"] if p["name"] == "grid")
+    return int(grid["min_items"])
 
 
 def _rows_within(growth: Growth, limit: int) -> int:

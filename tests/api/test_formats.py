@@ -155,9 +155,15 @@ def test_png_takes_width_and_height_bounds(client: Client) -> None:
     )
 
 
-def test_width_is_refused_for_other_formats(client: Client) -> None:
-    problem = client.get("/v1/table?d_model=4&seq_len=3&format=json&width=100").json()
-    assert problem["errors"][0]["loc"] == ["query", "width"]
+def test_width_shapes_a_png_only_and_leaves_other_formats_and_their_etag_alone(
+    client: Client,
+) -> None:
+    plain = client.get("/v1/table?d_model=4&seq_len=3&format=json")
+    sized = client.get("/v1/table?d_model=4&seq_len=3&format=json&width=100")
+    assert sized.content == plain.content and sized.headers["etag"] == plain.headers["etag"]
+    png = client.get("/v1/table?d_model=4&seq_len=3&format=png&width=100")
+    other = client.get("/v1/table?d_model=4&seq_len=3&format=png")
+    assert png.headers["etag"] != other.headers["etag"]
 
 
 def test_similarity_png_takes_the_bounds_too(client: Client) -> None:

@@ -171,13 +171,14 @@ def test_metrics_count_requests_by_route_and_status_and_the_cache(client: Client
 
 def test_openapi_documents_every_parameter_with_its_range(client: Client) -> None:
     spec = client.get("/openapi.json").json()
-    parameters = {p["name"]: p for p in spec["paths"]["/v1/table"]["get"]["parameters"]}
-    assert {"d_model", "seq_len", "offset", "base", "layout", "dtype", "format", "scheme"} <= set(
-        parameters
-    )
-    # d_model is optional in the query because alibi and t5 take none; its range is documented.
-    d_model = parameters["d_model"]["schema"]["anyOf"][0]
-    assert (d_model["minimum"], d_model["maximum"]) == (1, 65536)
+    parameters = {p["name"]: p for p in spec["paths"]["/v1/sinusoidal/table"]["get"]["parameters"]}
+    assert {"d_model", "seq_len", "offset", "base", "layout", "dtype", "format"} <= set(parameters)
+    assert "scheme" not in parameters and "num_heads" not in parameters
+    d_model = parameters["d_model"]
+    assert d_model["required"] is True
+    assert (d_model["schema"]["minimum"], d_model["schema"]["maximum"]) == (1, 65536)
+    rope = {p["name"]: p for p in spec["paths"]["/v1/rope/table"]["get"]["parameters"]}
+    assert rope["d_model"]["schema"]["multipleOf"] == 2 and "scaling" in rope
     assert client.get("/docs").status_code == 200
 
 

@@ -150,7 +150,8 @@ def test_parameters_that_do_not_apply_are_refused(client: Client, query: str, pa
 
 def test_rope_with_odd_d_model_says_it_must_be_even(client: Client) -> None:
     problem = client.get("/v1/table?scheme=rope&d_model=7&seq_len=3").json()
-    assert problem["status"] == 422 and "even" in problem["detail"]
+    assert problem["status"] == 422 and "multiple of 2" in problem["detail"]
+    assert problem["errors"][0]["loc"] == ["query", "d_model"]
 
 
 def test_rope_scaling_without_its_required_parameter_names_it(client: Client) -> None:

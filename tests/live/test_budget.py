@@ -79,7 +79,7 @@ def far_queries(schemes: list[dict[str, Any]], max_positions: int) -> list[tuple
         names = {p["name"] for p in scheme["parameters"]}
         base = f"scheme={scheme['name']}" + ("&d_model=65532" if "d_model" in names else "")
         if "grid" in names:
-            sides = int(next(p for p in scheme["parameters"] if p["name"] == "grid")["rule"][0])
+            sides = int(next(p for p in scheme["parameters"] if p["name"] == "grid")["min_items"])
             side = round(FAR ** (1 / sides))  # side**sides ≈ 2·10⁹ cells
             rows = "grid=" + ",".join([str(side)] * sides)
         else:

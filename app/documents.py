@@ -1,0 +1,284 @@
+"""What the OpenAPI document says of each operation: every answer as it is sent.
+
+Array operations answer JSON (the envelope, or a Plotly figure for ``format=plotly``), ``.npy``,
+raw little-endian bytes with ``X-Array-Shape``/``X-Array-Dtype``, CSV or PNG; every error is an
+RFC 9457 problem. Generated clients read these schemas, so they are exact, not ``object``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.models import Format, model
+from posenc.declare import Extra, Scheme
+
+PROBLEM: dict[str, Any] = {
+    "type": "object",
+    "required": ["type", "title", "status", "detail"],
+    "properties": {
+        "type": {"type": "string"},
+        "title": {"type": "string"},
+        "status": {"type": "integer"},
+        "detail": {"type": "string"},
+        "errors": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["loc", "msg"],
+                "properties": {
+                    "loc": {"type": "array", "items": {"type": ["string", "integer"]}},
+                    "msg": {"type": "string"},
+                },
+            },
+        },
+    },
+}
+_RETRY_AFTER = {"Retry-After": {"schema": {"type": "string"}, "description": "seconds"}}
+
+
+def _problem(description: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"application/problem+json": {"schema": PROBLEM}},
+        **extra,
+    }
+
+
+# Every operation may answer these.
+PROBLEMS: dict[int | str, dict[str, Any]] = {
+    400: _problem("the body or the request is not parseable"),
+    413: _problem("the body is over POSENC_MAX_BODY_BYTES (answered before it is read)"),
+    422: _problem(
+        "a parameter is invalid or breaks a rule its description states, or the answer would be "
+        "over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit)"
+    ),
+    503: _problem(
+        "busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran "
+        "past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After",
+        headers=_RETRY_AFTER,
+    ),
+}
+
+_BINARY = {"schema": {"type": "string", "format": "binary"}}
+_NUMBERS: dict[str, Any] = {"type": "array", "items": {"type": "number"}}
+_NESTED = {
+    "anyOf": [
+        _NUMBERS,
+        {"type": "array", "items": _NUMBERS},
+        {"type": "array", "items": {"type": "array", "items": _NUMBERS}},
+    ]
+}
+ENVELOPE: dict[str, Any] = {
+    "type": "object",
+    "required": ["scheme", "params", "shape", "dtype", "data"],
+    "properties": {
+        "scheme": {"type": "string"},
+        "params": {"type": "object", "description": "the canonical parameters of the answer"},
+        "shape": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+        "dtype": {"type": "string", "enum": ["float32", "float64", "float16", "int32"]},
+        "data": {**_NESTED, "description": "values in the shortest form that reads back exactly"},
+    },
+}
+FIGURE: dict[str, Any] = {
+    "type": "object",
+    "required": ["data", "layout"],
+    "properties": {
+        "data": {"type": "array", "items": {"type": "object"}},
+        "layout": {"type": "object"},
+    },
+    "description": "a Plotly figure (format=plotly), ready for Plotly.newPlot",
+}
+_CACHING = {
+    "ETag": {"schema": {"type": "string"}, "description": "strong, from the canonical query"},
+    "Cache-Control": {"schema": {"type": "string"}},
+    "Vary": {"schema": {"type": "string"}},
+}
+_ARRAY_HEADERS = {
+    **_CACHING,
+    "X-Array-Shape": {"schema": {"type": "string"}, "description": "e.g. 128,512"},
+    "X-Array-Dtype": {"schema": {"type": "string"}, "description": "float32, float64, …"},
+}
+
+
+def _array_answer() -> dict[int | str, dict[str, Any]]:
+    return {
+        200: {
+            "description": "the array, in the format chosen by `format=` or else by Accept",
+            "headers": _ARRAY_HEADERS,
+            "content": {
+                "application/json": {"schema": {"oneOf": [ENVELOPE, FIGURE]}},
+                "application/x-npy": _BINARY,
+                "application/octet-stream": _BINARY,
+                "text/csv": {"schema": {"type": "string"}},
+                "image/png": _BINARY,
+            },
+        },
+        304: {"description": "If-None-Match named this answer: the cached copy is current"},
+    }
+
+
+_CHECK = {
+    "type": "object",
+    "required": ["name", "holds", "statistic", "value", "tolerance", "detail"],
+    "properties": {
+        "name": {"type": "string"},
+        "holds": {"type": "boolean"},
+        "statistic": {"type": "string"},
+        "value": {"type": ["number", "null"]},
+        "tolerance": {"type": "number"},
+        "detail": {"type": "string"},
+    },
+}
+_STATISTIC = {
+    "type": "object",
+    "required": ["name", "value", "detail"],
+    "properties": {"name": {"type": "string"}, "value": {}, "detail": {"type": "string"}},
+}
+REPORT: dict[str, Any] = {
+    "type": "object",
+    "required": ["scheme", "params", "passed", "checks", "statistics"],
+    "properties": {
+        "scheme": {"type": "string"},
+        "params": {"type": "object"},
+        "passed": {"type": "boolean"},
+        "checks": {"type": "array", "items": _CHECK},
+        "statistics": {"type": "array", "items": _STATISTIC},
+    },
+}
+CONFORMANCE: dict[str, Any] = {
+    "type": "object",
+    "required": [
+        "scheme",
+        "params",
+        "conforms",
+        "max_abs_error",
+        "max_ulp_error",
+        "first_bad_position",
+        "error_by_position",
+        "diagnosis",
+    ],
+    "properties": {
+        "scheme": {"type": "string"},
+        "params": {"type": "object"},
+        "conforms": {"type": "boolean"},
+        "max_abs_error": {"type": "number"},
+        "max_ulp_error": {"type": "number"},
+        "first_bad_position": {"type": ["integer", "null"]},
+        "error_by_position": _NUMBERS,
+        "diagnosis": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "summary", "evidence"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "summary": {"type": "string"},
+                    "evidence": {"type": "object"},
+                },
+            },
+        },
+    },
+}
+
+
+def responses(scheme: Scheme, endpoint: str) -> dict[int | str, dict[str, Any]]:
+    """The answers of one of ``scheme``'s operations, as they are sent."""
+    if endpoint == "verify":
+        answers: dict[int | str, dict[str, Any]] = {
+            200: {
+                "description": "the report: each check measured on the served array",
+                "headers": _CACHING,
+                "content": {"application/json": {"schema": REPORT}},
+            },
+            304: {"description": "If-None-Match named this answer"},
+        }
+    elif endpoint == "conformance":
+        answers = {
+            200: {
+                "description": "the conformance report, or its error by position as a figure",
+                "content": {"application/json": {"schema": {"oneOf": [CONFORMANCE, FIGURE]}}},
+            }
+        }
+    else:
+        answers = _array_answer()
+    return {**answers, **PROBLEMS}
+
+
+def extra_responses(extra: Extra) -> dict[int | str, dict[str, Any]]:
+    return {
+        200: {
+            "description": extra.summary,
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        },
+        **PROBLEMS,
+    }
+
+
+class FormatOnly(BaseModel):
+    """The query of ``POST …/encode``: its parameters travel in the body."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    format: Format | None = Field(None, description="wins over the Accept header; default json")
+
+
+ARRAY_BODY: dict[str, Any] = {
+    "required": True,
+    "content": {
+        "application/x-npy": {"schema": {"type": "string", "format": "binary"}},
+        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "required": ["data"],
+                "additionalProperties": False,
+                "properties": {
+                    "data": {"type": "array", "items": _NUMBERS, "minItems": 1},
+                },
+            }
+        },
+    },
+}
+JSON_OBJECT_BODY: dict[str, Any] = {
+    "required": True,
+    "content": {"application/json": {"schema": {"type": "object"}}},
+}
+
+
+def encode_body(scheme: Scheme) -> dict[str, Any]:
+
+    schema = model(scheme, "encode_body").model_json_schema(
+        ref_template="#/components/schemas/{model}"
+    )
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+_Endpoint = Literal["table", "encode", "similarity", "verify", "conformance", "encode_body"]
+summaries: dict[str, str] = {
+    "table": "The array for consecutive positions",
+    "encode": "The array for listed positions",
+    "similarity": "How alike the encodings of two positions are",
+    "verify": "Which properties hold, measured on the served array",
+    "conformance": "Check your array against the exact one and diagnose it",
+    "encode_body": "Encode positions, optionally added to your embeddings or rotating vectors",
+}
+descriptions: dict[str, str] = {
+    "table": "The array for positions `offset … offset+seq_len-1` (grid schemes: every cell of "
+    "`grid`). JSON, `.npy`, raw bytes (`bin`, with `X-Array-Shape`/`X-Array-Dtype`), CSV, a "
+    "Plotly figure or a PNG heatmap. Cacheable forever: a strong ETag from the canonical query.",
+    "encode": "The array for the listed `positions`, in the order given (grid schemes: cell "
+    "indices).",
+    "similarity": "Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the "
+    "encodings of the table's positions; with `reference=p`: one row against position `p`. "
+    "Computed in float64.",
+    "verify": "Each mathematical property the scheme promises, measured on the array this "
+    "service serves for these parameters; `passed` when every check holds.",
+    "conformance": "Send the array your code built, for positions `offset …`, as `.npy`, raw "
+    'little-endian bytes with `X-Array-Shape`/`X-Array-Dtype`, or JSON `{"data": [[…]]}` '
+    "(2-D arrays; read as `dtype`). The answer gives the error by position, the first bad "
+    "position and a diagnosis whose findings each carry their evidence.",
+    "encode_body": "Body: the scheme's parameters with `positions`, and optionally `embeddings` "
+    "(returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for "
+    "rotary schemes, `vectors` (returned rotated to their positions).",
+}

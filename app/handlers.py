@@ -1,0 +1,336 @@
+"""What each operation does, for any scheme: parameters → cost → core → body.
+
+Validation runs on the event loop (it is cheap); each request's cost is decided and reserved
+before anything sized by the query exists (:mod:`app.admission`), and the NumPy work runs in the
+bounded thread pool under a deadline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+from fastapi import Request, Response
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ValidationError
+
+from app import bodies, formats, responses
+from app.admission import Estimate, admit, check_size, decide, run
+from app.models import (
+    Format,
+    component_of,
+    dtype_of,
+    model,
+    params_of,
+    rows_of,
+)
+from app.responses import Body
+from app.serving import array_for, canonical, estimate, labels, serve, state
+from posenc import similarity as similarity_core
+from posenc.cost import Cost
+from posenc.declare import Scheme
+from posenc.errors import InconsistentError, NotApplicableError
+from posenc.rows import Rows
+
+
+async def table(request: Request, scheme: Scheme, query: Any) -> Response:
+    _, cache = state(request)
+    params = params_of(scheme, query)
+    dtype, component = dtype_of(scheme, query), component_of(scheme, query)
+    rows = rows_of(scheme, query, params)
+    fmt = formats.negotiate(query.format, request.headers.get("accept"))
+    shape = scheme.shape(params, len(rows), component)
+    compute = scheme.cost(params, len(rows), dtype, component)
+    need = estimate(scheme, query, fmt, compute, shape, f"the array {list(shape)}")
+    extra = dict(seq_len=rows.count, offset=rows.offset) if scheme.rows == "positions" else {}
+    answer = canonical(scheme, query, params, fmt, **extra)
+
+    def render(gzip: bool) -> Body:
+        # Labels only here: a 304 or a replayed answer never needs them.
+        figure = labels(scheme, query, shape, list(range(rows.offset, rows.offset + rows.count)))
+        array = array_for(cache, scheme, params, rows, dtype, component)
+        return Body.of(array, fmt, {"scheme": scheme.name, "params": answer}, figure, gzip)
+
+    return await serve(request, scheme, "table", answer, fmt, need, render)
+
+
+async def encode_get(request: Request, scheme: Scheme, query: Any) -> Response:
+    settings, cache = state(request)
+    params = params_of(scheme, query)
+    dtype, component = dtype_of(scheme, query), component_of(scheme, query)
+    fmt = formats.negotiate(query.format, request.headers.get("accept"))
+    count = len(query.positions)
+    check_size(
+        "positions", "the positions list", count, settings.max_positions, "POSENC_MAX_POSITIONS"
+    )
+    shape = scheme.shape(params, count, component)
+    compute = scheme.cost(params, count, dtype, component)
+    need = estimate(scheme, query, fmt, compute, shape, f"the array {list(shape)}")
+    need = dataclasses.replace(need, param="positions")
+    answer = canonical(scheme, query, params, fmt, positions=query.positions)
+    figure = labels(scheme, query, shape, None)
+
+    def render(gzip: bool) -> Body:
+        positions = np.array(query.positions, dtype=np.int64)
+        array = array_for(cache, scheme, params, positions, dtype, component)
+        return Body.of(array, fmt, {"scheme": scheme.name, "params": answer}, figure, gzip)
+
+    return await serve(request, scheme, "encode", answer, fmt, need, render)
+
+
+async def similarity(request: Request, scheme: Scheme, query: Any) -> Response:
+    settings, cache = state(request)
+    vectors = scheme.vectors
+    assert vectors is not None, "only schemes with vectors offer similarity"
+    params = params_of(scheme, query)
+    rows = rows_of(scheme, query, params)
+    fmt = formats.negotiate(query.format, request.headers.get("accept"))
+    n = len(rows)
+    width = scheme.shape(params, 1, component_of(scheme, query))[-1]
+    dtype = dtype_of(scheme, query)
+    reference = query.reference is not None
+    shape = (n,) if reference else (n, n)
+    compute = _vectors_cost(width, n + 1) + _similarity_cost(n, width, reference, dtype)
+    need = estimate(scheme, query, fmt, compute, shape, "the similarity answer")
+    decide(settings, Estimate(compute, n * width, False, "seq_len", "the rows behind it"))
+    vector = tuple(query.vector) if getattr(query, "vector", None) is not None else None
+    extra = dict(seq_len=n, offset=rows.offset) if scheme.rows == "positions" else {}
+    answer = canonical(
+        scheme,
+        query,
+        params,
+        fmt,
+        **extra,
+        metric=query.metric,
+        reference=query.reference,
+        vector=list(vector) if vector is not None else None,
+    )
+
+    def render(gzip: bool) -> Body:
+        positions = rows.array()
+        compared = cache.get_or_compute(
+            ("vectors", scheme.name, params, vector, rows.offset, rows.count),
+            lambda: vectors(params, positions, vector),
+        )
+        if query.reference is None:
+            values = similarity_core.matrix(compared, query.metric)
+        else:
+            anchor = vectors(params, np.array([query.reference], dtype=np.int64), vector)[0]
+            values = similarity_core.against(compared, anchor, query.metric)
+        span = positions.tolist()
+        title = f"{query.metric} similarity of {scheme.name} encodings"
+        size = {"width": query.width, "height": query.height}
+        figure = formats.Labels(title, "position", "position", query.metric, span, span, **size)
+        envelope = {"scheme": scheme.name, "params": answer}
+        return Body.of(values.astype(dtype), fmt, envelope, figure, gzip)
+
+    return await serve(request, scheme, "similarity", answer, fmt, need, render)
+
+
+def _vectors_cost(width: int, count: int) -> Cost:
+    """The float64 per-position vectors /similarity compares (cached beside the tables)."""
+    return Cost(count * width * 8, count * width * 48)
+
+
+def _similarity_cost(count: int, width: int, reference: bool, dtype: str) -> Cost:
+    """Dot products of ``width``-long rows, then up to six float64 temporaries per value (norms,
+    quotient, clipping; or the cancellation mask and square root), then the cast to ``dtype``."""
+    values = count if reference else count * count
+    itemsize = np.dtype(dtype).itemsize
+    return Cost(values * (64 + itemsize) + count * 16, values * (width // 4 + 16))
+
+
+async def verify(request: Request, scheme: Scheme, query: Any) -> Response:
+    _, cache = state(request)
+    params = params_of(scheme, query)
+    dtype, component = dtype_of(scheme, query), component_of(scheme, query)
+    rows = rows_of(scheme, query, params)
+    n = len(rows)
+    shape = scheme.shape(params, n, component)
+    compute = scheme.cost(params, n, dtype, component) + scheme.verify_cost(params, n)
+    param = "grid" if scheme.rows == "grid" else "seq_len"
+    need = Estimate(compute, math.prod(shape), False, param, "the verification")
+    extra = dict(seq_len=n, offset=rows.offset) if scheme.rows == "positions" else {}
+    answer = canonical(scheme, query, params, "json", **extra)
+
+    def render(gzip: bool) -> Body:
+        served = array_for(cache, scheme, params, rows, dtype, component)
+        report = scheme.verify(params, served, rows.array())
+        document = {
+            "scheme": scheme.name,
+            "params": answer,
+            "passed": report.passed,
+            "checks": [dataclasses.asdict(check) for check in report.checks],
+            "statistics": [dataclasses.asdict(stat) for stat in report.statistics],
+        }
+        return Body.text(orjson.dumps(document), "json", gzip)
+
+    return await serve(request, scheme, "verify", answer, "json", need, render)
+
+
+# --- POST ---------------------------------------------------------------------------------
+
+_ENCODE_ARRAYS = {"positions": 1, "embeddings": 2, "vectors": 2}
+
+
+async def encode_post(
+    request: Request, fmt_given: Format | None, resolve: Callable[[dict[str, Any]], Scheme]
+) -> Response:
+    """Positions and parameters in a JSON body; optionally embeddings to add to, or vectors to
+    rotate. The body's parse is reserved before it is read, the answer's cost once known."""
+    request.state.param_source = "body"
+    settings, _ = state(request)
+    await _admit_body(request)
+    received = await bodies.receive(request)
+    # Parsing a large body takes up to ~13 ns a byte: in the pool, never on the event loop.
+    small, arrays = await run(
+        request,
+        lambda: bodies.read_object(
+            received, _ENCODE_ARRAYS, max_items={"positions": settings.max_positions}
+        ),
+    )
+    scheme = resolve(small)
+    given = arrays.get("positions")
+    if given is None:
+        raise bodies.invalid(("positions",), "Field required")
+    positions = bodies.positions_of(given)
+    members = _members(scheme, {**small, "positions": [0]})
+    embeddings, vectors = arrays.get("embeddings"), arrays.get("vectors")
+    params = params_of(scheme, members)
+    dtype, component = dtype_of(scheme, members), component_of(scheme, members)
+    fmt = formats.negotiate(fmt_given, request.headers.get("accept"))
+    count = len(positions)
+    check_size(
+        "positions", "the positions list", count, settings.max_positions, "POSENC_MAX_POSITIONS"
+    )
+    shape = scheme.shape(params, count, component)
+    if embeddings is not None and vectors is not None:
+        raise InconsistentError("vectors", "send embeddings or vectors, not both")
+    if vectors is not None and scheme.rotate is None:
+        raise NotApplicableError("vectors", scheme.name, "only rotary schemes rotate vectors")
+    if embeddings is not None and (scheme.vectors is None or len(shape) != 2):
+        raise NotApplicableError("embeddings", scheme.name, "it has no per-position vectors")
+    # Given data is widened to float64 and combined with a float64 encoding: three such arrays.
+    widened = Cost(3 * math.prod(shape) * 8, 3 * math.prod(shape))
+    cost = scheme.cost(params, count, dtype, component) + widened
+    need = estimate(scheme, members, fmt, cost, shape, f"the array {list(shape)}")
+    need = dataclasses.replace(need, param="positions")
+    listed = positions.tolist()
+    answer = canonical(scheme, members, params, fmt, positions=listed, scale=members.scale)
+    envelope = {"scheme": scheme.name, "params": answer}
+    figure = labels(scheme, members, shape, None)
+    gzip = responses.accepts_gzip(request)
+    rotate = scheme.rotate
+
+    def compute() -> Body:
+        if vectors is not None and rotate is not None:
+            turned = _matrix(vectors, "vectors", (count, shape[-1]))
+            array = rotate(params, turned, positions).astype(dtype)
+        elif embeddings is not None:
+            added = _matrix(embeddings, "embeddings", (count, shape[1]))
+            scale = np.sqrt(shape[1]) if members.scale else 1.0
+            encoded = scheme.encode(params, positions, "float64", component)
+            array = (added * scale + encoded).astype(dtype)
+        else:
+            array = scheme.encode(params, positions, dtype, component)
+        return Body.of(array, fmt, envelope, figure, gzip)
+
+    await admit(request, need)
+    return responses.send(await run(request, compute), None)
+
+
+def _members(scheme: Scheme, small: dict[str, Any]) -> Any:
+    try:
+        return model(scheme, "encode_body").model_validate(small)
+    except ValidationError as e:
+        errors = [{**error, "loc": ("body", *error["loc"])} for error in e.errors()]
+        raise RequestValidationError(errors) from None
+
+
+def _matrix(rows: npt.NDArray[Any], name: str, expected: tuple[int, int]) -> npt.NDArray[Any]:
+    if rows.shape != expected:
+        raise InconsistentError(name, f"must have shape {list(expected)} (len(positions), d_model)")
+    return rows
+
+
+async def _admit_body(request: Request) -> None:
+    """Reserve what reading and parsing the body will hold, before a byte of it is read: by its
+    Content-Length, or the body limit when it comes chunked."""
+    settings, _ = state(request)
+    declared = request.headers.get("content-length", "")
+    size = int(declared) if declared.isdigit() else settings.max_body_bytes
+    cost = bodies.body_cost(size, request.headers.get("content-type", ""))
+    await admit(request, Estimate(cost, 0, False, "body", "reading the body"))
+
+
+async def conformance(request: Request, scheme: Scheme, query: BaseModel) -> Response:
+    """A client's array against the served one, diagnosed by the scheme's conformance model."""
+    check, cost_of = scheme.conformance, scheme.conformance_cost
+    assert check is not None and cost_of is not None, "only declared for such schemes"
+    params = params_of(scheme, query)
+    dtype, component = dtype_of(scheme, query), component_of(scheme, query)
+    offset, tolerance = getattr(query, "offset"), getattr(query, "tolerance_ulp")  # noqa: B009
+    content_type = request.headers.get("content-type", "")
+    await _admit_body(request)
+    json_dtype = dtype if dtype != "int32" else "float64"
+    received = await bodies.receive(request)
+    array = await run(
+        request, bodies.read_table, received, content_type, request.headers, json_dtype
+    )
+    given_dtype = "dtype" in query.model_fields_set
+    if given_dtype and dtype != "int32" and str(array.dtype) != dtype:
+        raise InconsistentError("dtype", f"the body holds {array.dtype}, the query says {dtype}")
+    count = _rows_in(array, scheme, params, component)
+    expected = scheme.shape(params, count, component)
+    if array.shape != expected:
+        raise InconsistentError(
+            "body",
+            f"expected shape {list(expected)} for {component or 'the array'}, "
+            f"got {list(array.shape)}",
+        )
+    Rows(count, offset)
+    compute = cost_of(params, count, component)
+    await admit(request, Estimate(compute, array.size, False, "body", "the conformance check"))
+    result = await run(request, check, params, array, component, offset, tolerance)
+    document = {
+        "scheme": scheme.name,
+        "params": canonical(
+            scheme,
+            query,
+            params,
+            dtype=str(array.dtype),
+            seq_len=count,
+            offset=offset,
+            tolerance_ulp=tolerance,
+        ),
+        # Integer arrays (T5's buckets) conform only when equal.
+        "conforms": result.max_abs_error == 0
+        if np.issubdtype(array.dtype, np.integer)
+        else result.max_ulp_error <= tolerance,
+        **dataclasses.asdict(result),
+    }
+    gzip = responses.accepts_gzip(request)
+    if getattr(query, "format", "json") == "plotly":
+        positions = list(range(offset, offset + len(result.error_by_position)))
+        figure = formats.plotly_figure(
+            np.array(result.error_by_position),
+            formats.Labels("error by position", "position", "", "max |error|", positions),
+        )
+        figure["layout"]["yaxis"]["type"] = "log"
+        content = orjson.dumps(figure, option=orjson.OPT_SERIALIZE_NUMPY)
+        return responses.send(Body.text(content, "plotly", gzip), None)
+    return responses.send(Body.text(orjson.dumps(document), "json", gzip), None)
+
+
+def _rows_in(array: npt.NDArray[Any], scheme: Scheme, params: Any, component: str) -> int:
+    """How many positions a client's array covers: the axis whose length follows the count."""
+    one, two = scheme.shape(params, 1, component), scheme.shape(params, 2, component)
+    growing = [axis for axis, (a, b) in enumerate(zip(one, two, strict=True)) if a != b]
+    if not growing or len(one) != array.ndim:
+        return 1
+    return int(array.shape[growing[0]])

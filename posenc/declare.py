@@ -1,0 +1,185 @@
+"""How a scheme declares itself, once: its parameters and everything it offers.
+
+A scheme's parameters are a frozen dataclass whose fields carry a :class:`Spec` (made with
+:func:`param`): the doc string and the range. From that one declaration come the range checks
+here (:func:`check_ranges`), ``/v1/schemes``, and the HTTP layer's per-scheme query models, so
+the OpenAPI document states exactly what each scheme takes. Rules that tie one parameter to
+another (``d_model`` even for rope, say) stay in the dataclass's ``__post_init__`` and in the
+parameter's doc string.
+
+>>> from dataclasses import dataclass
+>>> @dataclass(frozen=True)
+... class Toy:
+...     width: int = param(doc="how wide", ge=1, le=8)
+...     def __post_init__(self) -> None:
+...         check_ranges(self)
+>>> Toy(width=9)
+Traceback (most recent call last):
+...
+posenc.errors.ParameterError: width: must be ≤ 8, got 9
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from posenc.conformance import Conformance
+from posenc.cost import Cost
+from posenc.errors import ParameterError
+from posenc.verify import Report
+
+Positions = npt.NDArray[np.int64]
+Array = npt.NDArray[Any]
+FLOAT_DTYPES = ("float32", "float64", "float16")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What a parameter means and which values it takes (inclusive unless ``gt``/``lt``)."""
+
+    doc: str
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+    multiple_of: int | None = None
+    min_items: int | None = None
+    max_items: int | None = None
+
+
+def param(default: Any = dataclasses.MISSING, *, doc: str, **limits: Any) -> Any:
+    """A dataclass field with its :class:`Spec`; no default means the parameter is required."""
+    return field(default=default, metadata={"spec": Spec(doc, **limits)})
+
+
+def spec(f: dataclasses.Field[Any]) -> Spec:
+    found: Spec = f.metadata["spec"]
+    return found
+
+
+@cache
+def hints(params_type: Any) -> dict[str, Any]:
+    """The resolved type of every field of a parameters dataclass."""
+    return typing.get_type_hints(params_type)
+
+
+def choices(hint: Any) -> tuple[str, ...] | None:
+    """The allowed strings of a ``Literal`` (or ``Literal | None``) type, else None."""
+    for option in (hint, *typing.get_args(hint)):
+        if typing.get_origin(option) is Literal:
+            return tuple(typing.get_args(option))
+    return None
+
+
+def check_ranges(params: Any) -> None:
+    """Refuse any field outside its :class:`Spec`, naming it: the single place ranges are
+    enforced in the core (the HTTP layer states the same ranges in its schema)."""
+    types = hints(type(params))  # type: ignore[arg-type]
+    for f in dataclasses.fields(params):
+        value = getattr(params, f.name)
+        if value is None:
+            continue
+        allowed = choices(types[f.name])
+        if allowed is not None and value not in allowed:
+            raise ParameterError(f.name, f"must be one of {', '.join(allowed)}, got {value!r}")
+        values = value if isinstance(value, tuple) else (value,)
+        s = spec(f)
+        if isinstance(value, tuple):
+            if s.min_items is not None and len(value) < s.min_items:
+                raise ParameterError(f.name, f"must list at least {s.min_items}, got {len(value)}")
+            if s.max_items is not None and len(value) > s.max_items:
+                raise ParameterError(f.name, f"must list at most {s.max_items}, got {len(value)}")
+        for v in values:
+            _check_one(f.name, v, s)
+
+
+def _check_one(name: str, value: Any, s: Spec) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ParameterError(name, f"must be a finite number, got {value!r}")
+    failed = (
+        (s.ge, s.ge is not None and value < s.ge, "≥"),
+        (s.gt, s.gt is not None and value <= s.gt, ">"),
+        (s.le, s.le is not None and value > s.le, "≤"),
+        (s.lt, s.lt is not None and value >= s.lt, "<"),
+    )
+    for bound, broken, word in failed:
+        if broken:
+            raise ParameterError(name, f"must be {word} {bound:g}, got {value!r}")
+    if s.multiple_of is not None and value % s.multiple_of:
+        what = "even" if s.multiple_of == 2 else f"a multiple of {s.multiple_of}"
+        raise ParameterError(name, f"must be {what}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Extra:
+    """An operation of one scheme beyond the common four: ``POST /v1/{scheme}/{name}`` with a
+    JSON body of at most ``max_body_bytes``, answered with the JSON ``handle`` returns."""
+
+    name: str
+    summary: str
+    handle: Callable[[Any], dict[str, Any]]
+    max_body_bytes: int = 2**20
+
+
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity: one object per scheme
+class Scheme:
+    """Everything a scheme offers, declared once; the registry lists these and nothing else.
+
+    ``encode(params, positions, dtype, component)`` is the array for listed positions (grid
+    cells when ``rows == "grid"``), ``table(params, count, offset, dtype, component)`` the same
+    for consecutive ones where a faster path exists; ``shape`` and ``cost`` say what either will
+    be and hold before anything is computed. ``vectors`` gives the float64 per-position vectors
+    that ``/similarity`` compares (None: the scheme offers no similarity), ``conformance`` the
+    diagnosis of a client's array (None: no ``POST /verify``). ``dtypes`` None means the array
+    is int32 and ``dtype`` does not apply. ``examples`` are small valid parameter sets, for the
+    documentation and the contract tests.
+    """
+
+    name: str
+    summary: str
+    params: type
+    shape: Callable[[Any, int, str], tuple[int, ...]]
+    encode: Callable[[Any, Positions, str, str], Array]
+    cost: Callable[[Any, int, str, str], Cost]
+    verify: Callable[[Any, Array, Positions], Report]
+    verify_cost: Callable[[Any, int], Cost]
+    examples: tuple[dict[str, Any], ...]
+    table: Callable[[Any, int, int, str, str], Array] | None = None
+    vectors: Callable[[Any, Positions, tuple[float, ...] | None], Array] | None = None
+    conformance: Callable[[Any, Array, str, int, float], Conformance] | None = None
+    conformance_cost: Callable[[Any, int, str], Cost] | None = None
+    components: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] | None = FLOAT_DTYPES
+    rows: Literal["positions", "grid"] = "positions"
+    # ``rotate(params, vectors, positions)``: POST /encode rotates given vectors, and
+    # /similarity may take the vector to rotate.
+    rotate: Callable[[Any, Array, Positions], Array] | None = None
+    extras: tuple[Extra, ...] = ()
+
+    @property
+    def rotates(self) -> bool:
+        return self.rotate is not None
+
+    @property
+    def endpoints(self) -> tuple[str, ...]:
+        offered = ["table", "encode"]
+        if self.vectors is not None:
+            offered.append("similarity")
+        offered.append("verify")
+        if self.conformance is not None:
+            offered.append("conformance")
+        return (*offered, *(extra.name for extra in self.extras))
+
+    def fields(self) -> Sequence[dataclasses.Field[Any]]:
+        return dataclasses.fields(self.params)

@@ -1,0 +1,262 @@
+"""The registry: every scheme's declaration (:class:`posenc.declare.Scheme`), one entry each.
+
+This is the only list of schemes. Everything else — the HTTP operations, ``/v1/schemes``, the
+OpenAPI document, the page's controls, the contract tests — is derived from these entries, so
+adding a scheme is its module and one entry here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from posenc import (
+    alibi,
+    baselines,
+    costs,
+    grid,
+    rope,
+    rope_config,
+    scheme_checks,
+    sinusoidal,
+    sinusoidal_conformance,
+    sinusoidal_verify,
+    t5,
+)
+from posenc.conformance import Conformance, check_any
+from posenc.cost import Cost
+from posenc.declare import Extra, Positions, Scheme
+from posenc.errors import InconsistentError, ParameterError
+
+
+def _rows_of(encode: Any) -> Any:
+    """The per-position vectors that /similarity compares: the float64 rows of the table."""
+    return lambda params, positions, vector: encode(params, positions, "float64", "")
+
+
+def conformance_of(encode: Any) -> Any:
+    """The comparison every scheme can make: errors against the exact array, repeated rows,
+    rounding (:func:`posenc.conformance.check_any`)."""
+
+    def check(
+        params: Any, array: npt.NDArray[Any], component: str, offset: int, tolerance: float
+    ) -> Conformance:
+        count = _count(array, component)
+        return check_any(
+            lambda positions: encode(params, positions, "float64", component),
+            array,
+            offset,
+            count,
+            tolerance,
+        )
+
+    return check
+
+
+def _count(array: npt.NDArray[Any], component: str) -> int:
+    # Components stack their rows second ((2, n, d) cos_sin, (h, n, n) bias): the first axis
+    # of a 2-D array, the second of a 3-D one.
+    return int(array.shape[1] if array.ndim == 3 else array.shape[0])
+
+
+def conformance_cost_of(cost: Any) -> Any:
+    """The client's array, the exact one in float64 and a few float64 passes over them."""
+
+    def conformance_cost(params: Any, count: int, component: str) -> Cost:
+        computing: Cost = cost(params, count, "float64", component)
+        return computing + Cost(computing.bytes * 4, computing.work * 2)
+
+    return conformance_cost
+
+
+# --- sinusoidal ---------------------------------------------------------------------------
+
+
+def _sinusoidal_encode(params: Any, positions: Positions, dtype: str, component: str) -> Any:
+    return sinusoidal.encode(params, positions, dtype)  # type: ignore[arg-type]
+
+
+def _sinusoidal_table(params: Any, count: int, offset: int, dtype: str, component: str) -> Any:
+    return sinusoidal.table(params, count, offset, dtype)  # type: ignore[arg-type]
+
+
+def _sinusoidal_conformance(
+    params: Any, array: npt.NDArray[Any], component: str, offset: int, tolerance: float
+) -> Conformance:
+    if params.convention == "vaswani" and params.recipe == "exact":
+        return sinusoidal_conformance.check(params, array, offset, tolerance)
+    generic: Conformance = conformance_of(_sinusoidal_encode)(
+        params, array, component, offset, tolerance
+    )
+    return generic
+
+
+def _sinusoidal_conformance_cost(params: Any, count: int, component: str) -> Cost:
+    diagnosed = sinusoidal_conformance.conformance_cost(params, count, params.d_model)
+    compared: Cost = conformance_cost_of(costs.sinusoidal)(params, count, component)
+    return Cost(max(diagnosed.bytes, compared.bytes), max(diagnosed.work, compared.work))
+
+
+# --- rope ---------------------------------------------------------------------------------
+
+
+def _rope_vectors(
+    params: rope.RopeParams, positions: Positions, vector: tuple[float, ...] | None
+) -> npt.NDArray[np.float64]:
+    """``R_p u`` for every position: ``u`` given, or the unit vector with equal entries."""
+    if vector is None:
+        u = np.full(params.d_model, 1.0 / np.sqrt(params.d_model))
+    elif len(vector) != params.d_model:
+        raise InconsistentError(
+            "vector", f"must hold d_model = {params.d_model} numbers, got {len(vector)}"
+        )
+    else:
+        u = np.array(vector, dtype=np.float64)
+    return rope.rotate(params, np.tile(u, (len(positions), 1)), positions)
+
+
+_ROPE_CONFIG = Extra(
+    "config",
+    "The rope a model uses, from its config.json: canonical parameters and the URLs of its "
+    "table and verify",
+    rope_config.describe,
+)
+
+SCHEMES: tuple[Scheme, ...] = (
+    Scheme(
+        "sinusoidal",
+        "Vaswani et al. 2017: sin/cos of pos·base^(-2i/d_model), correctly rounded; or the "
+        "tables of tensor2tensor and fairseq",
+        sinusoidal.SinusoidalParams,
+        lambda p, n, c: (n, p.d_model),
+        _sinusoidal_encode,
+        costs.sinusoidal,
+        sinusoidal_verify.verify,
+        sinusoidal_verify.verify_cost,
+        examples=(
+            {"d_model": 8},
+            {"d_model": 7, "layout": "split", "base": 100.0},
+            {"d_model": 6, "convention": "tensor2tensor"},
+            {"d_model": 6, "convention": "fairseq"},
+            {"d_model": 8, "recipe": "framework"},
+        ),
+        table=_sinusoidal_table,
+        vectors=_rows_of(_sinusoidal_encode),
+        conformance=_sinusoidal_conformance,
+        conformance_cost=_sinusoidal_conformance_cost,
+    ),
+    Scheme(
+        "rope",
+        "RoFormer rotary embedding with the long-context scalings of Hugging Face transformers",
+        rope.RopeParams,
+        rope.shape,
+        rope.encode,
+        costs.rope,
+        scheme_checks.verify_rope,
+        scheme_checks.verify_rope_cost,
+        examples=(
+            {"d_model": 8},
+            {"d_model": 8, "layout": "interleaved", "base": 500000.0},
+            {
+                "d_model": 8,
+                "scaling": "yarn",
+                "factor": 4.0,
+                "original_max_position_embeddings": 64,
+            },
+            {"d_model": 8, "scaling": "llama3", "factor": 8.0},
+            {"d_model": 8, "recipe": "framework", "scaling": "linear", "factor": 2.0},
+        ),
+        table=rope.table,
+        vectors=_rope_vectors,
+        conformance=conformance_of(rope.encode),
+        conformance_cost=conformance_cost_of(costs.rope),
+        components=rope.COMPONENTS,
+        rotate=rope.rotate,
+        extras=(_ROPE_CONFIG,),
+    ),
+    Scheme(
+        "alibi",
+        "Press et al. 2022: a linear bias -m_h·|i − j| per head",
+        alibi.AlibiParams,
+        alibi.shape,
+        alibi.encode,
+        costs.alibi,
+        scheme_checks.verify_alibi,
+        scheme_checks.verify_alibi_cost,
+        examples=({"num_heads": 4}, {"num_heads": 6}),
+        conformance=conformance_of(alibi.encode),
+        conformance_cost=conformance_cost_of(costs.alibi),
+        components=alibi.COMPONENTS,
+    ),
+    Scheme(
+        "t5",
+        "Raffel et al. 2020: relative position buckets, int32",
+        t5.T5Params,
+        t5.shape,
+        t5.encode,
+        costs.t5,
+        scheme_checks.verify_t5,
+        scheme_checks.verify_t5_cost,
+        examples=({}, {"num_buckets": 8, "max_distance": 20, "bidirectional": False}),
+        conformance=conformance_of(t5.encode),
+        conformance_cost=conformance_cost_of(costs.t5),
+        dtypes=None,
+    ),
+    *(
+        Scheme(
+            f"sinusoidal{k}d",
+            f"{k}-D sinusoids for {'images' if k == 2 else 'volumes'}: one block of channels "
+            "per axis; rows are grid cells in row-major order",
+            grid.Grid2DParams if k == 2 else grid.Grid3DParams,
+            grid.shape,
+            grid.encode,
+            costs.grid,
+            scheme_checks.verify_grid,
+            scheme_checks.verify_grid_cost,
+            examples=(
+                {"d_model": 4 * k, "grid": (3, 2, 2)[:k]},
+                {"d_model": 10, "grid": (2, 3, 2)[:k], "convention": "positional-encodings"},
+            ),
+            vectors=_rows_of(grid.encode),
+            conformance=conformance_of(grid.encode),
+            conformance_cost=conformance_cost_of(costs.grid),
+            rows="grid",
+        )
+        for k in (2, 3)
+    ),
+    *(
+        Scheme(
+            name,
+            summary,
+            baselines.BaselineParams,
+            baselines.shape,
+            encode,
+            costs.baseline,
+            scheme_checks.verify_baseline,
+            scheme_checks.verify_baseline_cost,
+            examples=({"d_model": 5},),
+            vectors=_rows_of(encode),
+            conformance=conformance_of(encode),
+            conformance_cost=conformance_cost_of(costs.baseline),
+        )
+        for name, summary, encode in (
+            ("index", "teaching baseline: the position in every column", baselines.index),
+            ("normalized", "teaching baseline: position / largest position", baselines.normalized),
+            ("binary", "teaching baseline: bit j of the position in column j", baselines.binary),
+        )
+    ),
+)
+
+
+def by_name(schemes: tuple[Scheme, ...] = SCHEMES) -> dict[str, Scheme]:
+    return {scheme.name: scheme for scheme in schemes}
+
+
+def get(name: str, schemes: tuple[Scheme, ...] = SCHEMES) -> Scheme:
+    found = by_name(schemes).get(name)
+    if found is None:
+        known = ", ".join(scheme.name for scheme in schemes)
+        raise ParameterError("scheme", f"must be one of {known}, got {name!r}")
+    return found

@@ -1,0 +1,124 @@
+"""schemathesis hooks for the contract run: the one rule for refusing schema-valid requests,
+and the cross-parameter rules that a JSON schema of separate query parameters cannot state.
+
+Each rule below is written in its parameter's description in the OpenAPI document; the hooks
+teach them to the generator (by repairing generated queries) so that positive data is data the
+service promises to serve. They are stated here independently of the service's own code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import schemathesis
+from schemathesis import Case
+
+# Too large (a limit bounds a sum or product of parameters), or two parameters that break a
+# rule tying them, stated in their descriptions: neither is expressible in the schema.
+ALLOWED_REFUSALS = frozenset(
+    {"urn:posenc:problem:limit-exceeded", "urn:posenc:problem:inconsistent-parameters"}
+)
+
+
+@schemathesis.check
+def refuses_valid_data_only_when_too_large_or_busy(
+    ctx: Any, response: Any, case: Case[Any]
+) -> None:
+    meta = case.meta
+    if meta is None or not meta.generation.mode.is_positive or response.status_code != 422:
+        return
+    problem = response.json()
+    if problem.get("type") not in ALLOWED_REFUSALS:
+        raise AssertionError(f"schema-valid request refused: {problem.get('detail')}")
+
+
+@schemathesis.hook
+def map_query(ctx: Any, query: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not query:
+        return query
+    try:
+        return _consistent(ctx.operation.path, query)
+    except (TypeError, ValueError, KeyError):
+        return query  # negative data: leave it as generated
+
+
+def _consistent(path: str, query: dict[str, Any]) -> dict[str, Any]:
+    scheme = path.split("/")[2]
+    fixed = dict(query)
+    fmt = fixed.get("format")
+    if fmt != "png":  # width and height shape a picture only
+        fixed.pop("width", None)
+        fixed.pop("height", None)
+    if scheme == "sinusoidal":
+        convention = fixed.get("convention", "vaswani")
+        if convention != "vaswani":
+            fixed.pop("layout", None)  # tensor2tensor and fairseq fix it
+        if convention != "fairseq":
+            fixed.pop("padding_idx", None)
+    if scheme == "rope":
+        _rope(fixed)
+    if scheme == "t5":
+        bidirectional = fixed.get("bidirectional", True) not in (False, "false")
+        buckets = int(fixed.get("num_buckets", 32))
+        if bidirectional and buckets < 4:
+            fixed["num_buckets"] = buckets = 4
+        exact = (buckets // 2 if bidirectional else buckets) // 2
+        if int(fixed.get("max_distance", 128)) <= exact:
+            fixed["max_distance"] = exact + 1
+    if scheme in ("sinusoidal2d", "sinusoidal3d") and fixed.get("convention", "mae") == "mae":
+        axes = 2 if scheme == "sinusoidal2d" else 3
+        d_model = int(fixed.get("d_model", 2 * axes))
+        fixed["d_model"] = max(2 * axes, d_model - d_model % (2 * axes))
+    if "vector" in fixed and "d_model" in fixed:
+        fixed["vector"] = [1.0] * int(fixed["d_model"])
+    return fixed
+
+
+# Which rope parameters each scaling takes, and which it needs (transformers' rules).
+_TAKES = {
+    "none": set(),
+    "linear": {"factor"},
+    "dynamic": {"factor", "original_max_position_embeddings"},
+    "yarn": {
+        "factor",
+        "original_max_position_embeddings",
+        "beta_fast",
+        "beta_slow",
+        "attention_factor",
+        "mscale",
+        "mscale_all_dim",
+        "truncate",
+    },
+    "llama3": {"factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"},
+    "longrope": {
+        "factor",
+        "original_max_position_embeddings",
+        "short_factor",
+        "long_factor",
+        "attention_factor",
+    },
+}
+_NEEDS = {
+    "none": set(),
+    "linear": {"factor"},
+    "dynamic": {"factor", "original_max_position_embeddings"},
+    "yarn": {"factor", "original_max_position_embeddings"},
+    "llama3": {"factor"},
+    "longrope": {"short_factor", "long_factor", "original_max_position_embeddings"},
+}
+
+
+def _rope(fixed: dict[str, Any]) -> None:
+    scaling = fixed.get("scaling", "none")
+    for name in set().union(*_TAKES.values()) - _TAKES[scaling]:
+        fixed.pop(name, None)
+    half = int(fixed.get("d_model", 2)) // 2
+    for name in _NEEDS[scaling] - set(fixed):
+        fixed[name] = 2.0 if "factor" in name else 16
+    for name in ("short_factor", "long_factor"):
+        if name in fixed:
+            fixed[name] = [1.0] * half
+    if scaling == "llama3":
+        low = float(fixed.get("low_freq_factor", 1.0))
+        if float(fixed.get("high_freq_factor", 4.0)) <= low:
+            fixed["high_freq_factor"] = low * 2
