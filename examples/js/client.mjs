@@ -2,12 +2,13 @@
 // A posenc client typed by the service's own OpenAPI document: openapi-fetch, with the `paths`
 // types that openapi-typescript wrote into posenc.d.ts (`npm run types` rewrites them from a
 // running service). Plain JavaScript, so node runs it as it is; `npm run check` has tsc --strict
-// check it against those types: a misspelt path, parameter or choice does not compile.
+// check it and its test against those types: a misspelt path, parameter or choice does not
+// compile, and the verify report is typed too.
 import createClient from "openapi-fetch";
 
 /** @typedef {import("./posenc.js").paths} paths */
-/** @typedef {NonNullable<paths["/v1/table"]["get"]["parameters"]["query"]>} TableQuery */
-/** @typedef {NonNullable<paths["/v1/verify"]["get"]["parameters"]["query"]>} VerifyQuery */
+/** @typedef {NonNullable<paths["/v1/sinusoidal/table"]["get"]["parameters"]["query"]>} TableQuery */
+/** @typedef {NonNullable<paths["/v1/sinusoidal/verify"]["get"]["parameters"]["query"]>} VerifyQuery */
 
 /**
  * @param {string} baseUrl
@@ -23,7 +24,7 @@ export function connect(baseUrl) {
  * @param {Omit<TableQuery, "format">} query
  */
 export async function fetchTable(base, query) {
-  const { data, error, response } = await connect(base).GET("/v1/table", {
+  const { data, error, response } = await connect(base).GET("/v1/sinusoidal/table", {
     params: { query: { ...query, format: "bin" } },
     parseAs: "arrayBuffer",
   });
@@ -40,9 +41,9 @@ export async function fetchTable(base, query) {
  * @param {VerifyQuery} query
  */
 export async function fetchReport(base, query) {
-  const { data, error, response } = await connect(base).GET("/v1/verify", { params: { query } });
+  const { data, error, response } = await connect(base).GET("/v1/sinusoidal/verify", { params: { query } });
   if (error !== undefined) throw new Error(`${response.status}: ${JSON.stringify(error)}`);
-  return /** @type {{passed: boolean, checks: {name: string, value: number}[]}} */ (data);
+  return data;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -4,7 +4,7 @@
  */
 
 export interface paths {
-    "/v1/table": {
+    "/v1/sinusoidal/table": {
         parameters: {
             query?: never;
             header?: never;
@@ -12,15 +12,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Table
-         * @description The scheme's array for positions `offset … offset+seq_len-1` (or every cell of `grid`).
-         *
-         *     Shape `(seq_len, d_model)` for the sinusoids, `(2, seq_len, d_model)` for rope's
-         *     `cos_sin`, `(num_heads, seq_len, seq_len)` for alibi's `bias`, `(seq_len, seq_len)` for t5.
-         *
-         *     `curl 'http://127.0.0.1:8000/v1/table?d_model=4&seq_len=3'`
+         * The array for consecutive positions
+         * @description The array for positions `offset … offset+seq_len-1` (grid schemes: every cell of `grid`). JSON, `.npy`, raw bytes (`bin`, with `X-Array-Shape`/`X-Array-Dtype`), CSV, a Plotly figure or a PNG heatmap. Cacheable forever: a strong ETag from the canonical query.
          */
-        get: operations["table_v1_table_get"];
+        get: operations["sinusoidal_table_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -29,7 +24,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/encode": {
+    "/v1/sinusoidal/encode": {
         parameters: {
             query?: never;
             header?: never;
@@ -37,32 +32,23 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Encode Get
-         * @description The array for the listed positions, in the order given (grid schemes: cell indices).
-         *
-         *     `curl 'http://127.0.0.1:8000/v1/encode?d_model=8&positions=0,5,17'`
+         * The array for listed positions
+         * @description The array for the listed `positions`, in the order given (grid schemes: cell indices).
          */
-        get: operations["encode_get_v1_encode_get"];
+        get: operations["sinusoidal_encode_get"];
         put?: never;
         /**
-         * Encode Post
-         * @description Encodings of `positions`, optionally applied to your own data.
-         *
-         *     Body (JSON): `{"positions": [...], "d_model": 512, ...}` with the encoding parameters, and
-         *     optionally
-         *     - `embeddings` (shape `(len(positions), d_model)`): returns
-         *       `embeddings·(√d_model if scale) + PE(positions)`, the input layer of a Transformer,
-         *       computed in float64 and rounded once to `dtype`;
-         *     - `vectors` (rope, same shape): returns each vector rotated to its position.
+         * Encode positions, optionally added to your embeddings or rotating vectors
+         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions).
          */
-        post: operations["encode_post_v1_encode_post"];
+        post: operations["sinusoidal_encode_post"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/v1/similarity": {
+    "/v1/sinusoidal/similarity": {
         parameters: {
             query?: never;
             header?: never;
@@ -70,14 +56,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Similarity Get
-         * @description How alike the encodings of two positions are, computed in float64.
-         *
-         *     Without `reference`: the `(seq_len, seq_len)` matrix over the table's positions. With
-         *     `reference=p`: the vector `metric(PE(p), PE(offset+k))` of shape `(seq_len,)`. For rope the
-         *     compared vectors are `R_p u`: how attention between two positions depends on their distance.
+         * How alike the encodings of two positions are
+         * @description Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the encodings of the table's positions; with `reference=p`: one row against position `p`. Computed in float64.
          */
-        get: operations["similarity_get_v1_similarity_get"];
+        get: operations["sinusoidal_similarity_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -86,7 +68,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/verify": {
+    "/v1/sinusoidal/verify": {
         parameters: {
             query?: never;
             header?: never;
@@ -94,32 +76,23 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Verify Get
-         * @description Which mathematical properties hold, each measured on the array this service serves.
-         *
-         *     `passed` is true when every check holds; `statistics` are descriptive. The array is the one
-         *     `/v1/table` serves for the same parameters, `seq_len` (default 128) and `offset`.
+         * Which properties hold, measured on the served array
+         * @description Each mathematical property the scheme promises, measured on the array this service serves for these parameters; `passed` when every check holds.
          */
-        get: operations["verify_get_v1_verify_get"];
+        get: operations["sinusoidal_verify_get"];
         put?: never;
         /**
-         * Verify Post
-         * @description Check *your* table against the exact one and say what is wrong with it.
-         *
-         *     Send the `(n, d_model)` table your code built, for positions `offset … offset+n-1`, as
-         *     `.npy`, as raw little-endian bytes with `X-Array-Shape`/`X-Array-Dtype`, or as JSON
-         *     `{"data": [[...]]}` (whose values are read as `dtype`). The answer gives the errors, the
-         *     first bad position and a `diagnosis`: `layout_mismatch`, `base_mismatch`, `angle_precision`,
-         *     `collapsed_positions` or `value_rounding`, each with its evidence.
+         * Check your array against the exact one and diagnose it
+         * @description Send the array your code built, for positions `offset …`, as `.npy`, raw little-endian bytes with `X-Array-Shape`/`X-Array-Dtype`, or JSON `{"data": [[…]]}` (2-D arrays; read as `dtype`). The answer gives the error by position, the first bad position and a diagnosis whose findings each carry their evidence.
          */
-        post: operations["verify_post_v1_verify_post"];
+        post: operations["sinusoidal_verify_post"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/v1/schemes": {
+    "/v1/rope/table": {
         parameters: {
             query?: never;
             header?: never;
@@ -127,12 +100,80 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Schemes
-         * @description Every scheme with its parameters, defaults and limits.
+         * The array for consecutive positions
+         * @description The array for positions `offset … offset+seq_len-1` (grid schemes: every cell of `grid`). JSON, `.npy`, raw bytes (`bin`, with `X-Array-Shape`/`X-Array-Dtype`), CSV, a Plotly figure or a PNG heatmap. Cacheable forever: a strong ETag from the canonical query.
          */
-        get: operations["schemes_v1_schemes_get"];
+        get: operations["rope_table_get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rope/encode": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The array for listed positions
+         * @description The array for the listed `positions`, in the order given (grid schemes: cell indices).
+         */
+        get: operations["rope_encode_get"];
+        put?: never;
+        /**
+         * Encode positions, optionally added to your embeddings or rotating vectors
+         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions).
+         */
+        post: operations["rope_encode_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rope/similarity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How alike the encodings of two positions are
+         * @description Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the encodings of the table's positions; with `reference=p`: one row against position `p`. Computed in float64.
+         */
+        get: operations["rope_similarity_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rope/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Which properties hold, measured on the served array
+         * @description Each mathematical property the scheme promises, measured on the array this service serves for these parameters; `passed` when every check holds.
+         */
+        get: operations["rope_verify_get"];
+        put?: never;
+        /**
+         * Check your array against the exact one and diagnose it
+         * @description Send the array your code built, for positions `offset …`, as `.npy`, raw little-endian bytes with `X-Array-Shape`/`X-Array-Dtype`, or JSON `{"data": [[…]]}` (2-D arrays; read as `dtype`). The answer gives the error by position, the first bad position and a diagnosis whose findings each carry their evidence.
+         */
+        post: operations["rope_verify_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -148,18 +189,604 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** The rope a model uses, from its config.json: canonical parameters and the URLs of its table and verify */
+        post: operations["rope_config_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/alibi/table": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
         /**
-         * Rope Config Post
-         * @description The canonical rope parameters of a model, read from its `config.json`.
-         *
-         *     Reads transformers 5's `rope_parameters` or the older `rope_theta` + `rope_scaling`;
-         *     `head_dim` (or `hidden_size / num_attention_heads`), `partial_rotary_factor` and
-         *     `max_position_embeddings`. `d_model` in the answer is the rotary dimension. `urls` are
-         *     the cacheable GETs of the model's table (for `max_position_embeddings` positions) and
-         *     verify, exact and with `recipe=framework`. A field the service cannot honour is a 422
-         *     naming it.
+         * The array for consecutive positions
+         * @description The array for positions `offset … offset+seq_len-1` (grid schemes: every cell of `grid`). JSON, `.npy`, raw bytes (`bin`, with `X-Array-Shape`/`X-Array-Dtype`), CSV, a Plotly figure or a PNG heatmap. Cacheable forever: a strong ETag from the canonical query.
          */
-        post: operations["rope_config_post_v1_rope_config_post"];
+        get: operations["alibi_table_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/alibi/encode": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The array for listed positions
+         * @description The array for the listed `positions`, in the order given (grid schemes: cell indices).
+         */
+        get: operations["alibi_encode_get"];
+        put?: never;
+        /**
+         * Encode positions, optionally added to your embeddings or rotating vectors
+         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions).
+         */
+        post: operations["alibi_encode_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/alibi/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Which properties hold, measured on the served array
+         * @description Each mathematical property the scheme promises, measured on the array this service serves for these parameters; `passed` when every check holds.
+         */
+        get: operations["alibi_verify_get"];
+        put?: never;
+        /**
+         * Check your array against the exact one and diagnose it
+         * @description Send the array your code built, for positions `offset …`, as `.npy`, raw little-endian bytes with `X-Array-Shape`/`X-Array-Dtype`, or JSON `{"data": [[…]]}` (2-D arrays; read as `dtype`). The answer gives the error by position, the first bad position and a diagnosis whose findings each carry their evidence.
+         */
+        post: operations["alibi_verify_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/t5/table": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The array for consecutive positions
+         * @description The array for positions `offset … offset+seq_len-1` (grid schemes: every cell of `grid`). JSON, `.npy`, raw bytes (`bin`, with `X-Array-Shape`/`X-Array-Dtype`), CSV, a Plotly figure or a PNG heatmap. Cacheable forever: a strong ETag from the canonical query.
+         */
+        get: operations["t5_table_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/t5/encode": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The array for listed positions
+         * @description The array for the listed `positions`, in the order given (grid schemes: cell indices).
+         */
+        get: operations["t5_encode_get"];
+        put?: never;
+        /**
+         * Encode positions, optionally added to your embeddings or rotating vectors
+         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions).
+         */
+        post: operations["t5_encode_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/t5/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Which properties hold, measured on the served array
+         * @description Each mathematical property the scheme promises, measured on the array this service serves for these parameters; `passed` when every check holds.
+         */
+        get: operations["t5_verify_get"];
+        put?: never;
+        /**
+         * Check your array against the exact one and diagnose it
+         * @description Send the array your code built, for positions `offset …`, as `.npy`, raw little-endian bytes with `X-Array-Shape`/`X-Array-Dtype`, or JSON `{"data": [[…]]}` (2-D arrays; read as `dtype`). The answer gives the error by position, the first bad position and a diagnosis whose findings each carry their evidence.
+         */
+        post: operations["t5_verify_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sinusoidal2d/table": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The array for consecutive positions
+         * @description The array for positions `offset … offset+seq_len-1` (grid schemes: every cell of `grid`). JSON, `.npy`, raw bytes (`bin`, with `X-Array-Shape`/`X-Array-Dtype`), CSV, a Plotly figure or a PNG heatmap. Cacheable forever: a strong ETag from the canonical query.
+         */
+        get: operations["sinusoidal2d_table_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sinusoidal2d/encode": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The array for listed positions
+         * @description The array for the listed `positions`, in the order given (grid schemes: cell indices).
+         */
+        get: operations["sinusoidal2d_encode_get"];
+        put?: never;
+        /**
+         * Encode positions, optionally added to your embeddings or rotating vectors
+         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions).
+         */
+        post: operations["sinusoidal2d_encode_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sinusoidal2d/similarity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How alike the encodings of two positions are
+         * @description Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the encodings of the table's positions; with `reference=p`: one row against position `p`. Computed in float64.
+         */
+        get: operations["sinusoidal2d_similarity_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sinusoidal2d/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Which properties hold, measured on the served array
+         * @description Each mathematical property the scheme promises, measured on the array this service serves for these parameters; `passed` when every check holds.
+         */
+        get: operations["sinusoidal2d_verify_get"];
+        put?: never;
+        /**
+         * Check your array against the exact one and diagnose it
+         * @description Send the array your code built, for positions `offset …`, as `.npy`, raw little-endian bytes with `X-Array-Shape`/`X-Array-Dtype`, or JSON `{"data": [[…]]}` (2-D arrays; read as `dtype`). The answer gives the error by position, the first bad position and a diagnosis whose findings each carry their evidence.
+         */
+        post: operations["sinusoidal2d_verify_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sinusoidal3d/table": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The array for consecutive positions
+         * @description The array for positions `offset … offset+seq_len-1` (grid schemes: every cell of `grid`). JSON, `.npy`, raw bytes (`bin`, with `X-Array-Shape`/`X-Array-Dtype`), CSV, a Plotly figure or a PNG heatmap. Cacheable forever: a strong ETag from the canonical query.
+         */
+        get: operations["sinusoidal3d_table_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sinusoidal3d/encode": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The array for listed positions
+         * @description The array for the listed `positions`, in the order given (grid schemes: cell indices).
+         */
+        get: operations["sinusoidal3d_encode_get"];
+        put?: never;
+        /**
+         * Encode positions, optionally added to your embeddings or rotating vectors
+         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions).
+         */
+        post: operations["sinusoidal3d_encode_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sinusoidal3d/similarity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How alike the encodings of two positions are
+         * @description Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the encodings of the table's positions; with `reference=p`: one row against position `p`. Computed in float64.
+         */
+        get: operations["sinusoidal3d_similarity_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sinusoidal3d/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Which properties hold, measured on the served array
+         * @description Each mathematical property the scheme promises, measured on the array this service serves for these parameters; `passed` when every check holds.
+         */
+        get: operations["sinusoidal3d_verify_get"];
+        put?: never;
+        /**
+         * Check your array against the exact one and diagnose it
+         * @description Send the array your code built, for positions `offset …`, as `.npy`, raw little-endian bytes with `X-Array-Shape`/`X-Array-Dtype`, or JSON `{"data": [[…]]}` (2-D arrays; read as `dtype`). The answer gives the error by position, the first bad position and a diagnosis whose findings each carry their evidence.
+         */
+        post: operations["sinusoidal3d_verify_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/index/table": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The array for consecutive positions
+         * @description The array for positions `offset … offset+seq_len-1` (grid schemes: every cell of `grid`). JSON, `.npy`, raw bytes (`bin`, with `X-Array-Shape`/`X-Array-Dtype`), CSV, a Plotly figure or a PNG heatmap. Cacheable forever: a strong ETag from the canonical query.
+         */
+        get: operations["index_table_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/index/encode": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The array for listed positions
+         * @description The array for the listed `positions`, in the order given (grid schemes: cell indices).
+         */
+        get: operations["index_encode_get"];
+        put?: never;
+        /**
+         * Encode positions, optionally added to your embeddings or rotating vectors
+         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions).
+         */
+        post: operations["index_encode_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/index/similarity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How alike the encodings of two positions are
+         * @description Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the encodings of the table's positions; with `reference=p`: one row against position `p`. Computed in float64.
+         */
+        get: operations["index_similarity_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/index/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Which properties hold, measured on the served array
+         * @description Each mathematical property the scheme promises, measured on the array this service serves for these parameters; `passed` when every check holds.
+         */
+        get: operations["index_verify_get"];
+        put?: never;
+        /**
+         * Check your array against the exact one and diagnose it
+         * @description Send the array your code built, for positions `offset …`, as `.npy`, raw little-endian bytes with `X-Array-Shape`/`X-Array-Dtype`, or JSON `{"data": [[…]]}` (2-D arrays; read as `dtype`). The answer gives the error by position, the first bad position and a diagnosis whose findings each carry their evidence.
+         */
+        post: operations["index_verify_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/normalized/table": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The array for consecutive positions
+         * @description The array for positions `offset … offset+seq_len-1` (grid schemes: every cell of `grid`). JSON, `.npy`, raw bytes (`bin`, with `X-Array-Shape`/`X-Array-Dtype`), CSV, a Plotly figure or a PNG heatmap. Cacheable forever: a strong ETag from the canonical query.
+         */
+        get: operations["normalized_table_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/normalized/encode": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The array for listed positions
+         * @description The array for the listed `positions`, in the order given (grid schemes: cell indices).
+         */
+        get: operations["normalized_encode_get"];
+        put?: never;
+        /**
+         * Encode positions, optionally added to your embeddings or rotating vectors
+         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions).
+         */
+        post: operations["normalized_encode_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/normalized/similarity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How alike the encodings of two positions are
+         * @description Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the encodings of the table's positions; with `reference=p`: one row against position `p`. Computed in float64.
+         */
+        get: operations["normalized_similarity_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/normalized/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Which properties hold, measured on the served array
+         * @description Each mathematical property the scheme promises, measured on the array this service serves for these parameters; `passed` when every check holds.
+         */
+        get: operations["normalized_verify_get"];
+        put?: never;
+        /**
+         * Check your array against the exact one and diagnose it
+         * @description Send the array your code built, for positions `offset …`, as `.npy`, raw little-endian bytes with `X-Array-Shape`/`X-Array-Dtype`, or JSON `{"data": [[…]]}` (2-D arrays; read as `dtype`). The answer gives the error by position, the first bad position and a diagnosis whose findings each carry their evidence.
+         */
+        post: operations["normalized_verify_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/binary/table": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The array for consecutive positions
+         * @description The array for positions `offset … offset+seq_len-1` (grid schemes: every cell of `grid`). JSON, `.npy`, raw bytes (`bin`, with `X-Array-Shape`/`X-Array-Dtype`), CSV, a Plotly figure or a PNG heatmap. Cacheable forever: a strong ETag from the canonical query.
+         */
+        get: operations["binary_table_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/binary/encode": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The array for listed positions
+         * @description The array for the listed `positions`, in the order given (grid schemes: cell indices).
+         */
+        get: operations["binary_encode_get"];
+        put?: never;
+        /**
+         * Encode positions, optionally added to your embeddings or rotating vectors
+         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions).
+         */
+        post: operations["binary_encode_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/binary/similarity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How alike the encodings of two positions are
+         * @description Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the encodings of the table's positions; with `reference=p`: one row against position `p`. Computed in float64.
+         */
+        get: operations["binary_similarity_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/binary/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Which properties hold, measured on the served array
+         * @description Each mathematical property the scheme promises, measured on the array this service serves for these parameters; `passed` when every check holds.
+         */
+        get: operations["binary_verify_get"];
+        put?: never;
+        /**
+         * Check your array against the exact one and diagnose it
+         * @description Send the array your code built, for positions `offset …`, as `.npy`, raw little-endian bytes with `X-Array-Shape`/`X-Array-Dtype`, or JSON `{"data": [[…]]}` (2-D arrays; read as `dtype`). The answer gives the error by position, the first bad position and a diagnosis whose findings each carry their evidence.
+         */
+        post: operations["binary_verify_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schemes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Listing
+         * @description Every scheme with its parameters, defaults, limits and operations.
+         */
+        get: operations["listing_v1_schemes_get"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -238,45 +865,26 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    table_v1_table_get: {
+    sinusoidal_table_get: {
         parameters: {
-            query?: {
-                /** @description which encoding */
-                scheme?: "sinusoidal" | "rope" | "alibi" | "t5" | "sinusoidal2d" | "sinusoidal3d" | "index" | "normalized" | "binary";
-                d_model?: number | null;
-                base?: number | null;
-                /** @description interleaved: sin, cos, sin, cos …; split: sines then cosines */
+            query: {
+                /** @description width of the encoding; odd values are valid */
+                d_model: number;
+                /** @description the paper's 10000; 1 < base ≤ 1e12 */
+                base?: number;
+                /** @description interleaved: sin, cos, sin, cos … (the default of vaswani); split: all sines, then all cosines. tensor2tensor and fairseq fix it (sines, then cosines): leave it out */
                 layout?: ("interleaved" | "split") | null;
-                /** @description served type (default float32); computed in float64, rounded once */
-                dtype?: ("float32" | "float64" | "float16") | null;
-                /** @description which array of a scheme that has several */
-                component?: string | null;
-                /** @description sinusoidal: vaswani, tensor2tensor, fairseq; sinusoidal2d/3d: mae, positional-encodings */
-                convention?: ("vaswani" | "tensor2tensor" | "fairseq" | "mae" | "positional-encodings") | null;
-                /** @description fairseq: the zero row */
+                /** @description whose table: vaswani (the paper), tensor2tensor or fairseq (timescales spaced log(base)/(h−1), sines then cosines; fairseq zeroes the row at padding_idx) */
+                convention?: "vaswani" | "tensor2tensor" | "fairseq";
+                /** @description fairseq only: this position's row is zero (default 1) */
                 padding_idx?: number | null;
-                scaling?: ("none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope") | null;
-                factor?: number | null;
-                original_max_position_embeddings?: number | null;
-                low_freq_factor?: number | null;
-                high_freq_factor?: number | null;
-                beta_fast?: number | null;
-                beta_slow?: number | null;
-                attention_factor?: number | null;
-                mscale?: number | null;
-                mscale_all_dim?: number | null;
-                truncate?: boolean | null;
-                short_factor?: number[] | null;
-                long_factor?: number[] | null;
-                num_heads?: number | null;
-                num_buckets?: number | null;
-                max_distance?: number | null;
-                bidirectional?: boolean | null;
-                grid?: number[] | null;
-                /** @description rope, sinusoidal: exact (default) or the library's own float32 recipe */
-                recipe?: ("exact" | "framework") | null;
-                seq_len?: number | null;
-                /** @description a position, 0 ≤ pos < 2^31 */
+                /** @description exact: correctly rounded; framework: the library's own float32 computation */
+                recipe?: "exact" | "framework";
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description number of positions, ≥ 1 */
+                seq_len: number;
+                /** @description the first position */
                 offset?: number;
                 /** @description wins over the Accept header; default json */
                 format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
@@ -289,27 +897,47 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description the array, in the negotiated format (`format=` or Accept) */
+            /** @description the array, in the format chosen by `format=` or else by Accept */
             200: {
                 headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
                     "application/x-npy": string;
                     "application/octet-stream": string;
                     "text/csv": string;
                     "image/png": string;
                 };
             };
-            /** @description the If-None-Match tag matched: the cached copy is current */
+            /** @description If-None-Match named this answer: the cached copy is current */
             304: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description the body is not parseable */
+            /** @description the body or the request is not parseable */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -327,7 +955,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body is over POSENC_MAX_BODY_BYTES */
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -345,7 +973,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description a parameter is invalid, does not apply to the scheme, or the answer would be over a size limit */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -366,6 +994,8 @@ export interface operations {
             /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
             503: {
                 headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -383,49 +1013,29 @@ export interface operations {
             };
         };
     };
-    encode_get_v1_encode_get: {
+    sinusoidal_encode_get: {
         parameters: {
             query: {
-                /** @description which encoding */
-                scheme?: "sinusoidal" | "rope" | "alibi" | "t5" | "sinusoidal2d" | "sinusoidal3d" | "index" | "normalized" | "binary";
-                d_model?: number | null;
-                base?: number | null;
-                /** @description interleaved: sin, cos, sin, cos …; split: sines then cosines */
+                /** @description width of the encoding; odd values are valid */
+                d_model: number;
+                /** @description the paper's 10000; 1 < base ≤ 1e12 */
+                base?: number;
+                /** @description interleaved: sin, cos, sin, cos … (the default of vaswani); split: all sines, then all cosines. tensor2tensor and fairseq fix it (sines, then cosines): leave it out */
                 layout?: ("interleaved" | "split") | null;
-                /** @description served type (default float32); computed in float64, rounded once */
-                dtype?: ("float32" | "float64" | "float16") | null;
-                /** @description which array of a scheme that has several */
-                component?: string | null;
-                /** @description sinusoidal: vaswani, tensor2tensor, fairseq; sinusoidal2d/3d: mae, positional-encodings */
-                convention?: ("vaswani" | "tensor2tensor" | "fairseq" | "mae" | "positional-encodings") | null;
-                /** @description fairseq: the zero row */
+                /** @description whose table: vaswani (the paper), tensor2tensor or fairseq (timescales spaced log(base)/(h−1), sines then cosines; fairseq zeroes the row at padding_idx) */
+                convention?: "vaswani" | "tensor2tensor" | "fairseq";
+                /** @description fairseq only: this position's row is zero (default 1) */
                 padding_idx?: number | null;
-                scaling?: ("none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope") | null;
-                factor?: number | null;
-                original_max_position_embeddings?: number | null;
-                low_freq_factor?: number | null;
-                high_freq_factor?: number | null;
-                beta_fast?: number | null;
-                beta_slow?: number | null;
-                attention_factor?: number | null;
-                mscale?: number | null;
-                mscale_all_dim?: number | null;
-                truncate?: boolean | null;
-                short_factor?: number[] | null;
-                long_factor?: number[] | null;
-                num_heads?: number | null;
-                num_buckets?: number | null;
-                max_distance?: number | null;
-                bidirectional?: boolean | null;
-                grid?: number[] | null;
-                /** @description rope, sinusoidal: exact (default) or the library's own float32 recipe */
-                recipe?: ("exact" | "framework") | null;
+                /** @description exact: correctly rounded; framework: the library's own float32 computation */
+                recipe?: "exact" | "framework";
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description the positions (grid schemes: row-major cell indices) */
+                positions: number[];
                 /** @description wins over the Accept header; default json */
                 format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
                 width?: number | null;
                 height?: number | null;
-                /** @description positions, comma-separated in a query: 0,5,17 */
-                positions: number[];
             };
             header?: never;
             path?: never;
@@ -433,27 +1043,47 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description the array, in the negotiated format (`format=` or Accept) */
+            /** @description the array, in the format chosen by `format=` or else by Accept */
             200: {
                 headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
                     "application/x-npy": string;
                     "application/octet-stream": string;
                     "text/csv": string;
                     "image/png": string;
                 };
             };
-            /** @description the If-None-Match tag matched: the cached copy is current */
+            /** @description If-None-Match named this answer: the cached copy is current */
             304: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description the body is not parseable */
+            /** @description the body or the request is not parseable */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -471,7 +1101,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body is over POSENC_MAX_BODY_BYTES */
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -489,7 +1119,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description a parameter is invalid, does not apply to the scheme, or the answer would be over a size limit */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -510,6 +1140,8 @@ export interface operations {
             /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
             503: {
                 headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -527,10 +1159,10 @@ export interface operations {
             };
         };
     };
-    encode_post_v1_encode_post: {
+    sinusoidal_encode_post: {
         parameters: {
             query?: {
-                /** @description wins over Accept */
+                /** @description wins over the Accept header; default json */
                 format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
             };
             header?: never;
@@ -541,100 +1173,60 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * Scheme
-                     * @description which encoding
-                     * @default sinusoidal
-                     * @enum {string}
+                     * D Model
+                     * @description width of the encoding; odd values are valid
                      */
-                    scheme?: "sinusoidal" | "rope" | "alibi" | "t5" | "sinusoidal2d" | "sinusoidal3d" | "index" | "normalized" | "binary";
-                    /** D Model */
-                    d_model?: number | null;
-                    /** Base */
-                    base?: number | null;
+                    d_model: number;
+                    /**
+                     * Base
+                     * @description the paper's 10000; 1 < base ≤ 1e12
+                     * @default 10000
+                     */
+                    base?: number;
                     /**
                      * Layout
-                     * @description interleaved: sin, cos, sin, cos …; split: sines then cosines
+                     * @description interleaved: sin, cos, sin, cos … (the default of vaswani); split: all sines, then all cosines. tensor2tensor and fairseq fix it (sines, then cosines): leave it out
                      */
                     layout?: ("interleaved" | "split") | null;
                     /**
-                     * Dtype
-                     * @description served type (default float32); computed in float64, rounded once
-                     */
-                    dtype?: ("float32" | "float64" | "float16") | null;
-                    /**
-                     * Component
-                     * @description which array of a scheme that has several
-                     */
-                    component?: string | null;
-                    /**
                      * Convention
-                     * @description sinusoidal: vaswani, tensor2tensor, fairseq; sinusoidal2d/3d: mae, positional-encodings
+                     * @description whose table: vaswani (the paper), tensor2tensor or fairseq (timescales spaced log(base)/(h−1), sines then cosines; fairseq zeroes the row at padding_idx)
+                     * @default vaswani
+                     * @enum {string}
                      */
-                    convention?: ("vaswani" | "tensor2tensor" | "fairseq" | "mae" | "positional-encodings") | null;
+                    convention?: "vaswani" | "tensor2tensor" | "fairseq";
                     /**
                      * Padding Idx
-                     * @description fairseq: the zero row
+                     * @description fairseq only: this position's row is zero (default 1)
                      */
                     padding_idx?: number | null;
-                    /** Scaling */
-                    scaling?: ("none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope") | null;
-                    /** Factor */
-                    factor?: number | null;
-                    /** Original Max Position Embeddings */
-                    original_max_position_embeddings?: number | null;
-                    /** Low Freq Factor */
-                    low_freq_factor?: number | null;
-                    /** High Freq Factor */
-                    high_freq_factor?: number | null;
-                    /** Beta Fast */
-                    beta_fast?: number | null;
-                    /** Beta Slow */
-                    beta_slow?: number | null;
-                    /** Attention Factor */
-                    attention_factor?: number | null;
-                    /** Mscale */
-                    mscale?: number | null;
-                    /** Mscale All Dim */
-                    mscale_all_dim?: number | null;
-                    /** Truncate */
-                    truncate?: boolean | null;
-                    /** Short Factor */
-                    short_factor?: number[] | null;
-                    /** Long Factor */
-                    long_factor?: number[] | null;
-                    /** Num Heads */
-                    num_heads?: number | null;
-                    /** Num Buckets */
-                    num_buckets?: number | null;
-                    /** Max Distance */
-                    max_distance?: number | null;
-                    /** Bidirectional */
-                    bidirectional?: boolean | null;
-                    /** Grid */
-                    grid?: number[] | null;
                     /**
                      * Recipe
-                     * @description rope, sinusoidal: exact (default) or the library's own float32 recipe
+                     * @description exact: correctly rounded; framework: the library's own float32 computation
+                     * @default exact
+                     * @enum {string}
                      */
-                    recipe?: ("exact" | "framework") | null;
+                    recipe?: "exact" | "framework";
+                    /**
+                     * Dtype
+                     * @description the served type; computed exactly, rounded once
+                     * @default float32
+                     * @enum {string}
+                     */
+                    dtype?: "float32" | "float64" | "float16";
                     /**
                      * Positions
-                     * @description positions, comma-separated in a query: 0,5,17
+                     * @description the positions (grid schemes: row-major cell indices)
                      */
                     positions: number[];
                     /**
                      * Embeddings
-                     * @description shape (len(positions), d_model); the encoding is added to it
+                     * @description shape (len(positions), d_model); the encoding is added
                      */
                     embeddings?: number[][] | null;
                     /**
-                     * Vectors
-                     * @description rope: shape (len(positions), d_model); returned rotated
-                     */
-                    vectors?: number[][] | null;
-                    /**
                      * Scale
-                     * @description multiply embeddings by sqrt(d_model) first
+                     * @description multiply embeddings by √d_model
                      * @default false
                      */
                     scale?: boolean;
@@ -642,27 +1234,47 @@ export interface operations {
             };
         };
         responses: {
-            /** @description the array, in the negotiated format (`format=` or Accept) */
+            /** @description the array, in the format chosen by `format=` or else by Accept */
             200: {
                 headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
                     "application/x-npy": string;
                     "application/octet-stream": string;
                     "text/csv": string;
                     "image/png": string;
                 };
             };
-            /** @description the If-None-Match tag matched: the cached copy is current */
+            /** @description If-None-Match named this answer: the cached copy is current */
             304: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description the body is not parseable */
+            /** @description the body or the request is not parseable */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -680,7 +1292,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body is over POSENC_MAX_BODY_BYTES */
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -698,7 +1310,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description a parameter is invalid, does not apply to the scheme, or the answer would be over a size limit */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -719,6 +1331,8 @@ export interface operations {
             /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
             503: {
                 headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -736,56 +1350,35 @@ export interface operations {
             };
         };
     };
-    similarity_get_v1_similarity_get: {
+    sinusoidal_similarity_get: {
         parameters: {
-            query?: {
-                /** @description which encoding */
-                scheme?: "sinusoidal" | "rope" | "alibi" | "t5" | "sinusoidal2d" | "sinusoidal3d" | "index" | "normalized" | "binary";
-                d_model?: number | null;
-                base?: number | null;
-                /** @description interleaved: sin, cos, sin, cos …; split: sines then cosines */
+            query: {
+                /** @description width of the encoding; odd values are valid */
+                d_model: number;
+                /** @description the paper's 10000; 1 < base ≤ 1e12 */
+                base?: number;
+                /** @description interleaved: sin, cos, sin, cos … (the default of vaswani); split: all sines, then all cosines. tensor2tensor and fairseq fix it (sines, then cosines): leave it out */
                 layout?: ("interleaved" | "split") | null;
-                /** @description served type (default float32); computed in float64, rounded once */
-                dtype?: ("float32" | "float64" | "float16") | null;
-                /** @description which array of a scheme that has several */
-                component?: string | null;
-                /** @description sinusoidal: vaswani, tensor2tensor, fairseq; sinusoidal2d/3d: mae, positional-encodings */
-                convention?: ("vaswani" | "tensor2tensor" | "fairseq" | "mae" | "positional-encodings") | null;
-                /** @description fairseq: the zero row */
+                /** @description whose table: vaswani (the paper), tensor2tensor or fairseq (timescales spaced log(base)/(h−1), sines then cosines; fairseq zeroes the row at padding_idx) */
+                convention?: "vaswani" | "tensor2tensor" | "fairseq";
+                /** @description fairseq only: this position's row is zero (default 1) */
                 padding_idx?: number | null;
-                scaling?: ("none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope") | null;
-                factor?: number | null;
-                original_max_position_embeddings?: number | null;
-                low_freq_factor?: number | null;
-                high_freq_factor?: number | null;
-                beta_fast?: number | null;
-                beta_slow?: number | null;
-                attention_factor?: number | null;
-                mscale?: number | null;
-                mscale_all_dim?: number | null;
-                truncate?: boolean | null;
-                short_factor?: number[] | null;
-                long_factor?: number[] | null;
-                num_heads?: number | null;
-                num_buckets?: number | null;
-                max_distance?: number | null;
-                bidirectional?: boolean | null;
-                grid?: number[] | null;
-                /** @description rope, sinusoidal: exact (default) or the library's own float32 recipe */
-                recipe?: ("exact" | "framework") | null;
-                seq_len?: number | null;
-                /** @description a position, 0 ≤ pos < 2^31 */
+                /** @description exact: correctly rounded; framework: the library's own float32 computation */
+                recipe?: "exact" | "framework";
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description number of positions, ≥ 1 */
+                seq_len: number;
+                /** @description the first position */
                 offset?: number;
-                /** @description wins over the Accept header; default json */
-                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
-                width?: number | null;
-                height?: number | null;
                 /** @description cosine, dot or euclidean */
                 metric?: "cosine" | "dot" | "euclidean";
                 /** @description compare every row with this position */
                 reference?: number | null;
-                /** @description rope: the vector u whose rotations R_p u are compared (d_model numbers) */
-                vector?: number[] | null;
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
             };
             header?: never;
             path?: never;
@@ -793,27 +1386,47 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description the array, in the negotiated format (`format=` or Accept) */
+            /** @description the array, in the format chosen by `format=` or else by Accept */
             200: {
                 headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
                     "application/x-npy": string;
                     "application/octet-stream": string;
                     "text/csv": string;
                     "image/png": string;
                 };
             };
-            /** @description the If-None-Match tag matched: the cached copy is current */
+            /** @description If-None-Match named this answer: the cached copy is current */
             304: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description the body is not parseable */
+            /** @description the body or the request is not parseable */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -831,7 +1444,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body is over POSENC_MAX_BODY_BYTES */
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -849,7 +1462,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description a parameter is invalid, does not apply to the scheme, or the answer would be over a size limit */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -870,6 +1483,8 @@ export interface operations {
             /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
             503: {
                 headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -887,45 +1502,26 @@ export interface operations {
             };
         };
     };
-    verify_get_v1_verify_get: {
+    sinusoidal_verify_get: {
         parameters: {
-            query?: {
-                /** @description which encoding */
-                scheme?: "sinusoidal" | "rope" | "alibi" | "t5" | "sinusoidal2d" | "sinusoidal3d" | "index" | "normalized" | "binary";
-                d_model?: number | null;
-                base?: number | null;
-                /** @description interleaved: sin, cos, sin, cos …; split: sines then cosines */
+            query: {
+                /** @description width of the encoding; odd values are valid */
+                d_model: number;
+                /** @description the paper's 10000; 1 < base ≤ 1e12 */
+                base?: number;
+                /** @description interleaved: sin, cos, sin, cos … (the default of vaswani); split: all sines, then all cosines. tensor2tensor and fairseq fix it (sines, then cosines): leave it out */
                 layout?: ("interleaved" | "split") | null;
-                /** @description served type (default float32); computed in float64, rounded once */
-                dtype?: ("float32" | "float64" | "float16") | null;
-                /** @description which array of a scheme that has several */
-                component?: string | null;
-                /** @description sinusoidal: vaswani, tensor2tensor, fairseq; sinusoidal2d/3d: mae, positional-encodings */
-                convention?: ("vaswani" | "tensor2tensor" | "fairseq" | "mae" | "positional-encodings") | null;
-                /** @description fairseq: the zero row */
+                /** @description whose table: vaswani (the paper), tensor2tensor or fairseq (timescales spaced log(base)/(h−1), sines then cosines; fairseq zeroes the row at padding_idx) */
+                convention?: "vaswani" | "tensor2tensor" | "fairseq";
+                /** @description fairseq only: this position's row is zero (default 1) */
                 padding_idx?: number | null;
-                scaling?: ("none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope") | null;
-                factor?: number | null;
-                original_max_position_embeddings?: number | null;
-                low_freq_factor?: number | null;
-                high_freq_factor?: number | null;
-                beta_fast?: number | null;
-                beta_slow?: number | null;
-                attention_factor?: number | null;
-                mscale?: number | null;
-                mscale_all_dim?: number | null;
-                truncate?: boolean | null;
-                short_factor?: number[] | null;
-                long_factor?: number[] | null;
-                num_heads?: number | null;
-                num_buckets?: number | null;
-                max_distance?: number | null;
-                bidirectional?: boolean | null;
-                grid?: number[] | null;
-                /** @description rope, sinusoidal: exact (default) or the library's own float32 recipe */
-                recipe?: ("exact" | "framework") | null;
-                seq_len?: number | null;
-                /** @description a position, 0 ≤ pos < 2^31 */
+                /** @description exact: correctly rounded; framework: the library's own float32 computation */
+                recipe?: "exact" | "framework";
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description number of positions, ≥ 1 */
+                seq_len?: number;
+                /** @description the first position */
                 offset?: number;
             };
             header?: never;
@@ -934,16 +1530,44 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description the report */
+            /** @description the report: each check measured on the served array */
             200: {
                 headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        scheme: string;
+                        params: Record<string, never>;
+                        passed: boolean;
+                        checks: {
+                            name: string;
+                            holds: boolean;
+                            statistic: string;
+                            value: number | null;
+                            tolerance: number;
+                            detail: string;
+                        }[];
+                        statistics: {
+                            name: string;
+                            value: unknown;
+                            detail: string;
+                        }[];
+                    };
                 };
             };
-            /** @description the body is not parseable */
+            /** @description If-None-Match named this answer */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -961,7 +1585,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body is over POSENC_MAX_BODY_BYTES */
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -979,7 +1603,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description a parameter is invalid, does not apply to the scheme, or the answer would be over a size limit */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1000,6 +1624,8 @@ export interface operations {
             /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
             503: {
                 headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1017,49 +1643,29 @@ export interface operations {
             };
         };
     };
-    verify_post_v1_verify_post: {
+    sinusoidal_verify_post: {
         parameters: {
-            query?: {
-                /** @description which encoding */
-                scheme?: "sinusoidal" | "rope" | "alibi" | "t5" | "sinusoidal2d" | "sinusoidal3d" | "index" | "normalized" | "binary";
-                d_model?: number | null;
-                base?: number | null;
-                /** @description interleaved: sin, cos, sin, cos …; split: sines then cosines */
+            query: {
+                /** @description width of the encoding; odd values are valid */
+                d_model: number;
+                /** @description the paper's 10000; 1 < base ≤ 1e12 */
+                base?: number;
+                /** @description interleaved: sin, cos, sin, cos … (the default of vaswani); split: all sines, then all cosines. tensor2tensor and fairseq fix it (sines, then cosines): leave it out */
                 layout?: ("interleaved" | "split") | null;
-                /** @description served type (default float32); computed in float64, rounded once */
-                dtype?: ("float32" | "float64" | "float16") | null;
-                /** @description which array of a scheme that has several */
-                component?: string | null;
-                /** @description sinusoidal: vaswani, tensor2tensor, fairseq; sinusoidal2d/3d: mae, positional-encodings */
-                convention?: ("vaswani" | "tensor2tensor" | "fairseq" | "mae" | "positional-encodings") | null;
-                /** @description fairseq: the zero row */
+                /** @description whose table: vaswani (the paper), tensor2tensor or fairseq (timescales spaced log(base)/(h−1), sines then cosines; fairseq zeroes the row at padding_idx) */
+                convention?: "vaswani" | "tensor2tensor" | "fairseq";
+                /** @description fairseq only: this position's row is zero (default 1) */
                 padding_idx?: number | null;
-                scaling?: ("none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope") | null;
-                factor?: number | null;
-                original_max_position_embeddings?: number | null;
-                low_freq_factor?: number | null;
-                high_freq_factor?: number | null;
-                beta_fast?: number | null;
-                beta_slow?: number | null;
-                attention_factor?: number | null;
-                mscale?: number | null;
-                mscale_all_dim?: number | null;
-                truncate?: boolean | null;
-                short_factor?: number[] | null;
-                long_factor?: number[] | null;
-                num_heads?: number | null;
-                num_buckets?: number | null;
-                max_distance?: number | null;
-                bidirectional?: boolean | null;
-                grid?: number[] | null;
-                /** @description rope, sinusoidal: exact (default) or the library's own float32 recipe */
-                recipe?: ("exact" | "framework") | null;
-                /** @description a position, 0 ≤ pos < 2^31 */
+                /** @description exact: correctly rounded; framework: the library's own float32 computation */
+                recipe?: "exact" | "framework";
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description the position of the first row */
                 offset?: number;
-                /** @description a position is bad when one of its values is off by more ulps than this */
+                /** @description a position is bad when a value is off by more ulps than this */
                 tolerance_ulp?: number;
-                /** @description json: the report; plotly: error by position on a log scale */
-                format?: ("json" | "plotly") | null;
+                /** @description json: the report; plotly: error by position, log scale */
+                format?: "json" | "plotly";
             };
             header?: never;
             path?: never;
@@ -1075,16 +1681,32 @@ export interface operations {
             };
         };
         responses: {
-            /** @description the conformance report */
+            /** @description the conformance report, or its error by position as a figure */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        scheme: string;
+                        params: Record<string, never>;
+                        conforms: boolean;
+                        max_abs_error: number;
+                        max_ulp_error: number;
+                        first_bad_position: number | null;
+                        error_by_position: number[];
+                        diagnosis: {
+                            name: string;
+                            summary: string;
+                            evidence: Record<string, never>;
+                        }[];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
                 };
             };
-            /** @description the body is not parseable */
+            /** @description the body or the request is not parseable */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1102,14 +1724,25 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body is over POSENC_MAX_BODY_BYTES */
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
             };
-            /** @description a parameter is invalid, does not apply to the scheme, or the answer would be over a size limit */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1130,6 +1763,8 @@ export interface operations {
             /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
             503: {
                 headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1147,7 +1782,6884 @@ export interface operations {
             };
         };
     };
-    schemes_v1_schemes_get: {
+    rope_table_get: {
+        parameters: {
+            query: {
+                /** @description the rotated (head) dimension; even, since pairs rotate */
+                d_model: number;
+                /** @description rope_theta; 1 < base ≤ 1e12 */
+                base?: number;
+                /** @description split: pairs (i, i+d/2), transformers' rotate_half; interleaved: pairs (2i, 2i+1), RoFormer and GPT-J */
+                layout?: "interleaved" | "split";
+                /** @description long-context scaling, as transformers computes it; each takes the parameters whose description names it */
+                scaling?: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                /** @description linear, dynamic, yarn, llama3 (required); longrope */
+                factor?: number | null;
+                /** @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192) */
+                original_max_position_embeddings?: number | null;
+                /** @description llama3 (default 1) */
+                low_freq_factor?: number | null;
+                /** @description llama3 (default 4) */
+                high_freq_factor?: number | null;
+                /** @description yarn (default 32) */
+                beta_fast?: number | null;
+                /** @description yarn (default 1) */
+                beta_slow?: number | null;
+                /** @description yarn, longrope: overrides the inferred factor */
+                attention_factor?: number | null;
+                /** @description yarn */
+                mscale?: number | null;
+                /** @description yarn */
+                mscale_all_dim?: number | null;
+                /** @description yarn: round the ramp's ends outwards (default true) */
+                truncate?: boolean | null;
+                /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings */
+                short_factor?: number[] | null;
+                /** @description longrope (required): d_model/2 factors, used beyond it */
+                long_factor?: number[] | null;
+                /** @description exact: correctly rounded; framework: transformers' own float32 computation */
+                recipe?: "exact" | "framework";
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description which of the scheme's arrays */
+                component?: "cos_sin" | "cos" | "sin" | "angle" | "inv_freq";
+                /** @description number of positions, ≥ 1 */
+                seq_len: number;
+                /** @description the first position */
+                offset?: number;
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    rope_encode_get: {
+        parameters: {
+            query: {
+                /** @description the rotated (head) dimension; even, since pairs rotate */
+                d_model: number;
+                /** @description rope_theta; 1 < base ≤ 1e12 */
+                base?: number;
+                /** @description split: pairs (i, i+d/2), transformers' rotate_half; interleaved: pairs (2i, 2i+1), RoFormer and GPT-J */
+                layout?: "interleaved" | "split";
+                /** @description long-context scaling, as transformers computes it; each takes the parameters whose description names it */
+                scaling?: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                /** @description linear, dynamic, yarn, llama3 (required); longrope */
+                factor?: number | null;
+                /** @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192) */
+                original_max_position_embeddings?: number | null;
+                /** @description llama3 (default 1) */
+                low_freq_factor?: number | null;
+                /** @description llama3 (default 4) */
+                high_freq_factor?: number | null;
+                /** @description yarn (default 32) */
+                beta_fast?: number | null;
+                /** @description yarn (default 1) */
+                beta_slow?: number | null;
+                /** @description yarn, longrope: overrides the inferred factor */
+                attention_factor?: number | null;
+                /** @description yarn */
+                mscale?: number | null;
+                /** @description yarn */
+                mscale_all_dim?: number | null;
+                /** @description yarn: round the ramp's ends outwards (default true) */
+                truncate?: boolean | null;
+                /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings */
+                short_factor?: number[] | null;
+                /** @description longrope (required): d_model/2 factors, used beyond it */
+                long_factor?: number[] | null;
+                /** @description exact: correctly rounded; framework: transformers' own float32 computation */
+                recipe?: "exact" | "framework";
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description which of the scheme's arrays */
+                component?: "cos_sin" | "cos" | "sin" | "angle" | "inv_freq";
+                /** @description the positions (grid schemes: row-major cell indices) */
+                positions: number[];
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    rope_encode_post: {
+        parameters: {
+            query?: {
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * D Model
+                     * @description the rotated (head) dimension; even, since pairs rotate
+                     */
+                    d_model: number;
+                    /**
+                     * Base
+                     * @description rope_theta; 1 < base ≤ 1e12
+                     * @default 10000
+                     */
+                    base?: number;
+                    /**
+                     * Layout
+                     * @description split: pairs (i, i+d/2), transformers' rotate_half; interleaved: pairs (2i, 2i+1), RoFormer and GPT-J
+                     * @default split
+                     * @enum {string}
+                     */
+                    layout?: "interleaved" | "split";
+                    /**
+                     * Scaling
+                     * @description long-context scaling, as transformers computes it; each takes the parameters whose description names it
+                     * @default none
+                     * @enum {string}
+                     */
+                    scaling?: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                    /**
+                     * Factor
+                     * @description linear, dynamic, yarn, llama3 (required); longrope
+                     */
+                    factor?: number | null;
+                    /**
+                     * Original Max Position Embeddings
+                     * @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192)
+                     */
+                    original_max_position_embeddings?: number | null;
+                    /**
+                     * Low Freq Factor
+                     * @description llama3 (default 1)
+                     */
+                    low_freq_factor?: number | null;
+                    /**
+                     * High Freq Factor
+                     * @description llama3 (default 4)
+                     */
+                    high_freq_factor?: number | null;
+                    /**
+                     * Beta Fast
+                     * @description yarn (default 32)
+                     */
+                    beta_fast?: number | null;
+                    /**
+                     * Beta Slow
+                     * @description yarn (default 1)
+                     */
+                    beta_slow?: number | null;
+                    /**
+                     * Attention Factor
+                     * @description yarn, longrope: overrides the inferred factor
+                     */
+                    attention_factor?: number | null;
+                    /**
+                     * Mscale
+                     * @description yarn
+                     */
+                    mscale?: number | null;
+                    /**
+                     * Mscale All Dim
+                     * @description yarn
+                     */
+                    mscale_all_dim?: number | null;
+                    /**
+                     * Truncate
+                     * @description yarn: round the ramp's ends outwards (default true)
+                     */
+                    truncate?: boolean | null;
+                    /**
+                     * Short Factor
+                     * @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings
+                     */
+                    short_factor?: number[] | null;
+                    /**
+                     * Long Factor
+                     * @description longrope (required): d_model/2 factors, used beyond it
+                     */
+                    long_factor?: number[] | null;
+                    /**
+                     * Recipe
+                     * @description exact: correctly rounded; framework: transformers' own float32 computation
+                     * @default exact
+                     * @enum {string}
+                     */
+                    recipe?: "exact" | "framework";
+                    /**
+                     * Dtype
+                     * @description the served type; computed exactly, rounded once
+                     * @default float32
+                     * @enum {string}
+                     */
+                    dtype?: "float32" | "float64" | "float16";
+                    /**
+                     * Component
+                     * @description which of the scheme's arrays
+                     * @default cos_sin
+                     * @enum {string}
+                     */
+                    component?: "cos_sin" | "cos" | "sin" | "angle" | "inv_freq";
+                    /**
+                     * Positions
+                     * @description the positions (grid schemes: row-major cell indices)
+                     */
+                    positions: number[];
+                    /**
+                     * Embeddings
+                     * @description shape (len(positions), d_model); the encoding is added
+                     */
+                    embeddings?: number[][] | null;
+                    /**
+                     * Vectors
+                     * @description shape (len(positions), d_model); returned rotated
+                     */
+                    vectors?: number[][] | null;
+                    /**
+                     * Scale
+                     * @description multiply embeddings by √d_model
+                     * @default false
+                     */
+                    scale?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    rope_similarity_get: {
+        parameters: {
+            query: {
+                /** @description the rotated (head) dimension; even, since pairs rotate */
+                d_model: number;
+                /** @description rope_theta; 1 < base ≤ 1e12 */
+                base?: number;
+                /** @description split: pairs (i, i+d/2), transformers' rotate_half; interleaved: pairs (2i, 2i+1), RoFormer and GPT-J */
+                layout?: "interleaved" | "split";
+                /** @description long-context scaling, as transformers computes it; each takes the parameters whose description names it */
+                scaling?: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                /** @description linear, dynamic, yarn, llama3 (required); longrope */
+                factor?: number | null;
+                /** @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192) */
+                original_max_position_embeddings?: number | null;
+                /** @description llama3 (default 1) */
+                low_freq_factor?: number | null;
+                /** @description llama3 (default 4) */
+                high_freq_factor?: number | null;
+                /** @description yarn (default 32) */
+                beta_fast?: number | null;
+                /** @description yarn (default 1) */
+                beta_slow?: number | null;
+                /** @description yarn, longrope: overrides the inferred factor */
+                attention_factor?: number | null;
+                /** @description yarn */
+                mscale?: number | null;
+                /** @description yarn */
+                mscale_all_dim?: number | null;
+                /** @description yarn: round the ramp's ends outwards (default true) */
+                truncate?: boolean | null;
+                /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings */
+                short_factor?: number[] | null;
+                /** @description longrope (required): d_model/2 factors, used beyond it */
+                long_factor?: number[] | null;
+                /** @description exact: correctly rounded; framework: transformers' own float32 computation */
+                recipe?: "exact" | "framework";
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description number of positions, ≥ 1 */
+                seq_len: number;
+                /** @description the first position */
+                offset?: number;
+                /** @description cosine, dot or euclidean */
+                metric?: "cosine" | "dot" | "euclidean";
+                /** @description compare every row with this position */
+                reference?: number | null;
+                /** @description the vector u whose rotations R_p u are compared (d_model numbers; default: all entries equal) */
+                vector?: number[] | null;
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    rope_verify_get: {
+        parameters: {
+            query: {
+                /** @description the rotated (head) dimension; even, since pairs rotate */
+                d_model: number;
+                /** @description rope_theta; 1 < base ≤ 1e12 */
+                base?: number;
+                /** @description split: pairs (i, i+d/2), transformers' rotate_half; interleaved: pairs (2i, 2i+1), RoFormer and GPT-J */
+                layout?: "interleaved" | "split";
+                /** @description long-context scaling, as transformers computes it; each takes the parameters whose description names it */
+                scaling?: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                /** @description linear, dynamic, yarn, llama3 (required); longrope */
+                factor?: number | null;
+                /** @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192) */
+                original_max_position_embeddings?: number | null;
+                /** @description llama3 (default 1) */
+                low_freq_factor?: number | null;
+                /** @description llama3 (default 4) */
+                high_freq_factor?: number | null;
+                /** @description yarn (default 32) */
+                beta_fast?: number | null;
+                /** @description yarn (default 1) */
+                beta_slow?: number | null;
+                /** @description yarn, longrope: overrides the inferred factor */
+                attention_factor?: number | null;
+                /** @description yarn */
+                mscale?: number | null;
+                /** @description yarn */
+                mscale_all_dim?: number | null;
+                /** @description yarn: round the ramp's ends outwards (default true) */
+                truncate?: boolean | null;
+                /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings */
+                short_factor?: number[] | null;
+                /** @description longrope (required): d_model/2 factors, used beyond it */
+                long_factor?: number[] | null;
+                /** @description exact: correctly rounded; framework: transformers' own float32 computation */
+                recipe?: "exact" | "framework";
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description number of positions, ≥ 1 */
+                seq_len?: number;
+                /** @description the first position */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the report: each check measured on the served array */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        params: Record<string, never>;
+                        passed: boolean;
+                        checks: {
+                            name: string;
+                            holds: boolean;
+                            statistic: string;
+                            value: number | null;
+                            tolerance: number;
+                            detail: string;
+                        }[];
+                        statistics: {
+                            name: string;
+                            value: unknown;
+                            detail: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description If-None-Match named this answer */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    rope_verify_post: {
+        parameters: {
+            query: {
+                /** @description the rotated (head) dimension; even, since pairs rotate */
+                d_model: number;
+                /** @description rope_theta; 1 < base ≤ 1e12 */
+                base?: number;
+                /** @description split: pairs (i, i+d/2), transformers' rotate_half; interleaved: pairs (2i, 2i+1), RoFormer and GPT-J */
+                layout?: "interleaved" | "split";
+                /** @description long-context scaling, as transformers computes it; each takes the parameters whose description names it */
+                scaling?: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                /** @description linear, dynamic, yarn, llama3 (required); longrope */
+                factor?: number | null;
+                /** @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192) */
+                original_max_position_embeddings?: number | null;
+                /** @description llama3 (default 1) */
+                low_freq_factor?: number | null;
+                /** @description llama3 (default 4) */
+                high_freq_factor?: number | null;
+                /** @description yarn (default 32) */
+                beta_fast?: number | null;
+                /** @description yarn (default 1) */
+                beta_slow?: number | null;
+                /** @description yarn, longrope: overrides the inferred factor */
+                attention_factor?: number | null;
+                /** @description yarn */
+                mscale?: number | null;
+                /** @description yarn */
+                mscale_all_dim?: number | null;
+                /** @description yarn: round the ramp's ends outwards (default true) */
+                truncate?: boolean | null;
+                /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings */
+                short_factor?: number[] | null;
+                /** @description longrope (required): d_model/2 factors, used beyond it */
+                long_factor?: number[] | null;
+                /** @description exact: correctly rounded; framework: transformers' own float32 computation */
+                recipe?: "exact" | "framework";
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description which of the scheme's arrays */
+                component?: "cos_sin" | "cos" | "sin" | "angle" | "inv_freq";
+                /** @description the position of the first row */
+                offset?: number;
+                /** @description a position is bad when a value is off by more ulps than this */
+                tolerance_ulp?: number;
+                /** @description json: the report; plotly: error by position, log scale */
+                format?: "json" | "plotly";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-npy": string;
+                "application/octet-stream": string;
+                "application/json": {
+                    data: number[][];
+                };
+            };
+        };
+        responses: {
+            /** @description the conformance report, or its error by position as a figure */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        params: Record<string, never>;
+                        conforms: boolean;
+                        max_abs_error: number;
+                        max_ulp_error: number;
+                        first_bad_position: number | null;
+                        error_by_position: number[];
+                        diagnosis: {
+                            name: string;
+                            summary: string;
+                            evidence: Record<string, never>;
+                        }[];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                };
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    rope_config_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The rope a model uses, from its config.json: canonical parameters and the URLs of its table and verify */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    alibi_table_get: {
+        parameters: {
+            query: {
+                /** @description attention heads; any count (the reference rule past powers of 2) */
+                num_heads?: number;
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description which of the scheme's arrays */
+                component?: "bias" | "slopes";
+                /** @description number of positions, ≥ 1 */
+                seq_len: number;
+                /** @description the first position */
+                offset?: number;
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    alibi_encode_get: {
+        parameters: {
+            query: {
+                /** @description attention heads; any count (the reference rule past powers of 2) */
+                num_heads?: number;
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description which of the scheme's arrays */
+                component?: "bias" | "slopes";
+                /** @description the positions (grid schemes: row-major cell indices) */
+                positions: number[];
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    alibi_encode_post: {
+        parameters: {
+            query?: {
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Num Heads
+                     * @description attention heads; any count (the reference rule past powers of 2)
+                     * @default 8
+                     */
+                    num_heads?: number;
+                    /**
+                     * Dtype
+                     * @description the served type; computed exactly, rounded once
+                     * @default float32
+                     * @enum {string}
+                     */
+                    dtype?: "float32" | "float64" | "float16";
+                    /**
+                     * Component
+                     * @description which of the scheme's arrays
+                     * @default bias
+                     * @enum {string}
+                     */
+                    component?: "bias" | "slopes";
+                    /**
+                     * Positions
+                     * @description the positions (grid schemes: row-major cell indices)
+                     */
+                    positions: number[];
+                    /**
+                     * Embeddings
+                     * @description shape (len(positions), d_model); the encoding is added
+                     */
+                    embeddings?: number[][] | null;
+                    /**
+                     * Scale
+                     * @description multiply embeddings by √d_model
+                     * @default false
+                     */
+                    scale?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    alibi_verify_get: {
+        parameters: {
+            query?: {
+                /** @description attention heads; any count (the reference rule past powers of 2) */
+                num_heads?: number;
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description number of positions, ≥ 1 */
+                seq_len?: number;
+                /** @description the first position */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the report: each check measured on the served array */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        params: Record<string, never>;
+                        passed: boolean;
+                        checks: {
+                            name: string;
+                            holds: boolean;
+                            statistic: string;
+                            value: number | null;
+                            tolerance: number;
+                            detail: string;
+                        }[];
+                        statistics: {
+                            name: string;
+                            value: unknown;
+                            detail: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description If-None-Match named this answer */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    alibi_verify_post: {
+        parameters: {
+            query?: {
+                /** @description attention heads; any count (the reference rule past powers of 2) */
+                num_heads?: number;
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description which of the scheme's arrays */
+                component?: "bias" | "slopes";
+                /** @description the position of the first row */
+                offset?: number;
+                /** @description a position is bad when a value is off by more ulps than this */
+                tolerance_ulp?: number;
+                /** @description json: the report; plotly: error by position, log scale */
+                format?: "json" | "plotly";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-npy": string;
+                "application/octet-stream": string;
+                "application/json": {
+                    data: number[][];
+                };
+            };
+        };
+        responses: {
+            /** @description the conformance report, or its error by position as a figure */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        params: Record<string, never>;
+                        conforms: boolean;
+                        max_abs_error: number;
+                        max_ulp_error: number;
+                        first_bad_position: number | null;
+                        error_by_position: number[];
+                        diagnosis: {
+                            name: string;
+                            summary: string;
+                            evidence: Record<string, never>;
+                        }[];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                };
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    t5_table_get: {
+        parameters: {
+            query: {
+                /** @description buckets; at least 4 when bidirectional */
+                num_buckets?: number;
+                /** @description distances from here on share the last bucket; more than the exact buckets (num_buckets/4 when bidirectional, else num_buckets/2) */
+                max_distance?: number;
+                /** @description encoder (true) or decoder (false) */
+                bidirectional?: boolean;
+                /** @description number of positions, ≥ 1 */
+                seq_len: number;
+                /** @description the first position */
+                offset?: number;
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    t5_encode_get: {
+        parameters: {
+            query: {
+                /** @description buckets; at least 4 when bidirectional */
+                num_buckets?: number;
+                /** @description distances from here on share the last bucket; more than the exact buckets (num_buckets/4 when bidirectional, else num_buckets/2) */
+                max_distance?: number;
+                /** @description encoder (true) or decoder (false) */
+                bidirectional?: boolean;
+                /** @description the positions (grid schemes: row-major cell indices) */
+                positions: number[];
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    t5_encode_post: {
+        parameters: {
+            query?: {
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Num Buckets
+                     * @description buckets; at least 4 when bidirectional
+                     * @default 32
+                     */
+                    num_buckets?: number;
+                    /**
+                     * Max Distance
+                     * @description distances from here on share the last bucket; more than the exact buckets (num_buckets/4 when bidirectional, else num_buckets/2)
+                     * @default 128
+                     */
+                    max_distance?: number;
+                    /**
+                     * Bidirectional
+                     * @description encoder (true) or decoder (false)
+                     * @default true
+                     */
+                    bidirectional?: boolean;
+                    /**
+                     * Positions
+                     * @description the positions (grid schemes: row-major cell indices)
+                     */
+                    positions: number[];
+                    /**
+                     * Embeddings
+                     * @description shape (len(positions), d_model); the encoding is added
+                     */
+                    embeddings?: number[][] | null;
+                    /**
+                     * Scale
+                     * @description multiply embeddings by √d_model
+                     * @default false
+                     */
+                    scale?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    t5_verify_get: {
+        parameters: {
+            query?: {
+                /** @description buckets; at least 4 when bidirectional */
+                num_buckets?: number;
+                /** @description distances from here on share the last bucket; more than the exact buckets (num_buckets/4 when bidirectional, else num_buckets/2) */
+                max_distance?: number;
+                /** @description encoder (true) or decoder (false) */
+                bidirectional?: boolean;
+                /** @description number of positions, ≥ 1 */
+                seq_len?: number;
+                /** @description the first position */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the report: each check measured on the served array */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        params: Record<string, never>;
+                        passed: boolean;
+                        checks: {
+                            name: string;
+                            holds: boolean;
+                            statistic: string;
+                            value: number | null;
+                            tolerance: number;
+                            detail: string;
+                        }[];
+                        statistics: {
+                            name: string;
+                            value: unknown;
+                            detail: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description If-None-Match named this answer */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    t5_verify_post: {
+        parameters: {
+            query?: {
+                /** @description buckets; at least 4 when bidirectional */
+                num_buckets?: number;
+                /** @description distances from here on share the last bucket; more than the exact buckets (num_buckets/4 when bidirectional, else num_buckets/2) */
+                max_distance?: number;
+                /** @description encoder (true) or decoder (false) */
+                bidirectional?: boolean;
+                /** @description the position of the first row */
+                offset?: number;
+                /** @description a position is bad when a value is off by more ulps than this */
+                tolerance_ulp?: number;
+                /** @description json: the report; plotly: error by position, log scale */
+                format?: "json" | "plotly";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-npy": string;
+                "application/octet-stream": string;
+                "application/json": {
+                    data: number[][];
+                };
+            };
+        };
+        responses: {
+            /** @description the conformance report, or its error by position as a figure */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        params: Record<string, never>;
+                        conforms: boolean;
+                        max_abs_error: number;
+                        max_ulp_error: number;
+                        first_bad_position: number | null;
+                        error_by_position: number[];
+                        diagnosis: {
+                            name: string;
+                            summary: string;
+                            evidence: Record<string, never>;
+                        }[];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                };
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    sinusoidal2d_table_get: {
+        parameters: {
+            query: {
+                /** @description width of the encoding; divisible by 4 (2-D) or 6 (3-D) for the mae convention */
+                d_model: number;
+                /** @description the sides H,W, at most 2^24 cells; replaces seq_len */
+                grid: number[];
+                /** @description 1 < base ≤ 1e12 */
+                base?: number;
+                /** @description whose channel split: mae (half the channels per axis, as MAE/ViT) or positional-encodings (that PyPI package's) */
+                convention?: "mae" | "positional-encodings";
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    sinusoidal2d_encode_get: {
+        parameters: {
+            query: {
+                /** @description width of the encoding; divisible by 4 (2-D) or 6 (3-D) for the mae convention */
+                d_model: number;
+                /** @description the sides H,W, at most 2^24 cells; replaces seq_len */
+                grid: number[];
+                /** @description 1 < base ≤ 1e12 */
+                base?: number;
+                /** @description whose channel split: mae (half the channels per axis, as MAE/ViT) or positional-encodings (that PyPI package's) */
+                convention?: "mae" | "positional-encodings";
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description the positions (grid schemes: row-major cell indices) */
+                positions: number[];
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    sinusoidal2d_encode_post: {
+        parameters: {
+            query?: {
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * D Model
+                     * @description width of the encoding; divisible by 4 (2-D) or 6 (3-D) for the mae convention
+                     */
+                    d_model: number;
+                    /**
+                     * Grid
+                     * @description the sides H,W, at most 2^24 cells; replaces seq_len
+                     */
+                    grid: number[];
+                    /**
+                     * Base
+                     * @description 1 < base ≤ 1e12
+                     * @default 10000
+                     */
+                    base?: number;
+                    /**
+                     * Convention
+                     * @description whose channel split: mae (half the channels per axis, as MAE/ViT) or positional-encodings (that PyPI package's)
+                     * @default mae
+                     * @enum {string}
+                     */
+                    convention?: "mae" | "positional-encodings";
+                    /**
+                     * Dtype
+                     * @description the served type; computed exactly, rounded once
+                     * @default float32
+                     * @enum {string}
+                     */
+                    dtype?: "float32" | "float64" | "float16";
+                    /**
+                     * Positions
+                     * @description the positions (grid schemes: row-major cell indices)
+                     */
+                    positions: number[];
+                    /**
+                     * Embeddings
+                     * @description shape (len(positions), d_model); the encoding is added
+                     */
+                    embeddings?: number[][] | null;
+                    /**
+                     * Scale
+                     * @description multiply embeddings by √d_model
+                     * @default false
+                     */
+                    scale?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    sinusoidal2d_similarity_get: {
+        parameters: {
+            query: {
+                /** @description width of the encoding; divisible by 4 (2-D) or 6 (3-D) for the mae convention */
+                d_model: number;
+                /** @description the sides H,W, at most 2^24 cells; replaces seq_len */
+                grid: number[];
+                /** @description 1 < base ≤ 1e12 */
+                base?: number;
+                /** @description whose channel split: mae (half the channels per axis, as MAE/ViT) or positional-encodings (that PyPI package's) */
+                convention?: "mae" | "positional-encodings";
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description cosine, dot or euclidean */
+                metric?: "cosine" | "dot" | "euclidean";
+                /** @description compare every row with this position */
+                reference?: number | null;
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    sinusoidal2d_verify_get: {
+        parameters: {
+            query: {
+                /** @description width of the encoding; divisible by 4 (2-D) or 6 (3-D) for the mae convention */
+                d_model: number;
+                /** @description the sides H,W, at most 2^24 cells; replaces seq_len */
+                grid: number[];
+                /** @description 1 < base ≤ 1e12 */
+                base?: number;
+                /** @description whose channel split: mae (half the channels per axis, as MAE/ViT) or positional-encodings (that PyPI package's) */
+                convention?: "mae" | "positional-encodings";
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the report: each check measured on the served array */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        params: Record<string, never>;
+                        passed: boolean;
+                        checks: {
+                            name: string;
+                            holds: boolean;
+                            statistic: string;
+                            value: number | null;
+                            tolerance: number;
+                            detail: string;
+                        }[];
+                        statistics: {
+                            name: string;
+                            value: unknown;
+                            detail: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description If-None-Match named this answer */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    sinusoidal2d_verify_post: {
+        parameters: {
+            query: {
+                /** @description width of the encoding; divisible by 4 (2-D) or 6 (3-D) for the mae convention */
+                d_model: number;
+                /** @description the sides H,W, at most 2^24 cells; replaces seq_len */
+                grid: number[];
+                /** @description 1 < base ≤ 1e12 */
+                base?: number;
+                /** @description whose channel split: mae (half the channels per axis, as MAE/ViT) or positional-encodings (that PyPI package's) */
+                convention?: "mae" | "positional-encodings";
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description the position of the first row */
+                offset?: number;
+                /** @description a position is bad when a value is off by more ulps than this */
+                tolerance_ulp?: number;
+                /** @description json: the report; plotly: error by position, log scale */
+                format?: "json" | "plotly";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-npy": string;
+                "application/octet-stream": string;
+                "application/json": {
+                    data: number[][];
+                };
+            };
+        };
+        responses: {
+            /** @description the conformance report, or its error by position as a figure */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        params: Record<string, never>;
+                        conforms: boolean;
+                        max_abs_error: number;
+                        max_ulp_error: number;
+                        first_bad_position: number | null;
+                        error_by_position: number[];
+                        diagnosis: {
+                            name: string;
+                            summary: string;
+                            evidence: Record<string, never>;
+                        }[];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                };
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    sinusoidal3d_table_get: {
+        parameters: {
+            query: {
+                /** @description width of the encoding; divisible by 4 (2-D) or 6 (3-D) for the mae convention */
+                d_model: number;
+                /** @description the sides H,W,D, at most 2^24 cells; replaces seq_len */
+                grid: number[];
+                /** @description 1 < base ≤ 1e12 */
+                base?: number;
+                /** @description whose channel split: mae (half the channels per axis, as MAE/ViT) or positional-encodings (that PyPI package's) */
+                convention?: "mae" | "positional-encodings";
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    sinusoidal3d_encode_get: {
+        parameters: {
+            query: {
+                /** @description width of the encoding; divisible by 4 (2-D) or 6 (3-D) for the mae convention */
+                d_model: number;
+                /** @description the sides H,W,D, at most 2^24 cells; replaces seq_len */
+                grid: number[];
+                /** @description 1 < base ≤ 1e12 */
+                base?: number;
+                /** @description whose channel split: mae (half the channels per axis, as MAE/ViT) or positional-encodings (that PyPI package's) */
+                convention?: "mae" | "positional-encodings";
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description the positions (grid schemes: row-major cell indices) */
+                positions: number[];
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    sinusoidal3d_encode_post: {
+        parameters: {
+            query?: {
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * D Model
+                     * @description width of the encoding; divisible by 4 (2-D) or 6 (3-D) for the mae convention
+                     */
+                    d_model: number;
+                    /**
+                     * Grid
+                     * @description the sides H,W,D, at most 2^24 cells; replaces seq_len
+                     */
+                    grid: number[];
+                    /**
+                     * Base
+                     * @description 1 < base ≤ 1e12
+                     * @default 10000
+                     */
+                    base?: number;
+                    /**
+                     * Convention
+                     * @description whose channel split: mae (half the channels per axis, as MAE/ViT) or positional-encodings (that PyPI package's)
+                     * @default mae
+                     * @enum {string}
+                     */
+                    convention?: "mae" | "positional-encodings";
+                    /**
+                     * Dtype
+                     * @description the served type; computed exactly, rounded once
+                     * @default float32
+                     * @enum {string}
+                     */
+                    dtype?: "float32" | "float64" | "float16";
+                    /**
+                     * Positions
+                     * @description the positions (grid schemes: row-major cell indices)
+                     */
+                    positions: number[];
+                    /**
+                     * Embeddings
+                     * @description shape (len(positions), d_model); the encoding is added
+                     */
+                    embeddings?: number[][] | null;
+                    /**
+                     * Scale
+                     * @description multiply embeddings by √d_model
+                     * @default false
+                     */
+                    scale?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    sinusoidal3d_similarity_get: {
+        parameters: {
+            query: {
+                /** @description width of the encoding; divisible by 4 (2-D) or 6 (3-D) for the mae convention */
+                d_model: number;
+                /** @description the sides H,W,D, at most 2^24 cells; replaces seq_len */
+                grid: number[];
+                /** @description 1 < base ≤ 1e12 */
+                base?: number;
+                /** @description whose channel split: mae (half the channels per axis, as MAE/ViT) or positional-encodings (that PyPI package's) */
+                convention?: "mae" | "positional-encodings";
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description cosine, dot or euclidean */
+                metric?: "cosine" | "dot" | "euclidean";
+                /** @description compare every row with this position */
+                reference?: number | null;
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    sinusoidal3d_verify_get: {
+        parameters: {
+            query: {
+                /** @description width of the encoding; divisible by 4 (2-D) or 6 (3-D) for the mae convention */
+                d_model: number;
+                /** @description the sides H,W,D, at most 2^24 cells; replaces seq_len */
+                grid: number[];
+                /** @description 1 < base ≤ 1e12 */
+                base?: number;
+                /** @description whose channel split: mae (half the channels per axis, as MAE/ViT) or positional-encodings (that PyPI package's) */
+                convention?: "mae" | "positional-encodings";
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the report: each check measured on the served array */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        params: Record<string, never>;
+                        passed: boolean;
+                        checks: {
+                            name: string;
+                            holds: boolean;
+                            statistic: string;
+                            value: number | null;
+                            tolerance: number;
+                            detail: string;
+                        }[];
+                        statistics: {
+                            name: string;
+                            value: unknown;
+                            detail: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description If-None-Match named this answer */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    sinusoidal3d_verify_post: {
+        parameters: {
+            query: {
+                /** @description width of the encoding; divisible by 4 (2-D) or 6 (3-D) for the mae convention */
+                d_model: number;
+                /** @description the sides H,W,D, at most 2^24 cells; replaces seq_len */
+                grid: number[];
+                /** @description 1 < base ≤ 1e12 */
+                base?: number;
+                /** @description whose channel split: mae (half the channels per axis, as MAE/ViT) or positional-encodings (that PyPI package's) */
+                convention?: "mae" | "positional-encodings";
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description the position of the first row */
+                offset?: number;
+                /** @description a position is bad when a value is off by more ulps than this */
+                tolerance_ulp?: number;
+                /** @description json: the report; plotly: error by position, log scale */
+                format?: "json" | "plotly";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-npy": string;
+                "application/octet-stream": string;
+                "application/json": {
+                    data: number[][];
+                };
+            };
+        };
+        responses: {
+            /** @description the conformance report, or its error by position as a figure */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        params: Record<string, never>;
+                        conforms: boolean;
+                        max_abs_error: number;
+                        max_ulp_error: number;
+                        first_bad_position: number | null;
+                        error_by_position: number[];
+                        diagnosis: {
+                            name: string;
+                            summary: string;
+                            evidence: Record<string, never>;
+                        }[];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                };
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    index_table_get: {
+        parameters: {
+            query: {
+                /** @description width of the encoding */
+                d_model: number;
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description number of positions, ≥ 1 */
+                seq_len: number;
+                /** @description the first position */
+                offset?: number;
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    index_encode_get: {
+        parameters: {
+            query: {
+                /** @description width of the encoding */
+                d_model: number;
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description the positions (grid schemes: row-major cell indices) */
+                positions: number[];
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    index_encode_post: {
+        parameters: {
+            query?: {
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * D Model
+                     * @description width of the encoding
+                     */
+                    d_model: number;
+                    /**
+                     * Dtype
+                     * @description the served type; computed exactly, rounded once
+                     * @default float32
+                     * @enum {string}
+                     */
+                    dtype?: "float32" | "float64" | "float16";
+                    /**
+                     * Positions
+                     * @description the positions (grid schemes: row-major cell indices)
+                     */
+                    positions: number[];
+                    /**
+                     * Embeddings
+                     * @description shape (len(positions), d_model); the encoding is added
+                     */
+                    embeddings?: number[][] | null;
+                    /**
+                     * Scale
+                     * @description multiply embeddings by √d_model
+                     * @default false
+                     */
+                    scale?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    index_similarity_get: {
+        parameters: {
+            query: {
+                /** @description width of the encoding */
+                d_model: number;
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description number of positions, ≥ 1 */
+                seq_len: number;
+                /** @description the first position */
+                offset?: number;
+                /** @description cosine, dot or euclidean */
+                metric?: "cosine" | "dot" | "euclidean";
+                /** @description compare every row with this position */
+                reference?: number | null;
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    index_verify_get: {
+        parameters: {
+            query: {
+                /** @description width of the encoding */
+                d_model: number;
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description number of positions, ≥ 1 */
+                seq_len?: number;
+                /** @description the first position */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the report: each check measured on the served array */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        params: Record<string, never>;
+                        passed: boolean;
+                        checks: {
+                            name: string;
+                            holds: boolean;
+                            statistic: string;
+                            value: number | null;
+                            tolerance: number;
+                            detail: string;
+                        }[];
+                        statistics: {
+                            name: string;
+                            value: unknown;
+                            detail: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description If-None-Match named this answer */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    index_verify_post: {
+        parameters: {
+            query: {
+                /** @description width of the encoding */
+                d_model: number;
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description the position of the first row */
+                offset?: number;
+                /** @description a position is bad when a value is off by more ulps than this */
+                tolerance_ulp?: number;
+                /** @description json: the report; plotly: error by position, log scale */
+                format?: "json" | "plotly";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-npy": string;
+                "application/octet-stream": string;
+                "application/json": {
+                    data: number[][];
+                };
+            };
+        };
+        responses: {
+            /** @description the conformance report, or its error by position as a figure */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        params: Record<string, never>;
+                        conforms: boolean;
+                        max_abs_error: number;
+                        max_ulp_error: number;
+                        first_bad_position: number | null;
+                        error_by_position: number[];
+                        diagnosis: {
+                            name: string;
+                            summary: string;
+                            evidence: Record<string, never>;
+                        }[];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                };
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    normalized_table_get: {
+        parameters: {
+            query: {
+                /** @description width of the encoding */
+                d_model: number;
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description number of positions, ≥ 1 */
+                seq_len: number;
+                /** @description the first position */
+                offset?: number;
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    normalized_encode_get: {
+        parameters: {
+            query: {
+                /** @description width of the encoding */
+                d_model: number;
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description the positions (grid schemes: row-major cell indices) */
+                positions: number[];
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    normalized_encode_post: {
+        parameters: {
+            query?: {
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * D Model
+                     * @description width of the encoding
+                     */
+                    d_model: number;
+                    /**
+                     * Dtype
+                     * @description the served type; computed exactly, rounded once
+                     * @default float32
+                     * @enum {string}
+                     */
+                    dtype?: "float32" | "float64" | "float16";
+                    /**
+                     * Positions
+                     * @description the positions (grid schemes: row-major cell indices)
+                     */
+                    positions: number[];
+                    /**
+                     * Embeddings
+                     * @description shape (len(positions), d_model); the encoding is added
+                     */
+                    embeddings?: number[][] | null;
+                    /**
+                     * Scale
+                     * @description multiply embeddings by √d_model
+                     * @default false
+                     */
+                    scale?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    normalized_similarity_get: {
+        parameters: {
+            query: {
+                /** @description width of the encoding */
+                d_model: number;
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description number of positions, ≥ 1 */
+                seq_len: number;
+                /** @description the first position */
+                offset?: number;
+                /** @description cosine, dot or euclidean */
+                metric?: "cosine" | "dot" | "euclidean";
+                /** @description compare every row with this position */
+                reference?: number | null;
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    normalized_verify_get: {
+        parameters: {
+            query: {
+                /** @description width of the encoding */
+                d_model: number;
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description number of positions, ≥ 1 */
+                seq_len?: number;
+                /** @description the first position */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the report: each check measured on the served array */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        params: Record<string, never>;
+                        passed: boolean;
+                        checks: {
+                            name: string;
+                            holds: boolean;
+                            statistic: string;
+                            value: number | null;
+                            tolerance: number;
+                            detail: string;
+                        }[];
+                        statistics: {
+                            name: string;
+                            value: unknown;
+                            detail: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description If-None-Match named this answer */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    normalized_verify_post: {
+        parameters: {
+            query: {
+                /** @description width of the encoding */
+                d_model: number;
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description the position of the first row */
+                offset?: number;
+                /** @description a position is bad when a value is off by more ulps than this */
+                tolerance_ulp?: number;
+                /** @description json: the report; plotly: error by position, log scale */
+                format?: "json" | "plotly";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-npy": string;
+                "application/octet-stream": string;
+                "application/json": {
+                    data: number[][];
+                };
+            };
+        };
+        responses: {
+            /** @description the conformance report, or its error by position as a figure */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        params: Record<string, never>;
+                        conforms: boolean;
+                        max_abs_error: number;
+                        max_ulp_error: number;
+                        first_bad_position: number | null;
+                        error_by_position: number[];
+                        diagnosis: {
+                            name: string;
+                            summary: string;
+                            evidence: Record<string, never>;
+                        }[];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                };
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    binary_table_get: {
+        parameters: {
+            query: {
+                /** @description width of the encoding */
+                d_model: number;
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description number of positions, ≥ 1 */
+                seq_len: number;
+                /** @description the first position */
+                offset?: number;
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    binary_encode_get: {
+        parameters: {
+            query: {
+                /** @description width of the encoding */
+                d_model: number;
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description the positions (grid schemes: row-major cell indices) */
+                positions: number[];
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    binary_encode_post: {
+        parameters: {
+            query?: {
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * D Model
+                     * @description width of the encoding
+                     */
+                    d_model: number;
+                    /**
+                     * Dtype
+                     * @description the served type; computed exactly, rounded once
+                     * @default float32
+                     * @enum {string}
+                     */
+                    dtype?: "float32" | "float64" | "float16";
+                    /**
+                     * Positions
+                     * @description the positions (grid schemes: row-major cell indices)
+                     */
+                    positions: number[];
+                    /**
+                     * Embeddings
+                     * @description shape (len(positions), d_model); the encoding is added
+                     */
+                    embeddings?: number[][] | null;
+                    /**
+                     * Scale
+                     * @description multiply embeddings by √d_model
+                     * @default false
+                     */
+                    scale?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    binary_similarity_get: {
+        parameters: {
+            query: {
+                /** @description width of the encoding */
+                d_model: number;
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description number of positions, ≥ 1 */
+                seq_len: number;
+                /** @description the first position */
+                offset?: number;
+                /** @description cosine, dot or euclidean */
+                metric?: "cosine" | "dot" | "euclidean";
+                /** @description compare every row with this position */
+                reference?: number | null;
+                /** @description wins over the Accept header; default json */
+                format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
+                width?: number | null;
+                height?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the array, in the format chosen by `format=` or else by Accept */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        /** @description the canonical parameters of the answer */
+                        params: Record<string, never>;
+                        shape: number[];
+                        /** @enum {string} */
+                        dtype: "float32" | "float64" | "float16" | "int32";
+                        /** @description values in the shortest form that reads back exactly */
+                        data: number[] | number[][] | number[][][];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                    "application/x-npy": string;
+                    "application/octet-stream": string;
+                    "text/csv": string;
+                    "image/png": string;
+                };
+            };
+            /** @description If-None-Match named this answer: the cached copy is current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    binary_verify_get: {
+        parameters: {
+            query: {
+                /** @description width of the encoding */
+                d_model: number;
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description number of positions, ≥ 1 */
+                seq_len?: number;
+                /** @description the first position */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the report: each check measured on the served array */
+            200: {
+                headers: {
+                    /** @description strong, from the canonical query */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    Vary?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        params: Record<string, never>;
+                        passed: boolean;
+                        checks: {
+                            name: string;
+                            holds: boolean;
+                            statistic: string;
+                            value: number | null;
+                            tolerance: number;
+                            detail: string;
+                        }[];
+                        statistics: {
+                            name: string;
+                            value: unknown;
+                            detail: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description If-None-Match named this answer */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    binary_verify_post: {
+        parameters: {
+            query: {
+                /** @description width of the encoding */
+                d_model: number;
+                /** @description the served type; computed exactly, rounded once */
+                dtype?: "float32" | "float64" | "float16";
+                /** @description the position of the first row */
+                offset?: number;
+                /** @description a position is bad when a value is off by more ulps than this */
+                tolerance_ulp?: number;
+                /** @description json: the report; plotly: error by position, log scale */
+                format?: "json" | "plotly";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-npy": string;
+                "application/octet-stream": string;
+                "application/json": {
+                    data: number[][];
+                };
+            };
+        };
+        responses: {
+            /** @description the conformance report, or its error by position as a figure */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        params: Record<string, never>;
+                        conforms: boolean;
+                        max_abs_error: number;
+                        max_ulp_error: number;
+                        first_bad_position: number | null;
+                        error_by_position: number[];
+                        diagnosis: {
+                            name: string;
+                            summary: string;
+                            evidence: Record<string, never>;
+                        }[];
+                    } | {
+                        data: Record<string, never>[];
+                        layout: Record<string, never>;
+                    };
+                };
+            };
+            /** @description the body or the request is not parseable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    listing_v1_schemes_get: {
         parameters: {
             query?: never;
             header?: never;
@@ -1164,163 +8676,6 @@ export interface operations {
                 content: {
                     "application/json": {
                         [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description the body is not parseable */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        errors?: {
-                            loc: (string | number)[];
-                            msg: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description the body is over POSENC_MAX_BODY_BYTES */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        errors?: {
-                            loc: (string | number)[];
-                            msg: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description a parameter is invalid, does not apply to the scheme, or the answer would be over a size limit */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        errors?: {
-                            loc: (string | number)[];
-                            msg: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        errors?: {
-                            loc: (string | number)[];
-                            msg: string;
-                        }[];
-                    };
-                };
-            };
-        };
-    };
-    rope_config_post_v1_rope_config_post: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": Record<string, never>;
-            };
-        };
-        responses: {
-            /** @description the model's rope parameters and URLs */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": unknown;
-                };
-            };
-            /** @description the body is not parseable */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        errors?: {
-                            loc: (string | number)[];
-                            msg: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description the body is over 1 MiB */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description a parameter is invalid, does not apply to the scheme, or the answer would be over a size limit */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        errors?: {
-                            loc: (string | number)[];
-                            msg: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": {
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        errors?: {
-                            loc: (string | number)[];
-                            msg: string;
-                        }[];
                     };
                 };
             };

@@ -9,7 +9,7 @@ takes the service's own `…/table` as an `.npy` body and conforms.
 >>> example({"anyOf": [{"type": "integer", "minimum": 1, "multipleOf": 4}, {"type": "null"}]}, {})
 12
 >>> example({"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2}, {})
-[12, 12]
+[4, 4]
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ METHODS = ("get", "post", "put", "patch", "delete")
 # A size small enough for every call to be quick and divisible by what a JSON schema cannot say
 # about widths: an even rope dimension, the 2-D and 3-D sinusoids' multiples of 4 and 6.
 SMALL = 12
+# Items of arrays are smaller: grid sides multiply (a 3-D grid of 4 is 64 cells, and its
+# similarity 64² values, well inside the text limit).
+SMALL_ITEM = 4
 # How each format's answer is read (API.md §3); openapi-fetch calls this `parseAs`.
 PARSE_AS = {"json": "json", "plotly": "json", "csv": "text"}
 ARRAY_FORMATS = ("json", "npy", "bin")
@@ -123,10 +126,10 @@ def _branch(document: Mapping[str, Json], schema: Json) -> Json:
     return schema
 
 
-def _small_number(schema: Mapping[str, Json], integer: bool) -> int | float:
+def _small_number(schema: Mapping[str, Json], integer: bool, small: int) -> int | float:
     low = schema.get("minimum", schema.get("exclusiveMinimum"))
     high = schema.get("maximum", schema.get("exclusiveMaximum"))
-    value: float = SMALL
+    value: float = small
     if low is not None and value <= low:
         value = low + 1 if "exclusiveMinimum" in schema else low
     if high is not None and value >= high:
@@ -137,7 +140,7 @@ def _small_number(schema: Mapping[str, Json], integer: bool) -> int | float:
     return int(value) if integer else float(value)
 
 
-def example(schema: Json, document: Mapping[str, Json]) -> Json:
+def example(schema: Json, document: Mapping[str, Json], small: int = SMALL) -> Json:
     """A valid value of `schema`: its example, else its default, else its first choice, else a
     small value in its range (arrays as short as allowed, objects with their required fields)."""
     schema = _branch(document, schema)
@@ -150,11 +153,12 @@ def example(schema: Json, document: Mapping[str, Json]) -> Json:
         return schema["enum"][0]
     kind = schema.get("type")
     if kind in ("integer", "number"):
-        return _small_number(schema, kind == "integer")
+        return _small_number(schema, kind == "integer", small)
     if kind == "boolean":
         return False
     if kind == "array":
-        return [example(schema.get("items", {}), document)] * max(schema.get("minItems", 1), 1)
+        item = example(schema.get("items", {}), document, SMALL_ITEM)
+        return [item] * max(schema.get("minItems", 1), 1)
     if kind == "object" or "properties" in schema:
         properties = schema.get("properties", {})
         return {
