@@ -27,14 +27,18 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# What the system tests drive: Debian's chromium, nginx and docker-compose, and the page test's
-# node packages (playwright-core, which downloads no browser). The Docker engine and its test
-# base image come from scripts/docker-test-env.sh, which the container tests call.
+# What the system tests drive: Debian's chromium, nginx and docker-compose, the page test's
+# node packages (playwright-core, which downloads no browser), and those of the generated
+# clients' test and of the JavaScript example (openapi-typescript, openapi-fetch, typescript 5).
+# The Docker engine and its test base image come from scripts/docker-test-env.sh, which the
+# container tests call.
 system-deps:
 	command -v chromium >/dev/null && command -v nginx >/dev/null && \
 		command -v docker-compose >/dev/null || \
 		(apt-get update -qq && apt-get install -y -qq chromium nginx docker-compose)
 	cd tests/browser && npm ci --silent --no-audit --no-fund
+	cd tests/clients && npm ci --silent --no-audit --no-fund
+	cd examples/js && npm ci --silent --no-audit --no-fund
 
 # Everything, slow system tests included: what CI runs.
 test: lint system-deps
