@@ -34,7 +34,8 @@ from posenc.cost import Cost
 from posenc.errors import ParameterError
 from posenc.exact import MAX_POSITION
 
-DTYPES = ("float16", "float32", "float64")
+# int32 for integer arrays (T5's buckets), compared for equality.
+DTYPES = ("float16", "float32", "float64", "int32")
 MEDIA_TYPES = ("application/x-npy", "application/octet-stream", "application/json")
 
 # Peak bytes held while a JSON body of B bytes is read and parsed: the body, plus arrays of at
@@ -159,7 +160,7 @@ def _npy(body: bytes | bytearray) -> npt.NDArray[np.floating]:
             shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
     except ValueError as e:
         raise ParameterError("body", f"not a valid .npy file: {e}") from None
-    if dtype.kind != "f" or dtype.name not in DTYPES:
+    if dtype.name not in DTYPES:
         raise ParameterError("body", f"dtype must be one of {', '.join(DTYPES)}, got {dtype}")
     return _from_bytes(body, stream.tell(), shape, dtype, "body", "F" if fortran else "C")
 

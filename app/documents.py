@@ -107,12 +107,13 @@ def _array_answer() -> dict[int | str, dict[str, Any]]:
         200: {
             "description": "the array, in the format chosen by `format=` or else by Accept",
             "headers": _ARRAY_HEADERS,
+            # Binary types first: some generators parse an answer by the first type listed.
             "content": {
-                "application/json": {"schema": {"oneOf": [ENVELOPE, FIGURE]}},
-                "application/x-npy": _BINARY,
                 "application/octet-stream": _BINARY,
-                "text/csv": {"schema": {"type": "string"}},
+                "application/x-npy": _BINARY,
                 "image/png": _BINARY,
+                "text/csv": {"schema": {"type": "string"}},
+                "application/json": {"schema": {"oneOf": [ENVELOPE, FIGURE]}},
             },
         },
         304: {"description": "If-None-Match named this answer: the cached copy is current"},
@@ -207,11 +208,9 @@ def responses(scheme: Scheme, endpoint: str) -> dict[int | str, dict[str, Any]]:
 
 
 def extra_responses(extra: Extra) -> dict[int | str, dict[str, Any]]:
+    answer = {"type": "object", **extra.answer_schema}
     return {
-        200: {
-            "description": extra.summary,
-            "content": {"application/json": {"schema": {"type": "object"}}},
-        },
+        200: {"description": extra.summary, "content": {"application/json": {"schema": answer}}},
         **PROBLEMS,
     }
 
@@ -240,10 +239,77 @@ ARRAY_BODY: dict[str, Any] = {
         },
     },
 }
-JSON_OBJECT_BODY: dict[str, Any] = {
-    "required": True,
-    "content": {"application/json": {"schema": {"type": "object"}}},
+ARRAY_HEADERS: list[dict[str, Any]] = [
+    {
+        "name": "X-Array-Shape",
+        "in": "header",
+        "required": False,
+        "description": "raw bodies (application/octet-stream): the shape, e.g. 128,512",
+        "schema": {"type": "string", "pattern": "^[0-9]+(,[0-9]+){0,2}$"},
+    },
+    {
+        "name": "X-Array-Dtype",
+        "in": "header",
+        "required": False,
+        "description": "raw bodies: the values' type, little-endian",
+        "schema": {"type": "string", "enum": ["float16", "float32", "float64", "int32"]},
+    },
+]
+HEALTH: dict[str, Any] = {
+    "type": "object",
+    "required": ["status"],
+    "properties": {"status": {"type": "string"}},
 }
+_PARAMETER = {
+    "type": "object",
+    "required": ["name", "type", "default", "required", "rule"],
+    "properties": {
+        "name": {"type": "string"},
+        "type": {"type": "string"},
+        "default": {},
+        "required": {"type": "boolean"},
+        "rule": {"type": "string"},
+        "minimum": {"type": ["number", "null"]},
+        "maximum": {"type": ["number", "null"]},
+        "exclusive_minimum": {"type": "boolean"},
+        "multiple_of": {"type": ["integer", "null"]},
+        "min_items": {"type": ["integer", "null"]},
+        "max_items": {"type": ["integer", "null"]},
+        "choices": {"type": ["array", "null"], "items": {"type": "string"}},
+    },
+}
+SCHEMES_LIST: dict[str, Any] = {
+    "type": "object",
+    "required": ["schemes"],
+    "properties": {
+        "schemes": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "summary", "parameters", "endpoints", "paths"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "summary": {"type": "string"},
+                    "parameters": {"type": "array", "items": _PARAMETER},
+                    "components": {"type": "array", "items": {"type": "string"}},
+                    "dtypes": {"type": "array", "items": {"type": "string"}},
+                    "rows": {"type": "string"},
+                    "endpoints": {"type": "array", "items": {"type": "string"}},
+                    "paths": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "similarity": {"type": "boolean"},
+                    "conformance": {"type": "boolean"},
+                    "rotates": {"type": "boolean"},
+                    "examples": {"type": "array", "items": {"type": "object"}},
+                },
+            },
+        }
+    },
+}
+
+
+def extra_body(extra: Extra) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", **extra.body_schema}
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
 
 
 def encode_body(scheme: Scheme) -> dict[str, Any]:

@@ -276,6 +276,7 @@ async def conformance(request: Request, scheme: Scheme, query: BaseModel) -> Res
     dtype, component = dtype_of(scheme, query), component_of(scheme, query)
     offset, tolerance = getattr(query, "offset"), getattr(query, "tolerance_ulp")  # noqa: B009
     content_type = request.headers.get("content-type", "")
+    request.state.param_source = "body"  # what goes wrong from here is the body's
     await _admit_body(request)
     json_dtype = dtype if dtype != "int32" else "float64"
     received = await bodies.receive(request)

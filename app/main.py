@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from fastapi import FastAPI, Request, Response
@@ -13,7 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 import posenc
-from app import operations, problems
+from app import documents, operations, problems
 from app.admission import AdmissionMiddleware, Budget
 from app.metrics import Metrics, MetricsMiddleware
 from app.middleware import BodyLimitMiddleware, FlowControlMiddleware, SecurityHeadersMiddleware
@@ -79,12 +80,16 @@ def create_app(settings: Settings | None = None, schemes: tuple[Scheme, ...] = S
 
 
 def _add_operations(app: FastAPI) -> None:
-    @app.get("/healthz", tags=["operations"])
+    health: dict[int | str, dict[str, Any]] = {
+        200: {"content": {"application/json": {"schema": documents.HEALTH}}}
+    }
+
+    @app.get("/healthz", tags=["operations"], responses=health)
     def healthz() -> dict[str, str]:
         """Liveness: the process answers."""
         return {"status": "ok"}
 
-    @app.get("/readyz", tags=["operations"])
+    @app.get("/readyz", tags=["operations"], responses=health)
     def readyz(request: Request) -> dict[str, str]:
         """Readiness: the core computes and the cache stores."""
         cache: posenc.ByteBoundedCache = request.app.state.cache
@@ -95,7 +100,11 @@ def _add_operations(app: FastAPI) -> None:
             raise RuntimeError("the core computed a wrong probe table")
         return {"status": "ready"}
 
-    @app.get("/metrics", tags=["operations"], response_class=Response)
+    text: dict[int | str, dict[str, Any]] = {
+        200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}}
+    }
+
+    @app.get("/metrics", tags=["operations"], response_class=Response, responses=text)
     def metrics(request: Request) -> Response:
         """Prometheus text format: requests and latency by route and status; cache figures."""
         body = generate_latest(request.app.state.metrics.registry)

@@ -59,7 +59,13 @@ def router(schemes: tuple[Scheme, ...]) -> APIRouter:
         """Every scheme with its parameters, defaults, limits and operations."""
         return document
 
-    made.add_api_route("/schemes", listing, methods=["GET"], tags=["schemes"])
+    made.add_api_route(
+        "/schemes",
+        listing,
+        methods=["GET"],
+        tags=["schemes"],
+        responses={200: {"content": {"application/json": {"schema": documents.SCHEMES_LIST}}}},
+    )
     return made
 
 
@@ -137,7 +143,10 @@ def _add_post_verify(made: APIRouter, scheme: Scheme) -> None:
         description=documents.descriptions["conformance"],
         response_class=Response,
         responses=documents.responses(scheme, "conformance"),
-        openapi_extra={"requestBody": documents.ARRAY_BODY},
+        openapi_extra={
+            "requestBody": documents.ARRAY_BODY,
+            "parameters": documents.ARRAY_HEADERS,
+        },
     )
 
 
@@ -161,7 +170,7 @@ def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
         summary=extra.summary,
         response_class=Response,
         responses=documents.extra_responses(extra),
-        openapi_extra={"requestBody": documents.JSON_OBJECT_BODY},
+        openapi_extra={"requestBody": documents.extra_body(extra)},
     )
 
 

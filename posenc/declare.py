@@ -129,6 +129,9 @@ class Extra:
     name: str
     summary: str
     handle: Callable[[Any], dict[str, Any]]
+    # JSON Schema keywords of the body and the answer (properties, examples), for the document.
+    body_schema: dict[str, Any] = field(default_factory=dict)
+    answer_schema: dict[str, Any] = field(default_factory=dict)
     max_body_bytes: int = 2**20
 
 

@@ -142,6 +142,8 @@ _ROPE_CONFIG = Extra(
     "The rope a model uses, from its config.json: canonical parameters and the URLs of its "
     "table and verify",
     rope_config.describe,
+    rope_config.BODY_SCHEMA,
+    rope_config.ANSWER_SCHEMA,
 )
 
 SCHEMES: tuple[Scheme, ...] = (

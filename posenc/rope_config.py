@@ -300,3 +300,42 @@ def describe(config: Mapping[str, Any]) -> dict[str, Any]:
             "alias_verify": f"/v1/verify?scheme=rope&{given}&{rows}",
         },
     }
+
+
+_NUMBER = {"type": "number"}
+# What the document says of a config.json: the fields read, and a real one as the example.
+BODY_SCHEMA: dict[str, Any] = {
+    "description": "a model's config.json (transformers); other fields are ignored",
+    "properties": {
+        "head_dim": {"type": "integer", "minimum": 2},
+        "hidden_size": {"type": "integer", "minimum": 2},
+        "num_attention_heads": {"type": "integer", "minimum": 1},
+        "rope_theta": _NUMBER,
+        "rope_scaling": {"type": ["object", "null"]},
+        "rope_parameters": {"type": ["object", "null"]},
+        "partial_rotary_factor": _NUMBER,
+        "max_position_embeddings": {"type": "integer", "minimum": 1},
+    },
+    "examples": [
+        {
+            "model_type": "llama",
+            "hidden_size": 4096,
+            "num_attention_heads": 32,
+            "max_position_embeddings": 4096,
+            "rope_theta": 10000.0,
+            "rope_scaling": None,
+        }
+    ],
+}
+ANSWER_SCHEMA: dict[str, Any] = {
+    "required": ["scheme", "params", "rotary_dim", "urls"],
+    "properties": {
+        "scheme": {"type": "string"},
+        "params": {"type": "object"},
+        "head_dim": {"type": "integer"},
+        "rotary_dim": {"type": "integer"},
+        "partial_rotary_factor": _NUMBER,
+        "max_position_embeddings": {"type": ["integer", "null"]},
+        "urls": {"type": "object", "additionalProperties": {"type": "string"}},
+    },
+}

@@ -911,6 +911,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -924,10 +928,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -1057,6 +1057,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -1070,10 +1074,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -1248,6 +1248,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -1261,10 +1265,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -1400,6 +1400,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -1413,10 +1417,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -1667,7 +1667,12 @@ export interface operations {
                 /** @description json: the report; plotly: error by position, log scale */
                 format?: "json" | "plotly";
             };
-            header?: never;
+            header?: {
+                /** @description raw bodies (application/octet-stream): the shape, e.g. 128,512 */
+                "X-Array-Shape"?: string;
+                /** @description raw bodies: the values' type, little-endian */
+                "X-Array-Dtype"?: "float16" | "float32" | "float64" | "int32";
+            };
             path?: never;
             cookie?: never;
         };
@@ -1852,6 +1857,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -1865,10 +1874,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -2022,6 +2027,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -2035,10 +2044,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -2282,6 +2287,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -2295,10 +2304,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -2458,6 +2463,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -2471,10 +2480,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -2771,7 +2776,12 @@ export interface operations {
                 /** @description json: the report; plotly: error by position, log scale */
                 format?: "json" | "plotly";
             };
-            header?: never;
+            header?: {
+                /** @description raw bodies (application/octet-stream): the shape, e.g. 128,512 */
+                "X-Array-Shape"?: string;
+                /** @description raw bodies: the values' type, little-endian */
+                "X-Array-Dtype"?: "float16" | "float32" | "float64" | "int32";
+            };
             path?: never;
             cookie?: never;
         };
@@ -2895,7 +2905,16 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": {
+                    head_dim?: number;
+                    hidden_size?: number;
+                    num_attention_heads?: number;
+                    rope_theta?: number;
+                    rope_scaling?: Record<string, never> | null;
+                    rope_parameters?: Record<string, never> | null;
+                    partial_rotary_factor?: number;
+                    max_position_embeddings?: number;
+                };
             };
         };
         responses: {
@@ -2905,7 +2924,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        scheme: string;
+                        params: Record<string, never>;
+                        head_dim?: number;
+                        rotary_dim: number;
+                        partial_rotary_factor?: number;
+                        max_position_embeddings?: number | null;
+                        urls: {
+                            [key: string]: string;
+                        };
+                    };
                 };
             };
             /** @description the body or the request is not parseable */
@@ -3022,6 +3051,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -3035,10 +3068,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -3160,6 +3189,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -3173,10 +3206,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -3329,6 +3358,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -3342,10 +3375,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -3578,7 +3607,12 @@ export interface operations {
                 /** @description json: the report; plotly: error by position, log scale */
                 format?: "json" | "plotly";
             };
-            header?: never;
+            header?: {
+                /** @description raw bodies (application/octet-stream): the shape, e.g. 128,512 */
+                "X-Array-Shape"?: string;
+                /** @description raw bodies: the values' type, little-endian */
+                "X-Array-Dtype"?: "float16" | "float32" | "float64" | "int32";
+            };
             path?: never;
             cookie?: never;
         };
@@ -3731,6 +3765,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -3744,10 +3782,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -3869,6 +3903,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -3882,10 +3920,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -4036,6 +4070,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -4049,10 +4087,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -4287,7 +4321,12 @@ export interface operations {
                 /** @description json: the report; plotly: error by position, log scale */
                 format?: "json" | "plotly";
             };
-            header?: never;
+            header?: {
+                /** @description raw bodies (application/octet-stream): the shape, e.g. 128,512 */
+                "X-Array-Shape"?: string;
+                /** @description raw bodies: the values' type, little-endian */
+                "X-Array-Dtype"?: "float16" | "float32" | "float64" | "int32";
+            };
             path?: never;
             cookie?: never;
         };
@@ -4440,6 +4479,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -4453,10 +4496,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -4582,6 +4621,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -4595,10 +4638,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -4761,6 +4800,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -4774,10 +4817,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -4905,6 +4944,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -4918,10 +4961,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -5160,7 +5199,12 @@ export interface operations {
                 /** @description json: the report; plotly: error by position, log scale */
                 format?: "json" | "plotly";
             };
-            header?: never;
+            header?: {
+                /** @description raw bodies (application/octet-stream): the shape, e.g. 128,512 */
+                "X-Array-Shape"?: string;
+                /** @description raw bodies: the values' type, little-endian */
+                "X-Array-Dtype"?: "float16" | "float32" | "float64" | "int32";
+            };
             path?: never;
             cookie?: never;
         };
@@ -5313,6 +5357,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -5326,10 +5374,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -5455,6 +5499,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -5468,10 +5516,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -5634,6 +5678,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -5647,10 +5695,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -5778,6 +5822,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -5791,10 +5839,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -6033,7 +6077,12 @@ export interface operations {
                 /** @description json: the report; plotly: error by position, log scale */
                 format?: "json" | "plotly";
             };
-            header?: never;
+            header?: {
+                /** @description raw bodies (application/octet-stream): the shape, e.g. 128,512 */
+                "X-Array-Shape"?: string;
+                /** @description raw bodies: the values' type, little-endian */
+                "X-Array-Dtype"?: "float16" | "float32" | "float64" | "int32";
+            };
             path?: never;
             cookie?: never;
         };
@@ -6184,6 +6233,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -6197,10 +6250,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -6320,6 +6369,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -6333,10 +6386,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -6481,6 +6530,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -6494,10 +6547,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -6623,6 +6672,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -6636,10 +6689,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -6870,7 +6919,12 @@ export interface operations {
                 /** @description json: the report; plotly: error by position, log scale */
                 format?: "json" | "plotly";
             };
-            header?: never;
+            header?: {
+                /** @description raw bodies (application/octet-stream): the shape, e.g. 128,512 */
+                "X-Array-Shape"?: string;
+                /** @description raw bodies: the values' type, little-endian */
+                "X-Array-Dtype"?: "float16" | "float32" | "float64" | "int32";
+            };
             path?: never;
             cookie?: never;
         };
@@ -7021,6 +7075,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -7034,10 +7092,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -7157,6 +7211,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -7170,10 +7228,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -7318,6 +7372,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -7331,10 +7389,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -7460,6 +7514,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -7473,10 +7531,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -7707,7 +7761,12 @@ export interface operations {
                 /** @description json: the report; plotly: error by position, log scale */
                 format?: "json" | "plotly";
             };
-            header?: never;
+            header?: {
+                /** @description raw bodies (application/octet-stream): the shape, e.g. 128,512 */
+                "X-Array-Shape"?: string;
+                /** @description raw bodies: the values' type, little-endian */
+                "X-Array-Dtype"?: "float16" | "float32" | "float64" | "int32";
+            };
             path?: never;
             cookie?: never;
         };
@@ -7858,6 +7917,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -7871,10 +7934,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -7994,6 +8053,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -8007,10 +8070,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -8155,6 +8214,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -8168,10 +8231,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -8297,6 +8356,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/octet-stream": string;
+                    "application/x-npy": string;
+                    "image/png": string;
+                    "text/csv": string;
                     "application/json": {
                         scheme: string;
                         /** @description the canonical parameters of the answer */
@@ -8310,10 +8373,6 @@ export interface operations {
                         data: Record<string, never>[];
                         layout: Record<string, never>;
                     };
-                    "application/x-npy": string;
-                    "application/octet-stream": string;
-                    "text/csv": string;
-                    "image/png": string;
                 };
             };
             /** @description If-None-Match named this answer: the cached copy is current */
@@ -8544,7 +8603,12 @@ export interface operations {
                 /** @description json: the report; plotly: error by position, log scale */
                 format?: "json" | "plotly";
             };
-            header?: never;
+            header?: {
+                /** @description raw bodies (application/octet-stream): the shape, e.g. 128,512 */
+                "X-Array-Shape"?: string;
+                /** @description raw bodies: the values' type, little-endian */
+                "X-Array-Dtype"?: "float16" | "float32" | "float64" | "int32";
+            };
             path?: never;
             cookie?: never;
         };
@@ -8675,6 +8739,36 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        schemes: {
+                            name: string;
+                            summary: string;
+                            parameters: {
+                                name: string;
+                                type: string;
+                                default: unknown;
+                                required: boolean;
+                                rule: string;
+                                minimum?: number | null;
+                                maximum?: number | null;
+                                exclusive_minimum?: boolean;
+                                multiple_of?: number | null;
+                                min_items?: number | null;
+                                max_items?: number | null;
+                                choices?: string[] | null;
+                            }[];
+                            components?: string[];
+                            dtypes?: string[];
+                            rows?: string;
+                            endpoints: string[];
+                            paths: {
+                                [key: string]: string;
+                            };
+                            similarity?: boolean;
+                            conformance?: boolean;
+                            rotates?: boolean;
+                            examples?: Record<string, never>[];
+                        }[];
+                    } & {
                         [key: string]: unknown;
                     };
                 };
@@ -8697,6 +8791,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        status: string;
+                    } & {
                         [key: string]: string;
                     };
                 };
@@ -8719,6 +8815,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        status: string;
+                    } & {
                         [key: string]: string;
                     };
                 };
@@ -8739,7 +8837,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "text/plain; version=1.0.0; charset=utf-8": string;
+                };
             };
         };
     };

@@ -199,6 +199,11 @@ class PythonRun:
         self.file = importlib.import_module(f"{package.__name__}.types").File
         self.failures: list[str] = []
         self.passed = 0
+        self.opened = [self.client]
+
+    def close(self) -> None:
+        for client in self.opened:
+            client.__exit__(None, None, None)
 
     def call(self, call: plan.Call, **extra: Any) -> Any:
         module = self.endpoints[PythonIdentifier(call.operation_id, prefix="")]
@@ -234,10 +239,9 @@ class PythonRun:
             if source is None:
                 return
             headers = {k: source.headers[k] for k in ("X-Array-Shape", "X-Array-Dtype")}
-            extra = {
-                "body": self.file(payload=io.BytesIO(source.content)),
-                "client": self.client.with_headers(headers),
-            }
+            client = self.client.with_headers(headers)
+            self.opened.append(client)
+            extra = {"body": self.file(payload=io.BytesIO(source.content)), "client": client}
         answer = self.answer(check.calls[0], **extra)
         if answer is None:
             return
@@ -273,8 +277,11 @@ def test_the_python_client_calls_every_operation(
     checks = list(plan.checks(document))
     missing = {PythonIdentifier(c.calls[0].operation_id, prefix="") for c in checks}
     assert not missing - set(run.endpoints), f"not generated: {missing - set(run.endpoints)}"
-    for check in checks:
-        (run.arrays if check.kind == "arrays" else run.single)(check)
+    try:
+        for check in checks:
+            (run.arrays if check.kind == "arrays" else run.single)(check)
+    finally:
+        run.close()
     assert run.failures == [], "\n".join(run.failures)
     assert run.passed == len(checks)
 
