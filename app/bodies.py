@@ -235,10 +235,13 @@ _NUMERIC[np.frombuffer(b"0123456789+-.eE,[] \t\r\n", dtype=np.uint8)] = True
 _OPEN, _CLOSE, _QUOTE, _COMMA = ord("["), ord("]"), ord('"'), ord(",")
 
 
-def invalid(loc: tuple[str | int, ...], msg: str) -> RequestValidationError:
-    """A 422 naming ``body`` and the path to what is wrong, as FastAPI's own body errors do."""
+def invalid(
+    loc: tuple[str | int, ...], msg: str, kind: str = "value_error"
+) -> RequestValidationError:
+    """A 422 naming ``body`` and the path to what is wrong, as FastAPI's own body errors do;
+    ``kind="inconsistent"`` for a rule no schema states (rows of equal length)."""
     return RequestValidationError(
-        [{"type": "value_error", "loc": ("body", *loc), "msg": msg, "input": None}]
+        [{"type": kind, "loc": ("body", *loc), "msg": msg, "input": None}]
     )
 
 
@@ -512,7 +515,7 @@ def _parse_rows(
             out = np.empty((rows, width), dtype=dtype)
         ragged = lengths != width
         if ragged.any():
-            raise invalid((key, done + int(ragged.argmax())), what)
+            raise invalid((key, done + int(ragged.argmax())), what, "inconsistent")
         values = _numbers(chunk.translate(_UNBRACKET), (key, done))
         del chunk
         if len(values) != len(opens) * width:

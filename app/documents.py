@@ -233,7 +233,11 @@ ARRAY_BODY: dict[str, Any] = {
                 "required": ["data"],
                 "additionalProperties": False,
                 "properties": {
-                    "data": {"type": "array", "items": _NUMBERS, "minItems": 1},
+                    "data": {
+                        "type": "array",
+                        "items": {**_NUMBERS, "minItems": 1},
+                        "minItems": 1,
+                    },
                 },
             }
         },

@@ -219,6 +219,9 @@ _SEQUENTIAL = (
 
 def _colour_limits(array: npt.NDArray[Any]) -> tuple[tuple[str, ...], float, float]:
     values = array.astype(np.float64, copy=False)
+    finite = np.isfinite(values)
+    if not finite.all():
+        values = values[finite]
     low, high = (float(values.min()), float(values.max())) if values.size else (0.0, 0.0)
     if low < 0:
         bound = max(-low, high) or 1.0
@@ -281,6 +284,8 @@ def png_heatmap(
     colours, low, high = _colour_limits(values)
     lut = _lut(colours)
     scaled = (values[np.ix_(rows, columns)].astype(np.float64) - low) / (high - low)
+    # Non-finite values take the ends of the map (NaN the low end), never an invalid index.
+    scaled = np.nan_to_num(scaled, nan=0.0, posinf=1.0, neginf=0.0)
     pixels = lut[np.clip((scaled * 255).round(), 0, 255).astype(np.intp)]
     return _png(pixels)
 

@@ -127,7 +127,9 @@ async def similarity(request: Request, scheme: Scheme, query: Any) -> Response:
         size = {"width": query.width, "height": query.height}
         figure = formats.Labels(title, "position", "position", query.metric, span, span, **size)
         envelope = {"scheme": scheme.name, "params": answer}
-        return Body.of(values.astype(dtype), fmt, envelope, figure, gzip)
+        with np.errstate(over="ignore"):  # float16 overflow: Body.of refuses the infinities
+            served = values.astype(dtype)
+        return Body.of(served, fmt, envelope, figure, gzip)
 
     return await serve(request, scheme, "similarity", answer, fmt, need, render)
 
@@ -235,7 +237,8 @@ async def encode_post(
             added = _matrix(embeddings, "embeddings", (count, shape[1]))
             scale = np.sqrt(shape[1]) if members.scale else 1.0
             encoded = scheme.encode(params, positions, "float64", component)
-            array = (added * scale + encoded).astype(dtype)
+            with np.errstate(over="ignore"):  # float16 overflow: Body.of refuses it
+                array = (added * scale + encoded).astype(dtype)
         else:
             array = scheme.encode(params, positions, dtype, component)
         return Body.of(array, fmt, envelope, figure, gzip)

@@ -14,7 +14,7 @@ import typing
 from functools import cache
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, create_model
 from pydantic_core import PydanticCustomError
 
 from posenc.declare import Scheme, hints, spec
@@ -84,8 +84,13 @@ PictureSide = Annotated[
 _Vector = Annotated[
     list[Annotated[float, Field(allow_inf_nan=False, ge=-1e6, le=1e6)]],
     BeforeValidator(_comma_list),
-    Field(min_length=2, max_length=65536),
+    # The vector travels in the URL: at most 4096 numbers keep it within what servers accept.
+    Field(min_length=2, max_length=4096),
 ]
+
+
+# Rows of numbers, at least one each; their common length (d_model) is a rule of the body.
+_Rows = Annotated[list[Annotated[list[float], Field(min_length=1)]], Field(min_length=1)]
 
 
 def _field_type(hint: Any, limits: dict[str, Any]) -> Any:
@@ -191,17 +196,21 @@ def _request_fields(scheme: Scheme, endpoint: Endpoint) -> dict[str, Any]:
         )
         fields["width"] = (PictureSide | None, Field(None))
         fields["height"] = (PictureSide | None, Field(None))
-    if endpoint == "encode_body":
+    if endpoint == "encode_body" and scheme.vectors is not None:
         fields["embeddings"] = (
-            list[list[float]] | None,
+            _Rows | None,
             Field(None, description="shape (len(positions), d_model); the encoding is added"),
         )
         if scheme.rotates:
             fields["vectors"] = (
-                list[list[float]] | None,
+                _Rows | None,
                 Field(None, description="shape (len(positions), d_model); returned rotated"),
             )
-        fields["scale"] = (bool, Field(False, description="multiply embeddings by √d_model"))
+    if endpoint == "encode_body":
+        fields["scale"] = (
+            StrictBool,  # a JSON body says true or false, not 0 or "yes"
+            Field(False, description="multiply embeddings by √d_model"),
+        )
     return fields
 
 

@@ -94,6 +94,8 @@ def _validation_error(request: Request, exc: Exception) -> Response:
     kinds = {error.get("type") for error in exc.errors()}
     if kinds == {"extra_forbidden"} and _known_elsewhere(request, errors):
         return problem(422, detail, errors, "urn:posenc:problem:not-applicable")
+    if kinds == {"inconsistent"}:
+        return problem(422, detail, errors, "urn:posenc:problem:inconsistent-parameters")
     return problem(422, detail, errors)
 
 

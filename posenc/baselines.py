@@ -38,7 +38,9 @@ def index(
     >>> index(BaselineParams(2), np.array([0, 3]), "float32").tolist()
     [[0.0, 0.0], [3.0, 3.0]]
     """
-    return np.repeat(positions.astype(np.float64)[:, None], params.d_model, axis=1).astype(dtype)
+    column = positions.astype(np.float64)[:, None]
+    with np.errstate(over="ignore"):  # float16 overflows past 65504: the answer refuses it
+        return np.repeat(column, params.d_model, axis=1).astype(dtype)
 
 
 def normalized(

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from posenc.errors import ParameterError
+from posenc.errors import InconsistentError, ParameterError
 from posenc.rope import Layout, RopeParams, Scaling
 
 # transformers' rope_type → our scaling.
@@ -113,7 +113,7 @@ def from_config(config: Mapping[str, Any]) -> RopeConfig:
     else:
         partial = rotary / head
     if rotary < 2 or rotary % 2:
-        raise ParameterError(
+        raise InconsistentError(
             "partial_rotary_factor",
             f"gives a rotary dimension of {rotary} (head {head}): it must be even and ≥ 2",
         )
@@ -132,7 +132,7 @@ def from_config(config: Mapping[str, Any]) -> RopeConfig:
         original = _integer(config, "original_max_position_embeddings", "") or original
         original = original or max_positions
         if original is None:
-            raise ParameterError(
+            raise InconsistentError(
                 f"{where}.original_max_position_embeddings",
                 f"is required with rope_type={rope_type} (or max_position_embeddings)",
             )
@@ -141,7 +141,7 @@ def from_config(config: Mapping[str, Any]) -> RopeConfig:
     elif scaling == "dynamic":
         original = max_positions  # transformers' dynamic scaling reads the trained length here
         if original is None:
-            raise ParameterError("max_position_embeddings", "is required with rope_type=dynamic")
+            raise InconsistentError("max_position_embeddings", "is required with rope_type=dynamic")
     else:
         original = None
     values["original_max_position_embeddings"] = original
@@ -151,7 +151,7 @@ def from_config(config: Mapping[str, Any]) -> RopeConfig:
         params = RopeParams(d_model=rotary, base=base, layout=layout, scaling=scaling, **given)
     except ParameterError as error:
         config_name = {"d_model": "head_dim", "base": "rope_theta"}
-        raise ParameterError(
+        raise type(error)(
             config_name.get(error.param, f"{where}.{error.param}"), error.message
         ) from None
     return RopeConfig(params, head, partial, max_positions)
@@ -202,7 +202,7 @@ def _head_dim(config: Mapping[str, Any]) -> int:
     hidden = _integer(config, "hidden_size", "") or _integer(config, "n_embd", "")
     heads = _integer(config, "num_attention_heads", "") or _integer(config, "n_head", "")
     if hidden is None or heads is None:
-        raise ParameterError(
+        raise InconsistentError(
             "head_dim", "is required, or hidden_size and num_attention_heads to derive it"
         )
     return hidden // heads
@@ -220,7 +220,7 @@ def _factors(
     ):
         raise ParameterError(f"{where}.{name}", "must be a list of positive numbers")
     if len(values) != rotary // 2:
-        raise ParameterError(
+        raise InconsistentError(
             f"{where}.{name}",
             f"must hold rotary dimension / 2 = {rotary // 2} numbers, got {len(values)}",
         )
@@ -303,18 +303,38 @@ def describe(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 _NUMBER = {"type": "number"}
+_POSITIVE = {"type": "number", "exclusiveMinimum": 0, "maximum": 1e6}
+_ROPE: dict[str, Any] = {
+    "type": ["object", "null"],
+    "additionalProperties": False,
+    "properties": {
+        "rope_type": {"type": "string", "enum": sorted(_SCALINGS)},
+        "type": {"type": "string", "enum": sorted(_SCALINGS)},
+        "rope_theta": {"type": "number", "exclusiveMinimum": 1, "maximum": 1e12},
+        "partial_rotary_factor": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+        "original_max_position_embeddings": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 2**31 - 1,
+        },
+        "truncate": {"type": "boolean"},
+        "short_factor": {"type": "array", "items": _POSITIVE},
+        "long_factor": {"type": "array", "items": _POSITIVE},
+        **{name: _POSITIVE for name in _NUMBERS},
+    },
+}
 # What the document says of a config.json: the fields read, and a real one as the example.
 BODY_SCHEMA: dict[str, Any] = {
-    "description": "a model's config.json (transformers); other fields are ignored",
+    "description": "a model's config.json (transformers); fields not listed here are ignored",
     "properties": {
-        "head_dim": {"type": "integer", "minimum": 2},
-        "hidden_size": {"type": "integer", "minimum": 2},
-        "num_attention_heads": {"type": "integer", "minimum": 1},
-        "rope_theta": _NUMBER,
-        "rope_scaling": {"type": ["object", "null"]},
-        "rope_parameters": {"type": ["object", "null"]},
-        "partial_rotary_factor": _NUMBER,
-        "max_position_embeddings": {"type": "integer", "minimum": 1},
+        "head_dim": {"type": "integer", "minimum": 2, "maximum": 65536},
+        "hidden_size": {"type": "integer", "minimum": 2, "maximum": 2**31 - 1},
+        "num_attention_heads": {"type": "integer", "minimum": 1, "maximum": 65536},
+        "rope_theta": {"type": "number", "exclusiveMinimum": 1, "maximum": 1e12},
+        "rope_scaling": _ROPE,
+        "rope_parameters": _ROPE,
+        "partial_rotary_factor": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+        "max_position_embeddings": {"type": "integer", "minimum": 1, "maximum": 2**31 - 1},
     },
     "examples": [
         {

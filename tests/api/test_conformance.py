@@ -179,7 +179,7 @@ def test_any_correctly_rounded_table_is_diagnosed_clean(
                 "headers": {
                     "Content-Type": "application/octet-stream",
                     "X-Array-Shape": "2,4",
-                    "X-Array-Dtype": "int32",
+                    "X-Array-Dtype": "int8",
                 },
             },
             "X-Array-Dtype",

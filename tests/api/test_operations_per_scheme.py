@@ -193,3 +193,19 @@ def test_a_scheme_declared_in_one_place_appears_everywhere(with_toy: Client) -> 
     ).json()
     assert faulty["conforms"] is False and faulty["first_bad_position"] == 2
     assert faulty["diagnosis"][0]["name"] == "collapsed_positions"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/v1/index/table?d_model=2&seq_len=2&offset=70000&dtype=float16",
+        "/v1/index/similarity?d_model=2&seq_len=300&offset=17&dtype=float16&metric=dot"
+        "&reference=2812&format=png",
+    ],
+)
+def test_values_past_float16s_range_are_refused_not_served_as_infinities(
+    client: Client, url: str
+) -> None:
+    problem = client.get(url).json()
+    assert problem["type"] == "urn:posenc:problem:inconsistent-parameters"
+    assert problem["errors"][0]["loc"] == ["query", "dtype"]
