@@ -31,7 +31,7 @@ from fastapi.exceptions import RequestValidationError
 
 from app.admission import check_size
 from posenc.cost import Cost
-from posenc.errors import ParameterError
+from posenc.errors import InconsistentError, ParameterError
 from posenc.exact import MAX_POSITION
 
 # int32 for integer arrays (T5's buckets), compared for equality.
@@ -169,7 +169,7 @@ def _raw(
     body: bytes | bytearray, shape_header: str | None, dtype_header: str | None
 ) -> npt.NDArray[np.floating]:
     if shape_header is None or dtype_header is None:
-        raise ParameterError(
+        raise InconsistentError(
             "X-Array-Shape", "raw bodies need X-Array-Shape (e.g. 128,512) and X-Array-Dtype"
         )
     try:
@@ -194,7 +194,7 @@ def _from_bytes(
 ) -> npt.NDArray[np.floating]:
     expected = int(np.prod(shape, dtype=object)) * dtype.itemsize
     if expected != len(data) - offset:
-        raise ParameterError(
+        raise InconsistentError(
             where,
             f"shape {list(shape)} of {dtype} needs {expected} bytes, "
             f"the body has {len(data) - offset}",
@@ -214,7 +214,8 @@ def _json_table(body: bytes | bytearray, dtype: str) -> npt.NDArray[np.floating]
         loc = error["loc"][1:]
         if loc and loc[0] == "data":
             where = "".join(f"[{part}]" for part in loc[1:])
-            raise ParameterError("data", f"{where} {error['msg']}".strip()) from None
+            kind = InconsistentError if error["type"] == "inconsistent" else ParameterError
+            raise kind("data", f"{where} {error['msg']}".strip()) from None
         raise ParameterError("body", f"not a valid table: {error['msg']}") from None
     table = arrays.get("data")
     if small or table is None:

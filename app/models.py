@@ -93,7 +93,7 @@ _Vector = Annotated[
 _Rows = Annotated[list[Annotated[list[float], Field(min_length=1)]], Field(min_length=1)]
 
 
-def _field_type(hint: Any, limits: dict[str, Any]) -> Any:
+def _field_type(hint: Any, limits: dict[str, Any], strict: bool = False) -> Any:
     """A dataclass field's type as a query parameter, its range attached where it applies."""
     optional = type(None) in typing.get_args(hint)
     if optional:
@@ -108,12 +108,14 @@ def _field_type(hint: Any, limits: dict[str, Any]) -> Any:
         made = Annotated[int, Field(**limits), _AnInteger]
     elif hint is float:
         made = Annotated[float, Field(allow_inf_nan=False, **limits)]
+    elif hint is bool and strict:
+        made = StrictBool  # a JSON body says true or false; a query's text is read as one
     else:
         made = hint  # bool, Literal[...]
     return made | None if optional else made
 
 
-def _scheme_fields(scheme: Scheme) -> dict[str, Any]:
+def _scheme_fields(scheme: Scheme, strict: bool) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     types_of = hints(scheme.params)
     for f in scheme.fields():
@@ -130,10 +132,19 @@ def _scheme_fields(scheme: Scheme) -> dict[str, Any]:
         limits = {k: v for k, v in limits.items() if v is not None}
         default = ... if f.default is dataclasses.MISSING else f.default
         fields[f.name] = (
-            _field_type(types_of[f.name], limits),
+            _field_type(types_of[f.name], limits, strict),
             Field(default, description=s.doc),
         )
     return fields
+
+
+def _adds(scheme: Scheme) -> bool:
+    """Embeddings can be added to the encoding where each position has one vector."""
+    if scheme.vectors is None or not scheme.examples:
+        return False
+    example = scheme.params(**scheme.examples[0])
+    default = scheme.components[0] if scheme.components else ""
+    return len(scheme.shape(example, 1, default)) == 2
 
 
 def _request_fields(scheme: Scheme, endpoint: Endpoint) -> dict[str, Any]:
@@ -196,7 +207,7 @@ def _request_fields(scheme: Scheme, endpoint: Endpoint) -> dict[str, Any]:
         )
         fields["width"] = (PictureSide | None, Field(None))
         fields["height"] = (PictureSide | None, Field(None))
-    if endpoint == "encode_body" and scheme.vectors is not None:
+    if endpoint == "encode_body" and _adds(scheme):
         fields["embeddings"] = (
             _Rows | None,
             Field(None, description="shape (len(positions), d_model); the encoding is added"),
@@ -221,7 +232,7 @@ def model(scheme: Scheme, endpoint: Endpoint) -> type[BaseModel]:
     built: type[BaseModel] = create_model(
         f"{title}{endpoint.title().replace('_', '')}Parameters",
         __config__=ConfigDict(extra="forbid", frozen=True),
-        **_scheme_fields(scheme),
+        **_scheme_fields(scheme, strict=endpoint == "encode_body"),
         **_request_fields(scheme, endpoint),
     )
     return built

@@ -123,7 +123,7 @@ def encode(
     [[0.84, 0.54, 0.0, 1.0], [0.0, 1.0, 0.84, 0.54]]
     """
     if cells.size and (cells.min() < 0 or cells.max() >= np.prod(params.grid)):
-        raise ParameterError("positions", f"cells must be in [0, {np.prod(params.grid)})")
+        raise InconsistentError("positions", f"cells must be in [0, {np.prod(params.grid)})")
     coords = coordinates(params.grid, cells)
     out = np.empty((len(cells), params.d_model), dtype=dtype)
     for axis, channels, one_d in blocks(params):

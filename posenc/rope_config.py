@@ -189,9 +189,9 @@ def _integer(source: Mapping[str, Any], name: str, where: str) -> int | None:
     value = _number(source, name, where)
     if value is None:
         return None
-    if not value.is_integer() or value < 1:
+    if not value.is_integer() or not 1 <= value <= 2**31 - 1:
         field = f"{where}.{name}" if where else name
-        raise ParameterError(field, f"must be a positive integer, got {source[name]!r}")
+        raise ParameterError(field, f"must be an integer in [1, 2^31), got {source[name]!r}")
     return int(value)
 
 
