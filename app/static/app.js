@@ -481,11 +481,17 @@ var TIMEOUT_MS = 2e4;
 var serialize = (query) => Object.entries(query).map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v).replace(/%2C/gi, ",")}`).join("&");
 var client = createClient({ baseUrl: location.origin, querySerializer: (q) => serialize(q) });
 var ApiError = class extends Error {
-  constructor(message, status) {
+  constructor(message, status, problem = {}) {
     super(message);
     this.status = status;
+    this.problem = problem;
   }
   status;
+  problem;
+  /** The query parameters the problem names (`errors[].loc`), e.g. one that does not apply. */
+  get parameters() {
+    return (this.problem.errors ?? []).filter((e) => e.loc?.[0] === "query").map((e) => String(e.loc[1]));
+  }
 };
 function describe(status, problem, retryAfter) {
   const body = problem ?? {};
@@ -529,7 +535,7 @@ var Api = class {
     const signal = outer ? AbortSignal.any([outer, timer.signal]) : timer.signal;
     try {
       const { data, error, response } = await call(signal);
-      if (!response.ok) throw new ApiError(describe(response.status, error, response.headers.get("Retry-After")), response.status);
+      if (!response.ok) throw new ApiError(describe(response.status, error, response.headers.get("Retry-After")), response.status, error ?? {});
       return data;
     } catch (error) {
       if (error instanceof ApiError) throw error;
@@ -603,7 +609,8 @@ function rowParameters(scheme) {
 function viewParameters(scheme) {
   const list = (name, rule) => ({ name, type: "integer list", default: null, rule, minimum: null, maximum: null, choices: null });
   const component2 = scheme.components.length ? [{ name: "component", type: "string", default: scheme.components[0], rule: "which array the table shows", minimum: null, maximum: null, choices: scheme.components }] : [];
-  return [...component2, list("dims", "dimensions drawn as waves"), list("positions", "positions drawn as vectors")];
+  const vectors2 = scheme.similarity ? [list("dims", "dimensions drawn as waves"), list("positions", "positions drawn as vectors")] : [];
+  return [...component2, ...vectors2];
 }
 function build(schemes2, state) {
   const scheme = schemes2.find((s) => s.name === state.scheme) ?? schemes2[0];
@@ -707,7 +714,7 @@ var Slot = class {
   plot(label, name = "plot") {
     const node = Object.assign(document.createElement("div"), { className: "plot" });
     node.dataset.plot = name;
-    node.setAttribute("role", "img");
+    node.setAttribute("role", "figure");
     node.setAttribute("aria-label", label);
     this.section.append(node);
     return node;
@@ -896,6 +903,18 @@ var rotation = {
     slot.section.dataset.position = position;
   }
 };
+async function applicable(ctx, query) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await ctx.api.get(ctx.scheme.name, "table", query, ctx.signal);
+    } catch (error) {
+      const named = error instanceof ApiError && error.problem.type === "urn:posenc:problem:not-applicable" ? error.parameters : [];
+      const removable = named.filter((n) => n in query && !["scaling", "component", "dtype", "seq_len", "offset"].includes(n));
+      if (!removable.length || attempt > 8) throw error;
+      for (const n of removable) delete query[n];
+    }
+  }
+}
 var COMPARISON_FALLBACK = { factor: "8", original_max_position_embeddings: "4096" };
 var scalings = {
   id: "view-scalings",
@@ -917,8 +936,8 @@ var scalings = {
       }
       return q;
     });
+    const answers = await Promise.allSettled(queries.map((q) => applicable(ctx, q)));
     slot.urls(...queries.map((q) => ctx.api.url(ctx.scheme.name, "table", q)));
-    const answers = await Promise.allSettled(queries.map((q) => ctx.api.get(ctx.scheme.name, "table", q, ctx.signal)));
     const lines = answers.flatMap((answer, i) => answer.status === "fulfilled" ? [{ type: "scatter", mode: "lines+markers", name: choices[i], y: answer.value.data.map((w) => TAU / w), marker: { size: 4 } }] : []);
     const refused = answers.map((a, i) => a.status === "rejected" ? `${choices[i]}: ${a.reason.message}` : "").filter(Boolean);
     const context2 = (y, text) => ({ type: "line", xref: "paper", x0: 0, x1: 1, y0: y, y1: y, line: { dash: "dash", color: "#555", width: 1 }, label: { text, textposition: "start", font: { size: 11 } } });
@@ -1009,6 +1028,7 @@ var pairwise = {
 var fmt = (v) => typeof v === "number" ? Number.isInteger(v) ? String(v) : v.toPrecision(4) : Array.isArray(v) ? v.join(", ") : String(v ?? "\u2014");
 function tableOf(slot, caption, head, rows) {
   const tableNode = slot.block("table");
+  tableNode.tabIndex = 0;
   tableNode.createCaption().textContent = caption;
   const tr = tableNode.createTHead().insertRow();
   for (const h of head) tr.append(Object.assign(document.createElement("th"), { textContent: h, scope: "col" }));

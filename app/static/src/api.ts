@@ -50,13 +50,20 @@ const client = createClient<paths>({ baseUrl: location.origin, querySerializer: 
 
 /** Problem details from the service, or a message of the page's own (timeout, network). */
 export class ApiError extends Error {
-  constructor(message: string, readonly status: number) {
+  constructor(message: string, readonly status: number, readonly problem: Problem = {}) {
     super(message);
+  }
+
+  /** The query parameters the problem names (`errors[].loc`), e.g. one that does not apply. */
+  get parameters(): string[] {
+    return (this.problem.errors ?? []).filter((e) => e.loc?.[0] === "query").map((e) => String(e.loc[1]));
   }
 }
 
+export interface Problem { type?: string; title?: string; detail?: unknown; errors?: { loc: unknown[]; msg: string }[] }
+
 function describe(status: number, problem: unknown, retryAfter: string | null): string {
-  const body = (problem ?? {}) as { detail?: unknown; title?: unknown; errors?: { loc: unknown[]; msg: string }[] };
+  const body = (problem ?? {}) as Problem;
   const detail = typeof body.detail === "string" ? body.detail : String(body.title ?? "");
   const extra = status === 503 && retryAfter ? ` (the service asks to retry after ${retryAfter} s)` : "";
   return `The service refused (${status}): ${detail || "no detail"}${extra}`;
@@ -105,7 +112,7 @@ export class Api {
     const signal = outer ? AbortSignal.any([outer, timer.signal]) : timer.signal;
     try {
       const { data, error, response } = await call(signal);
-      if (!response.ok) throw new ApiError(describe(response.status, error, response.headers.get("Retry-After")), response.status);
+      if (!response.ok) throw new ApiError(describe(response.status, error, response.headers.get("Retry-After")), response.status, (error ?? {}) as Problem);
       return data as T;
     } catch (error) {
       if (error instanceof ApiError) throw error;

@@ -75,7 +75,8 @@ function viewParameters(scheme: Scheme): Parameter[] {
   const component: Parameter[] = scheme.components.length
     ? [{ name: "component", type: "string", default: scheme.components[0], rule: "which array the table shows", minimum: null, maximum: null, choices: scheme.components }]
     : [];
-  return [...component, list("dims", "dimensions drawn as waves"), list("positions", "positions drawn as vectors")];
+  const vectors = scheme.similarity ? [list("dims", "dimensions drawn as waves"), list("positions", "positions drawn as vectors")] : [];
+  return [...component, ...vectors];
 }
 
 /** Rebuild the form for `scheme`, each control taking its value from `values` or its default. */

@@ -72,7 +72,7 @@ export class Slot {
   plot(label: string, name = "plot"): HTMLElement {
     const node = Object.assign(document.createElement("div"), { className: "plot" });
     node.dataset.plot = name;
-    node.setAttribute("role", "img");
+    node.setAttribute("role", "figure"); // not "img": Plotly puts buttons inside
     node.setAttribute("aria-label", label);
     this.section.append(node);
     return node;
@@ -252,6 +252,21 @@ export const rotation: View & { move(ctx: Context, slot: Slot): Promise<void> } 
   },
 };
 
+// Each scaling takes its own parameters: the service names those that do not apply
+// (urn:posenc:problem:not-applicable), and the comparison asks again without them.
+async function applicable(ctx: Context, query: Query): Promise<Envelope> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await ctx.api.get(ctx.scheme.name, "table", query, ctx.signal);
+    } catch (error) {
+      const named = error instanceof ApiError && error.problem.type === "urn:posenc:problem:not-applicable" ? error.parameters : [];
+      const removable = named.filter((n) => n in query && !["scaling", "component", "dtype", "seq_len", "offset"].includes(n));
+      if (!removable.length || attempt > 8) throw error;
+      for (const n of removable) delete query[n];
+    }
+  }
+}
+
 // What the comparison fills in where the controls leave a scaling's required value blank.
 const COMPARISON_FALLBACK: Query = { factor: "8", original_max_position_embeddings: "4096" };
 
@@ -276,8 +291,8 @@ const scalings: View = {
       }
       return q;
     });
+    const answers = await Promise.allSettled(queries.map((q) => applicable(ctx, q)));
     slot.urls(...queries.map((q) => ctx.api.url(ctx.scheme.name, "table", q)));
-    const answers = await Promise.allSettled(queries.map((q) => ctx.api.get(ctx.scheme.name, "table", q, ctx.signal)));
     const lines = answers.flatMap((answer, i) => answer.status === "fulfilled"
       ? [{ type: "scatter", mode: "lines+markers", name: choices[i], y: (answer.value.data as number[]).map((w) => TAU / w), marker: { size: 4 } }]
       : []);
@@ -373,6 +388,7 @@ const fmt = (v: unknown) => (typeof v === "number" ? (Number.isInteger(v) ? Stri
 
 function tableOf(slot: Slot, caption: string, head: string[], rows: (string | [string, string])[][]): HTMLTableElement {
   const tableNode = slot.block("table");
+  tableNode.tabIndex = 0; // scrolls sideways on a phone: reachable by keyboard
   tableNode.createCaption().textContent = caption;
   const tr = tableNode.createTHead().insertRow();
   for (const h of head) tr.append(Object.assign(document.createElement("th"), { textContent: h, scope: "col" }));
