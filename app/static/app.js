@@ -488,10 +488,6 @@ var ApiError = class extends Error {
   }
   status;
   problem;
-  /** The query parameters the problem names (`errors[].loc`), e.g. one that does not apply. */
-  get parameters() {
-    return (this.problem.errors ?? []).filter((e) => e.loc?.[0] === "query").map((e) => String(e.loc[1]));
-  }
 };
 function describe(status, problem, retryAfter) {
   const body = problem ?? {};
@@ -908,7 +904,7 @@ async function applicable(ctx, query) {
     try {
       return await ctx.api.get(ctx.scheme.name, "table", query, ctx.signal);
     } catch (error) {
-      const named = error instanceof ApiError && error.problem.type === "urn:posenc:problem:not-applicable" ? error.parameters : [];
+      const named = error instanceof ApiError && error.status === 422 ? (error.problem.errors ?? []).filter((e) => /does not apply/.test(e.msg)).map((e) => String(e.loc?.[1])) : [];
       const removable = named.filter((n) => n in query && !["scaling", "component", "dtype", "seq_len", "offset"].includes(n));
       if (!removable.length || attempt > 8) throw error;
       for (const n of removable) delete query[n];
@@ -949,7 +945,7 @@ var scalings = {
     slot.section.dataset.traces = String(lines.length);
   }
 };
-var SPREAD = Array.from(new Set(Array.from({ length: 62 }, (_, k) => Math.min(Math.round(2 ** (k / 2)), 2 ** 31 - 1)))).join(",");
+var SPREAD = Array.from(new Set(Array.from({ length: 63 }, (_, k) => Math.min(Math.round(2 ** (k / 2)), 2 ** 31 - 1)))).join(",");
 var precision = {
   id: "view-precision",
   title: "Precision: the framework recipe against the exact table",
@@ -1012,7 +1008,9 @@ var pairwise = {
     }
     const shown = stack.slice(0, 8);
     const columns = Math.min(shown.length, 4), rowsOfPanels = Math.ceil(shown.length / columns);
-    const maps = shown.map((z, k) => ({ type: "heatmap", z, xaxis: `x${k ? k + 1 : ""}`, yaxis: `y${k ? k + 1 : ""}`, colorscale: "Viridis", showscale: k === 0, name: labels[k] }));
+    const all = shown.flat(2);
+    const [zmin, zmax] = [all.reduce((a, b) => Math.min(a, b)), all.reduce((a, b) => Math.max(a, b))];
+    const maps = shown.map((z, k) => ({ type: "heatmap", z, zmin, zmax, xaxis: `x${k ? k + 1 : ""}`, yaxis: `y${k ? k + 1 : ""}`, colorscale: "Viridis", showscale: k === 0, name: labels[k] }));
     const annotations = shown.map((_, k) => ({ text: labels[k], showarrow: false, font: { size: 10 }, xref: `x${k ? k + 1 : ""} domain`, yref: `y${k ? k + 1 : ""} domain`, x: 0.5, y: 1.12 }));
     const grid = layout("", "", "", { grid: { rows: rowsOfPanels, columns, pattern: "independent" }, annotations, height: 220 * rowsOfPanels + 60 });
     for (let k = 0; k < shown.length; k++) grid[`yaxis${k ? k + 1 : ""}`] = { autorange: "reversed" };

@@ -198,6 +198,10 @@ test("every view is drawn and photographed at desktop and at 375 px", async () =
         assert.ok(["drawn", "waiting"].includes(await section.getAttribute("data-state")), `${scheme} ${id}`);
         await section.screenshot({ path: join(ARTIFACTS, "views", `${width}-${scheme}-${id.slice(5)}.png`) });
       }
+      if (scheme === "rope") {
+        const choices = schemes.find((s) => s.name === "rope").parameters.find((p) => p.name === "scaling").choices;
+        assert.equal(await page.getAttribute("#view-scalings", "data-traces"), String(choices.length), "one line per scaling");
+      }
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       assert.ok(overflow <= 0, `${scheme} at ${width} px scrolls sideways by ${overflow} px`);
       await page.screenshot({ path: join(ARTIFACTS, `page-${width}-${scheme}.png`), fullPage: true });

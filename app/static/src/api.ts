@@ -53,11 +53,6 @@ export class ApiError extends Error {
   constructor(message: string, readonly status: number, readonly problem: Problem = {}) {
     super(message);
   }
-
-  /** The query parameters the problem names (`errors[].loc`), e.g. one that does not apply. */
-  get parameters(): string[] {
-    return (this.problem.errors ?? []).filter((e) => e.loc?.[0] === "query").map((e) => String(e.loc[1]));
-  }
 }
 
 export interface Problem { type?: string; title?: string; detail?: unknown; errors?: { loc: unknown[]; msg: string }[] }

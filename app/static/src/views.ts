@@ -259,7 +259,11 @@ async function applicable(ctx: Context, query: Query): Promise<Envelope> {
     try {
       return await ctx.api.get(ctx.scheme.name, "table", query, ctx.signal);
     } catch (error) {
-      const named = error instanceof ApiError && error.problem.type === "urn:posenc:problem:not-applicable" ? error.parameters : [];
+      // The service marks these `not-applicable` for a scheme but `about:blank` for a choice
+      // (factor with scaling=none), so the message is what tells them apart.
+      const named = error instanceof ApiError && error.status === 422
+        ? (error.problem.errors ?? []).filter((e) => /does not apply/.test(e.msg)).map((e) => String(e.loc?.[1]))
+        : [];
       const removable = named.filter((n) => n in query && !["scaling", "component", "dtype", "seq_len", "offset"].includes(n));
       if (!removable.length || attempt > 8) throw error;
       for (const n of removable) delete query[n];
@@ -308,7 +312,7 @@ const scalings: View = {
 };
 
 // Positions spread over the whole range, so growth with the position shows on a log axis.
-const SPREAD = Array.from(new Set(Array.from({ length: 62 }, (_, k) => Math.min(Math.round(2 ** (k / 2)), 2 ** 31 - 1)))).join(",");
+const SPREAD = Array.from(new Set(Array.from({ length: 63 }, (_, k) => Math.min(Math.round(2 ** (k / 2)), 2 ** 31 - 1)))).join(",");
 
 const precision: View = {
   id: "view-precision",
@@ -367,7 +371,10 @@ const pairwise: View = {
     }
     const shown = stack.slice(0, 8);
     const columns = Math.min(shown.length, 4), rowsOfPanels = Math.ceil(shown.length / columns);
-    const maps = shown.map((z, k) => ({ type: "heatmap", z, xaxis: `x${k ? k + 1 : ""}`, yaxis: `y${k ? k + 1 : ""}`, colorscale: "Viridis", showscale: k === 0, name: labels[k] }));
+    // One colour scale for every slice, so that the slices can be compared by eye.
+    const all = shown.flat(2);
+    const [zmin, zmax] = [all.reduce((a, b) => Math.min(a, b)), all.reduce((a, b) => Math.max(a, b))];
+    const maps = shown.map((z, k) => ({ type: "heatmap", z, zmin, zmax, xaxis: `x${k ? k + 1 : ""}`, yaxis: `y${k ? k + 1 : ""}`, colorscale: "Viridis", showscale: k === 0, name: labels[k] }));
     const annotations = shown.map((_, k) => ({ text: labels[k], showarrow: false, font: { size: 10 }, xref: `x${k ? k + 1 : ""} domain`, yref: `y${k ? k + 1 : ""} domain`, x: 0.5, y: 1.12 }));
     const grid = layout("", "", "", { grid: { rows: rowsOfPanels, columns, pattern: "independent" }, annotations, height: 220 * rowsOfPanels + 60 });
     for (let k = 0; k < shown.length; k++) (grid as Record<string, object>)[`yaxis${k ? k + 1 : ""}`] = { autorange: "reversed" };
