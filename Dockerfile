@@ -10,12 +10,25 @@ COPY pyproject.toml README.md ./
 COPY posenc ./posenc
 COPY app ./app
 RUN /opt/posenc/bin/python -m pip install --no-cache-dir --disable-pip-version-check .
+# Compile the table loops (numba) once, here: a container that compiled on its first request
+# would spend ~2 s of it doing so, on every replica after every scale-out.
+ENV NUMBA_CACHE_DIR=/opt/posenc/numba-cache
+RUN /opt/posenc/bin/python -c "from posenc.warm import compile_kernels; compile_kernels()"
 
 FROM ${BASE_IMAGE}
 RUN useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin posenc
 COPY --from=build /opt/posenc /opt/posenc
+# The memory budget (POSENC_MEMORY_BYTES) and the cache (POSENC_CACHE_BYTES) are left to their
+# defaults, derived from the container's memory limit: one number to set (--memory), and the
+# budget follows it. That holds per process, so a container runs one worker: scale by replicas.
+# glibc: fixed mmap threshold and two arenas, so freed NumPy buffers go back to the kernel
+# (its dynamic threshold otherwise keeps them in the heap; measured after a burst of large
+# tables: RSS 161 MiB without, 94 MiB with, peak 225 → 152 MiB).
 ENV PATH=/opt/posenc/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
+    MALLOC_ARENA_MAX=2 \
+    MALLOC_MMAP_THRESHOLD_=131072 \
+    NUMBA_CACHE_DIR=/opt/posenc/numba-cache \
     POSENC_HOST=0.0.0.0 \
     POSENC_PORT=8000 \
     POSENC_WORKERS=1

@@ -75,8 +75,11 @@ class Labels:
 
 def serialize(
     array: npt.NDArray[Any], fmt: Format, envelope: dict[str, Any], labels: Labels
-) -> bytes:
-    """The body for ``fmt``; ``envelope`` holds the JSON fields that go beside ``data``."""
+) -> bytes | memoryview:
+    """The body for ``fmt``; ``envelope`` holds the JSON fields that go beside ``data``.
+
+    ``bin`` is a read-only view of the (cached, read-only) array itself: no copy is made.
+    """
     array = np.ascontiguousarray(array)
     if fmt == "json":
         head = orjson.dumps({**envelope, "shape": list(array.shape), "dtype": str(array.dtype)})
@@ -90,7 +93,8 @@ def serialize(
         )
         return _with_values(header.getvalue(), array)
     if fmt == "bin":
-        return _with_values(b"", array.astype(array.dtype.newbyteorder("<"), copy=False))
+        little = array.astype(array.dtype.newbyteorder("<"), copy=False)
+        return little.data.cast("B").toreadonly()
     if fmt == "plotly":
         return orjson.dumps(plotly_figure(array, labels), option=orjson.OPT_SERIALIZE_NUMPY)
     return png_heatmap(array, labels.width, labels.height)

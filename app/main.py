@@ -15,7 +15,7 @@ import posenc
 from app import posts, problems, rope_config, routes
 from app.admission import AdmissionMiddleware, Budget
 from app.metrics import Metrics, MetricsMiddleware
-from app.middleware import BodyLimitMiddleware, SecurityHeadersMiddleware
+from app.middleware import BodyLimitMiddleware, FlowControlMiddleware, SecurityHeadersMiddleware
 from app.observability import AccessLogMiddleware, configure_logging
 from app.replay import ReplayMiddleware
 from app.responses import VERSION
@@ -68,6 +68,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(SecurityHeadersMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     app.add_middleware(AccessLogMiddleware)
+    app.add_middleware(FlowControlMiddleware)
     return app
 
 

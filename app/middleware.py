@@ -2,23 +2,35 @@
 
 from __future__ import annotations
 
+import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.problems import problem
 
-_DRAIN_BYTES = 64 * 2**20
+# How long a refused request's connection stays open, dropping what the client still sends,
+# after its complete 413 has been written (nginx's lingering close, much shorter).
+LINGER_S = 1.0
 
 
-class _TooLargeError(Exception):
-    pass
+class BodyTooLargeError(Exception):
+    """Raised from ``receive`` when a streamed body passes the limit; the middleware answers."""
 
 
 class BodyLimitMiddleware:
-    """413 for bodies over the limit: by Content-Length up front, else counted as they stream."""
+    """413 for bodies over the limit: by Content-Length before a byte of the body is read, else
+    counted as they stream and refused as soon as they pass it.
 
-    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+    The 413 is complete when written (Content-Length) and says ``Connection: close``: a client
+    that sent ``Expect: 100-continue`` or waits for the verdict reads it at once and sends
+    nothing. The connection then lingers for at most ``linger_s``, dropping (never holding)
+    what the client is still sending — so a client that writes its whole body before reading
+    has its 413 waiting rather than a reset connection — and is closed.
+    """
+
+    def __init__(self, app: ASGIApp, max_body_bytes: int, linger_s: float = LINGER_S) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.linger_s = linger_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -26,7 +38,7 @@ class BodyLimitMiddleware:
             return
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
-            await self._refuse(scope, receive, send)
+            await self._refuse(receive, send)
             return
         received = 0
         started = False
@@ -37,7 +49,7 @@ class BodyLimitMiddleware:
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_body_bytes:
-                    raise _TooLargeError
+                    raise BodyTooLargeError
             return message
 
         async def tracking_send(message: Message) -> None:
@@ -47,27 +59,25 @@ class BodyLimitMiddleware:
 
         try:
             await self.app(scope, counting_receive, tracking_send)
-        except _TooLargeError:
+        except BodyTooLargeError:
             if not started:
-                await self._refuse(scope, receive, send)
+                await self._refuse(receive, send)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # Read (and drop) what the client is still sending, so that it can read the 413
-        # rather than a reset connection; past a bound, answer at once and close.
-        drained, more = 0, True
-        while more and drained <= _DRAIN_BYTES:
-            message = await receive()
-            if message["type"] != "http.request":
-                break
-            drained += len(message.get("body", b""))
-            more = message.get("more_body", False)
+    async def _refuse(self, receive: Receive, send: Send) -> None:
         response = problem(
             413,
             f"the request body is over the limit of {self.max_body_bytes} bytes "
             "(POSENC_MAX_BODY_BYTES)",
-            headers={"Connection": "close"} if more else None,
         )
-        await response(scope, receive, send)
+        headers = [*response.raw_headers, (b"connection", b"close")]
+        await send({"type": "http.response.start", "status": 413, "headers": headers})
+        await send({"type": "http.response.body", "body": response.body, "more_body": True})
+        with anyio.move_on_after(self.linger_s):
+            while True:
+                message = await receive()
+                if message["type"] != "http.request" or not message.get("more_body", False):
+                    break
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 class SecurityHeadersMiddleware:
@@ -84,3 +94,44 @@ class SecurityHeadersMiddleware:
             await send(message)
 
         await self.app(scope, receive, with_headers if scope["type"] == "http" else send)
+
+
+# Slices of a large body handed to the server one at a time: the server awaits its transport's
+# drain before taking the next, so at most one slice per connection sits in user space.
+SEND_SLICE_BYTES = 256 * 1024
+
+
+class FlowControlMiddleware:
+    """Sends large response bodies in slices, at the pace the client reads them.
+
+    A server writes a body it is given whole into its transport; what the socket does not take
+    at once is copied into the transport's buffer, where it stays until a slow client reads it —
+    after the app has returned and released its memory reservation. Sliced, the body leaves as
+    the client reads, the copy is at most one slice, and the app returns (and releases) only once
+    the last slice is out. The slices are views: no copy of the body is made here.
+    """
+
+    def __init__(self, app: ASGIApp, slice_bytes: int = SEND_SLICE_BYTES) -> None:
+        self.app = app
+        self.slice_bytes = slice_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def sliced(message: Message) -> None:
+            body = message.get("body", b"")
+            if message["type"] != "http.response.body" or len(body) <= self.slice_bytes:
+                await send(message)
+                return
+            view = memoryview(body).cast("B")
+            last = message.get("more_body", False)
+            for start in range(0, len(view), self.slice_bytes):
+                end = start + self.slice_bytes
+                more = end < len(view) or last
+                await send(
+                    {"type": "http.response.body", "body": view[start:end], "more_body": more}
+                )
+
+        await self.app(scope, receive, sliced)

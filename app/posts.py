@@ -11,12 +11,13 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 from fastapi import APIRouter, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
 
 import posenc
-from app import formats, responses
+from app import bodies, formats, responses
 from app.admission import Estimate, admit, check_size, run
-from app.bodies import read_table
-from app.params import ConformanceQuery, EncodeBody, Format
+from app.params import ConformanceQuery, EncodeBody, EncodingQuery, Format
 from app.responses import Body
 from app.serving import ARRAY_RESPONSES, PROBLEM_RESPONSES, estimate, state
 from app.serving import canonical as canonical_params
@@ -29,14 +30,33 @@ from posenc.rows import Rows
 router = APIRouter(prefix="/v1", responses=PROBLEM_RESPONSES)
 
 
-@router.post("/encode", responses=ARRAY_RESPONSES, response_class=Response)
+class _EncodeMembers(EncodingQuery):
+    """EncodeBody without its arrays, which app.bodies parses straight into NumPy."""
+
+    scale: bool = False
+
+
+_ENCODE_ARRAYS = {"positions": 1, "embeddings": 2, "vectors": 2}
+_ENCODE_BODY = {
+    "required": True,
+    "content": {"application/json": {"schema": EncodeBody.model_json_schema()}},
+}
+
+
+@router.post(
+    "/encode",
+    responses=ARRAY_RESPONSES,
+    response_class=Response,
+    openapi_extra={"requestBody": _ENCODE_BODY},
+)
 async def encode_post(
     request: Request,
-    body: EncodeBody,
     format: Annotated[Format | None, Query(description="wins over Accept")] = None,
 ) -> Response:
     """Encodings of `positions`, optionally applied to your own data.
 
+    Body (JSON): `{"positions": [...], "d_model": 512, ...}` with the encoding parameters, and
+    optionally
     - `embeddings` (shape `(len(positions), d_model)`): returns
       `embeddings·(√d_model if scale) + PE(positions)`, the input layer of a Transformer,
       computed in float64 and rounded once to `dtype`;
@@ -44,52 +64,83 @@ async def encode_post(
     """
     request.state.param_source = "body"
     settings, _ = state(request)
+    await _admit_body(request)
+    small, arrays = bodies.read_object(
+        await bodies.receive(request),
+        _ENCODE_ARRAYS,
+        max_items={"positions": settings.max_positions},
+    )
+    body = _members(small)
+    given = arrays.get("positions")
+    if given is None:
+        raise bodies.invalid(("positions",), "Field required")
+    positions = bodies.positions_of(given)
+    embeddings, vectors = arrays.get("embeddings"), arrays.get("vectors")
     scheme, params = posenc.get(body.scheme), body.core()
     dtype, component = body.served_dtype(), body.chosen_component()
     fmt = formats.negotiate(format, request.headers.get("accept"))
-    count = len(body.positions)
+    count = len(positions)
     check_size(
         "positions", "the positions list", count, settings.max_positions, "POSENC_MAX_POSITIONS"
     )
     shape = scheme.shape(params, count, component)
     # Given data is widened to float64 and combined with a float64 encoding: three such arrays.
-    given = Cost(3 * math.prod(shape) * 8, 3 * math.prod(shape))
-    cost = scheme.cost(params, count, dtype, component) + given
+    widened = Cost(3 * math.prod(shape) * 8, 3 * math.prod(shape))
+    cost = scheme.cost(params, count, dtype, component) + widened
     need = estimate(body, fmt, cost, shape, f"the array {list(shape)}")
-    positions = np.array(body.positions, dtype=np.int64)
-    if body.embeddings is not None and body.vectors is not None:
+    need = dataclasses.replace(need, param="positions")
+    listed = positions.tolist()
+    if embeddings is not None and vectors is not None:
         raise ParameterError("vectors", "send embeddings or vectors, not both")
-    if body.vectors is not None and not scheme.similarity_vector:
+    if vectors is not None and not scheme.similarity_vector:
         raise NotApplicableError("vectors", body.scheme, "only rotary schemes rotate vectors")
-    if body.embeddings is not None and (scheme.vectors is None or len(shape) != 2):
+    if embeddings is not None and (scheme.vectors is None or len(shape) != 2):
         raise NotApplicableError("embeddings", body.scheme, "it has no per-position vectors")
-    canonical = canonical_params(body, params, positions=body.positions, scale=body.scale)
+    canonical = canonical_params(body, params, positions=listed, scale=body.scale)
     envelope = {"scheme": body.scheme, "params": canonical}
     figure = labels_for(body, shape, None)
     gzip = responses.accepts_gzip(request)
 
     def compute() -> Body:
-        if body.vectors is not None:
-            vectors = _matrix(body.vectors, "vectors", (len(positions), params.d_model))
-            array = rope.rotate(params, vectors, positions).astype(dtype)
-        elif body.embeddings is not None:
+        if vectors is not None:
+            rotated = _matrix(vectors, "vectors", (len(positions), params.d_model))
+            array = rope.rotate(params, rotated, positions).astype(dtype)
+        elif embeddings is not None:
             expected = (len(positions), shape[1])
-            embeddings = _matrix(body.embeddings, "embeddings", expected)
+            added = _matrix(embeddings, "embeddings", expected)
             scale = np.sqrt(expected[1]) if body.scale else 1.0
             encoded = scheme.encode(params, positions, "float64", component)
-            array = (embeddings * scale + encoded).astype(dtype)
+            array = (added * scale + encoded).astype(dtype)
         else:
             array = scheme.encode(params, positions, dtype, component)
         return Body.of(array, fmt, envelope, figure, gzip)
 
-    await admit(request, dataclasses.replace(need, param="positions"))
+    await admit(request, need)
     return responses.send(await run(request, compute), None)
 
 
-def _matrix(rows: list[list[float]], name: str, expected: tuple[int, int]) -> npt.NDArray[Any]:
-    if len(rows) != expected[0] or {len(row) for row in rows} != {expected[1]}:
+async def _admit_body(request: Request) -> None:
+    """Reserve what reading and parsing the body will hold, before a byte of it is read: by its
+    Content-Length, or the body limit when it comes chunked."""
+    settings, _ = state(request)
+    declared = request.headers.get("content-length", "")
+    size = int(declared) if declared.isdigit() else settings.max_body_bytes
+    cost = bodies.body_cost(size, request.headers.get("content-type", ""))
+    await admit(request, Estimate(cost, 0, False, "body", "reading the body"))
+
+
+def _members(small: dict[str, Any]) -> _EncodeMembers:
+    try:
+        return _EncodeMembers.model_validate(small)
+    except ValidationError as e:
+        errors = [{**error, "loc": ("body", *error["loc"])} for error in e.errors()]
+        raise RequestValidationError(errors) from None
+
+
+def _matrix(rows: npt.NDArray[Any], name: str, expected: tuple[int, int]) -> npt.NDArray[Any]:
+    if rows.shape != expected:
         raise ParameterError(name, f"must have shape {list(expected)} (len(positions), d_model)")
-    return np.array(rows, dtype=np.float64)
+    return rows
 
 
 _TABLE_BODY = {
@@ -137,9 +188,11 @@ async def verify_post(request: Request, query: Annotated[ConformanceQuery, Query
         raise NotApplicableError(
             "scheme", query.scheme, "conformance is checked for the vaswani sinusoid"
         )
-    body = await request.body()
     content_type = request.headers.get("content-type", "")
-    table = read_table(body, content_type, dict(request.headers), query.served_dtype())
+    await _admit_body(request)
+    table = bodies.read_table(
+        await bodies.receive(request), content_type, request.headers, query.served_dtype()
+    )
     if "dtype" in query.model_fields_set and table.dtype != query.dtype:
         raise ParameterError("dtype", f"the body holds {table.dtype}, the query says {query.dtype}")
     if table.shape[1] != query.d_model:
@@ -149,8 +202,7 @@ async def verify_post(request: Request, query: Annotated[ConformanceQuery, Query
             f"(n, d_model), got {list(table.shape)}",
         )
     Rows(len(table), query.offset)
-    # The exact table in float64 beside the client's, and a handful of float64 comparisons.
-    compute = Cost(table.size * 8 * 12, table.size * 200)
+    compute = conformance.conformance_cost(params, len(table), table.shape[1])
     await admit(request, Estimate(compute, table.size, False, "body", "the conformance check"))
     result = await run(request, conformance.check, params, table, query.offset, query.tolerance_ulp)
     document = {

@@ -25,7 +25,7 @@ _GZIP_MIN_BYTES = 1024
 class Body:
     """A serialized answer, ready to send and small enough to cache beside the arrays."""
 
-    content: bytes
+    content: bytes | memoryview  # a view of the cached array for bin: not copied
     fmt: Format
     gzipped: bool
     shape: tuple[int, ...] | None = None
@@ -50,7 +50,7 @@ class Body:
     @classmethod
     def text(
         cls,
-        content: bytes,
+        content: bytes | memoryview,
         fmt: Format,
         accepts_gzip: bool,
         shape: tuple[int, ...] | None = None,
@@ -125,9 +125,11 @@ def send(body: Body, etag: str | None) -> Response:
 
 
 class _BytesLikeResponse(Response):
-    """Sends a bytearray as it is: Starlette would try to encode anything but bytes."""
+    """Sends a bytearray or a memoryview as it is: Starlette would encode anything but bytes."""
 
     def render(self, content: Any) -> bytes | memoryview:
         if isinstance(content, bytearray):
             return memoryview(content)
+        if isinstance(content, memoryview):
+            return content
         return super().render(content)

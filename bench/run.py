@@ -151,6 +151,93 @@ def float32_recipe(n: int, d: int) -> np.ndarray:
     return pe
 
 
+def float64_recipe(n: int, d: int) -> np.ndarray:
+    position = np.arange(n, dtype=np.float64)[:, None]
+    div_term = np.exp(np.arange(0, d, 2) * (-math.log(10000.0) / d))
+    pe = np.empty((n, d))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(position * div_term), np.cos(position * div_term)
+    return pe
+
+
+def rope_recipe(n: int, d: int) -> np.ndarray:
+    """transformers' rotary cos/sin: float32 angles, (n, d) cos and sin of ``cat(f, f)``."""
+    inv_freq = (1.0 / 10000 ** (np.arange(0, d, 2, dtype=np.float32) / d)).astype(np.float32)
+    freqs = np.arange(n, dtype=np.float32)[:, None] * inv_freq
+    emb = np.concatenate([freqs, freqs], axis=1)
+    return np.stack([np.cos(emb), np.sin(emb)])
+
+
+def core_table(row: Callable[[str, str, str, str], None]) -> None:
+    """Issue 15's core goals, each against its recipe in the same run (best of 3, a fresh
+    output every time on both sides; frequencies cached, as for a service's second table)."""
+    import tracemalloc
+
+    from posenc import rope, sinusoidal
+
+    def ratio(ours: Callable[[], object], recipe: Callable[[], object]) -> tuple[float, float]:
+        return best_seconds(ours), best_seconds(recipe)
+
+    for n, d in ((2048, 512), (8192, 1024), (4096, 4096)):
+        for layout in ("interleaved", "split"):
+            params = sinusoidal.SinusoidalParams(d_model=d, layout=layout)
+            ours, f32 = ratio(
+                partial(sinusoidal.table, params, n, 0, "float32"), partial(float32_recipe, n, d)
+            )
+            row(
+                f"1. cold float32 sinusoid {n}×{d} {layout}",
+                f"{n * d * 4 / ours / 1e9:.2f} GB/s ({ours * 1e3:.1f} ms)",
+                f"float32 recipe {n * d * 4 / f32 / 1e9:.2f} GB/s ({f32 * 1e3:.1f} ms)",
+                f"{f32 / ours:.2f}× (goal ≥ 2×)",
+            )
+        params = sinusoidal.SinusoidalParams(d_model=d)
+        ours, f64 = ratio(
+            partial(sinusoidal.table, params, n, 0, "float64"), partial(float64_recipe, n, d)
+        )
+        row(
+            f"1. cold float64 sinusoid {n}×{d}",
+            f"{ours * 1e3:.1f} ms",
+            f"float64 recipe {f64 * 1e3:.1f} ms",
+            f"{f64 / ours:.2f}× (goal ≥ 1×)",
+        )
+    for n in (8192, 32768):
+        params_r = rope.RopeParams(d_model=128)
+        ours, recipe = ratio(
+            partial(rope.table, params_r, n, 0, "float32"), partial(rope_recipe, n, 128)
+        )
+        row(
+            f"1. cold rope cos_sin {n}×128 float32",
+            f"{ours * 1e3:.2f} ms",
+            f"float32 recipe {recipe * 1e3:.2f} ms",
+            f"{recipe / ours:.2f}× (goal ≥ 1.5×)",
+        )
+    for n, d in ((8192, 1024), (4096, 4096)):
+        params = sinusoidal.SinusoidalParams(d_model=d)
+        one, two = ratio(
+            partial(sinusoidal.table, params, n, 0, "float32", 1),
+            partial(sinusoidal.table, params, n, 0, "float32", 2),
+        )
+        row(
+            f"4. float32 sinusoid {n}×{d}, threads=2 vs 1",
+            f"2 threads {two * 1e3:.1f} ms",
+            f"1 thread {one * 1e3:.1f} ms",
+            f"{one / two:.2f}× faster with 2",
+        )
+    for n, d in ((2048, 512), (8192, 1024)):
+        params = sinusoidal.SinusoidalParams(d_model=d)
+        tracemalloc.start()
+        out = sinusoidal.table(params, n, 10**6, "float32")
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        cost = sinusoidal.table_cost(params, n, "float32")
+        seconds = best_seconds(partial(sinusoidal.table, params, n, 10**6, "float32"))
+        row(
+            f"3. peak memory, float32 sinusoid {n}×{d}",
+            f"{peak / out.nbytes:.3f}× output (tracemalloc)",
+            f"cost model {cost.bytes / out.nbytes:.3f}×",
+            f"goal ≤ 1.25×; {seconds * 1e9 / cost.work:.2f} ns per work unit (≤ 1)",
+        )
+
+
 def max_ulp_near_the_top(d: int) -> float:
     """Sampled float32 values of a table ending at 2^31 − 1 against a 50-digit evaluation."""
     from posenc import SinusoidalParams, table
@@ -185,6 +272,7 @@ def fastapi_default_json_seconds(array: np.ndarray) -> float:
 
 def main() -> None:
     rows: list[tuple[str, str, str, str]] = []
+    core_only = "--core" in sys.argv
 
     def row(goal: str, measured: str, baseline: str, verdict: str) -> None:
         rows.append((goal, measured, baseline, verdict))
@@ -197,6 +285,9 @@ def main() -> None:
         f"posenc benchmark, {datetime.date.today()}, {platform.machine()}, "
         f"{os.cpu_count()} cores, load by {'wrk' if shutil.which('wrk') else 'httpx'}\n"
     )
+    core_table(row)
+    if core_only:
+        return
     with (
         server("--factory app.main:create_app") as (posenc, _),
         server("bench.baselines:hello") as (hello, _),

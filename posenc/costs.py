@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from posenc import rope as rope_scheme
+from posenc import sinusoidal as sinusoidal_scheme
 from posenc.cost import Cost
 
 _SCRATCH = 4 * 2**20
@@ -27,10 +29,16 @@ def _itemsize(dtype: str) -> int:
     return np.dtype(dtype).itemsize
 
 
+def _larger(a: Cost, b: Cost) -> Cost:
+    return Cost(max(a.bytes, b.bytes), max(a.work, b.work))
+
+
 def sinusoidal(params: Any, count: int, dtype: str, component: str) -> Cost:
-    """Computed in blocks of fixed size straight into the output: the output plus scratch."""
+    """A table by the compiled loops (:func:`posenc.sinusoidal.table_cost`), or listed
+    positions in blocks of fixed size straight into the output: whichever costs more."""
     values = count * params.d_model
-    return Cost(values * _itemsize(dtype) + _SCRATCH, values * _TRANSCENDENTAL)
+    listed = Cost(values * _itemsize(dtype) + _SCRATCH, values * _TRANSCENDENTAL)
+    return _larger(sinusoidal_scheme.table_cost(params, count, dtype), listed)  # type: ignore[arg-type]
 
 
 def grid(params: Any, count: int, dtype: str, component: str) -> Cost:
@@ -46,15 +54,15 @@ def baseline(params: Any, count: int, dtype: str, component: str) -> Cost:
 
 
 def rope(params: Any, count: int, dtype: str, component: str) -> Cost:
-    """sin and cos of every (position, pair) in float64, scaled, expanded and stacked.
-
-    Measured: 69 bytes per ``count·d_model`` at the peak, whichever component; the frequencies
-    alone (``inv_freq``) cost nothing that grows with ``count``.
-    """
+    """A table by the compiled loops (:func:`posenc.rope.table_cost`), or sin and cos of every
+    (position, pair) in float64, scaled, expanded and stacked (measured 69 bytes per
+    ``count·d_model`` at the peak): whichever costs more. The frequencies alone (``inv_freq``)
+    cost nothing that grows with ``count``."""
     if component == "inv_freq":
-        return Cost(params.d_model * 16 + _SCRATCH, params.d_model * _TRANSCENDENTAL)
+        return Cost(params.d_model * 16 + _SCRATCH, params.d_model * 30_000)
     pairs = count * params.d_model
-    return Cost(pairs * 80 + _SCRATCH, pairs * _TRANSCENDENTAL)
+    listed = Cost(pairs * 80 + _SCRATCH, pairs * _TRANSCENDENTAL)
+    return _larger(rope_scheme.table_cost(params, count, dtype, component), listed)
 
 
 def alibi(params: Any, count: int, dtype: str, component: str) -> Cost:
@@ -83,10 +91,3 @@ def similarity(count: int, width: int, reference: bool, dtype: str) -> Cost:
     quotient, clipping; or the cancellation mask and square root), then the cast to ``dtype``."""
     values = count if reference else count * count
     return Cost(values * (64 + _itemsize(dtype)) + count * 16, values * (width // 4 + 16))
-
-
-def verify(params: Any, count: int) -> Cost:
-    """A stand-in until each scheme states its own: pairwise figures over ``count`` rows."""
-    width: int = getattr(params, "d_model", 0) or getattr(params, "num_heads", 1)
-    pairwise = count * count
-    return Cost(pairwise * 48 + count * width * 64 + _SCRATCH, pairwise * (width + 16))

@@ -31,9 +31,11 @@ from typing import Any, Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
-from posenc import framework
+from posenc import framework, kernels
+from posenc.cost import Cost
 from posenc.errors import ParameterError
-from posenc.exact import Turns, decimal_pi, sincos
+from posenc.exact import Turns, consecutive_positions, decimal_pi, sincos
+from posenc.rotation import fill_consecutive
 
 Layout = Literal["interleaved", "split"]
 Scaling = Literal["none", "linear", "dynamic", "yarn", "llama3", "longrope"]
@@ -272,6 +274,15 @@ def encode(
     """
     if params.recipe == "framework":
         return framework.rope_encode(params, positions, dtype, component)
+    if _compiled(component, dtype) and _consecutive(positions):
+        # A table after all: half the transcendental work, by the compiled loops.
+        return table(params, len(positions), int(positions[0]), dtype, component)
+    return _encode_exact(params, positions, dtype, component)
+
+
+def _encode_exact(
+    params: RopeParams, positions: npt.NDArray[np.int64], dtype: str, component: str
+) -> npt.NDArray[np.floating]:
     turns, attention = scaled(params, sequence_length(positions))
     if component == "inv_freq":
         return turns.radians.astype(dtype)
@@ -279,6 +290,103 @@ def encode(
         return (positions.astype(np.float64)[:, None] * turns.radians).astype(dtype)
     sin, cos = sincos(positions, turns)
     expanded = {"cos": [cos], "sin": [sin], "cos_sin": [cos, sin]}[component]
+    tables = [_expand(part * attention, params.layout) for part in expanded]
+    stacked = tables[0] if len(tables) == 1 else np.stack(tables)
+    return stacked.astype(dtype)
+
+
+_TABLES = {"cos_sin": (1, 0), "cos": (-1, 0), "sin": (0, -1)}  # (sin plane, cos plane)
+
+
+def _compiled(component: str, dtype: str) -> bool:
+    return component in _TABLES and np.dtype(dtype) in (np.float32, np.float64)
+
+
+def _consecutive(positions: npt.NDArray[np.int64]) -> bool:
+    return bool(positions.size) and bool(np.all(np.diff(positions) == 1))
+
+
+def table(
+    params: RopeParams,
+    seq_len: int,
+    offset: int = 0,
+    dtype: str = "float32",
+    component: str = "cos_sin",
+    threads: int = 1,
+) -> npt.NDArray[np.floating]:
+    """``component`` for positions ``offset … offset + seq_len - 1``.
+
+    ``cos``/``sin`` repeat ``d/2`` distinct columns, so only ``seq_len · d/2`` values are
+    computed and each is written twice. float32 tables are built by rotation from exact
+    anchors, as the sinusoid's (within ``0.5 + 2^-14`` ulp of the exact values, values below
+    2^-10 recomputed exactly); float64 ones on the exact path. Both by the compiled loops of
+    :mod:`posenc.kernels`, bit for bit :func:`table_reference`; ``threads`` splits the rows.
+
+    >>> table(RopeParams(d_model=4), 2, 0, "float32", "cos")[1].tolist()
+    [0.5403022766113281, 0.9999499917030334, 0.5403022766113281, 0.9999499917030334]
+    """
+    positions = consecutive_positions(seq_len, offset)
+    if params.recipe != "exact" or not _compiled(component, dtype):
+        return encode(params, positions, dtype, component)
+    turns, attention = scaled(params, offset + seq_len)
+    sin_plane, cos_plane = _TABLES[component]
+    out = np.empty((2 if component == "cos_sin" else 1, seq_len, params.d_model), dtype=dtype)
+    mode = kernels.ROPE_SPLIT if params.layout == "split" else kernels.ROPE_INTERLEAVED
+    store = kernels.Store(mode, len(turns), sin_plane, cos_plane, attention)
+    fill = kernels.exact_table if np.dtype(dtype) == np.float64 else kernels.rotated_table
+    fill(out, offset, turns, store, threads)
+    result: npt.NDArray[np.floating] = out if component == "cos_sin" else out[0]
+    return result
+
+
+# Bytes and work of the 60-digit frequencies (a decimal exp each) when they are not cached.
+_FREQUENCY_COST = Cost(bytes=1024, work=30_000)
+
+
+def table_cost(
+    params: RopeParams, seq_len: int, dtype: str, component: str = "cos_sin", threads: int = 1
+) -> Cost:
+    """Peak working bytes (the output included) and work of :func:`table`, from the
+    parameters alone: an upper bound, frequencies taken as not cached.
+
+    >>> table_cost(RopeParams(d_model=128), 8192, "float32").bytes < 1.25 * 2 * 8192 * 128 * 4
+    True
+    """
+    h = params.d_model // 2
+    values = math.prod(shape(params, seq_len, component))
+    out = values * np.dtype(dtype).itemsize
+    frequencies = Cost(_FREQUENCY_COST.bytes * h, _FREQUENCY_COST.work * h)
+    if not _compiled(component, dtype):
+        # The exact path over (n, h), its ~30 temporaries, expanded and stacked in float64.
+        working = Cost(240 * seq_len * h + 24 * values, 40 * seq_len * h + 4 * values + 100_000)
+    elif np.dtype(dtype) == np.float64:
+        working = kernels.exact_cost(seq_len, h, values, threads)
+    else:
+        working = kernels.rotated_cost(seq_len, h, values, threads)
+    # 64 KiB: the Python objects and small arrays around the buffers.
+    return frequencies.peak(Cost(out + 65536, 0) + working)
+
+
+def table_reference(
+    params: RopeParams, seq_len: int, offset: int, dtype: str, component: str = "cos_sin"
+) -> npt.NDArray[np.floating]:
+    """:func:`table` in NumPy alone: the reference the compiled loops are tested against."""
+    positions = consecutive_positions(seq_len, offset)
+    if np.dtype(dtype) == np.float64 or component not in _TABLES:
+        return _encode_exact(params, positions, dtype, component)
+    turns, attention = scaled(params, offset + seq_len)
+    half = np.empty((2, seq_len, len(turns)))  # sin, cos
+
+    def place_rows(start: int, rows: npt.NDArray[np.float64]) -> None:
+        half[:, start : start + len(rows)] = rows.reshape(len(rows), -1, 2).transpose(2, 0, 1)
+
+    def place_values(
+        rows: npt.NDArray[np.intp], columns: npt.NDArray[np.intp], values: npt.NDArray[np.float64]
+    ) -> None:
+        half[columns % 2, rows, columns // 2] = values
+
+    fill_consecutive(offset, seq_len, turns, place_rows, place_values)
+    expanded = {"cos": [half[1]], "sin": [half[0]], "cos_sin": [half[1], half[0]]}[component]
     tables = [_expand(part * attention, params.layout) for part in expanded]
     stacked = tables[0] if len(tables) == 1 else np.stack(tables)
     return stacked.astype(dtype)

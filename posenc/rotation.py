@@ -3,7 +3,10 @@
 ``PE(a + k) = M_k · PE(a)`` pair by pair. Written with complex numbers ``z = sin θ + i·cos θ``
 (sine first, so that a complex array viewed as floats *is* the interleaved row
 ``sin, cos, sin, cos …``), the rotation is one complex product: ``z(a+k) = z(a) · conj(w_k)``
-with ``w_k = cos kω + i·sin kω``. Super-anchors every ``BLOCK²`` positions and the twiddles
+with ``w_k = cos kω + i·sin kω``, written out in real arithmetic as
+``(zr·tr − zi·ti) + i·(zr·ti + zi·tr)``: NumPy's own complex product fuses multiply-adds on
+some CPUs and not on others, and the compiled path (:mod:`posenc.kernels`) must repeat this
+one bit for bit. Super-anchors every ``BLOCK²`` positions and the twiddles
 come from the exact path (:func:`posenc.exact.sincos`), so errors never accumulate: each value
 is two rotations away from exact float64 numbers.
 
@@ -32,12 +35,29 @@ SMALL = 2.0**-10
 # Pairs per working chunk (2 MiB of complex values): large enough that the per-chunk Python
 # work is small; of 16K, 32K, 64K and 128K pairs, measured here, this was the fastest.
 _WORKING_PAIRS = 131072
+_RECOMPUTE = 16384
 
 
 def _as_z(sin: Float64Array, cos: Float64Array) -> npt.NDArray[np.complex128]:
     z = np.empty(sin.shape, dtype=np.complex128)
     z.real, z.imag = sin, cos
     return z
+
+
+def times(
+    z: npt.NDArray[np.complex128],
+    w: npt.NDArray[np.complex128],
+    out: npt.NDArray[np.complex128] | None = None,
+) -> npt.NDArray[np.complex128]:
+    """``z · w`` as ``(zr·wr − zi·wi) + i·(zr·wi + zi·wr)``, each product rounded (no FMA)."""
+    shape = np.broadcast_shapes(z.shape, w.shape)
+    if out is None:
+        out = np.empty(shape, dtype=np.complex128)
+    np.multiply(z.real, w.real, out=out.real)
+    out.real -= z.imag * w.imag
+    np.multiply(z.real, w.imag, out=out.imag)
+    out.imag += z.imag * w.real
+    return out
 
 
 # Bounded small: the twiddles of a d_model of 65536 take 8 MB.
@@ -65,7 +85,7 @@ def fill_consecutive(
 
     ``place_rows(first_row, block)`` receives blocks of shape ``(rows, 2h)`` holding
     ``sin, cos`` of every frequency, interleaved. Values near zero are then recomputed on the
-    exact path and handed to ``place_values(rows, float_columns, values)`` in one call.
+    exact path and handed to ``place_values(rows, float_columns, values)``, in batches.
     Exact super-anchors every ``BLOCK²`` positions are rotated to anchors every ``BLOCK``, and
     those to every position: two rotations from the exact path.
     """
@@ -75,26 +95,28 @@ def fill_consecutive(
     supers = _as_z(*sincos(np.arange(offset, offset + count, span, dtype=np.int64), turns))
     per_chunk = max(1, min(BLOCK, _WORKING_PAIRS // (BLOCK * h)))
     rotated = np.empty((per_chunk, BLOCK, h), dtype=np.complex128)
-    found: list[tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]] = []
     for index, z_super in enumerate(supers):
         checkpoint()
-        anchors = z_super * coarse
+        anchors = times(z_super, coarse)
         for first in range(0, BLOCK, per_chunk):
             start = index * span + first * BLOCK
             if start >= count:
                 break
             part = anchors[first : first + per_chunk]
             block = rotated[: len(part)]
-            np.multiply(part[:, None, :], fine, out=block)
+            times(part[:, None, :], fine, out=block)
             values = block.view(np.float64).reshape(-1, 2 * h)
             values = values[: min(len(part) * BLOCK, count - start)]
-            rows, columns = _small(values)
-            found.append((rows + start, columns))
             place_rows(start, values)
-    rows = np.concatenate([rows for rows, _ in found])
-    columns = np.concatenate([columns for _, columns in found])
-    sin, cos = sincos_pairs(offset + rows.astype(np.int64), columns // 2, turns)
-    place_values(rows, columns, np.where(columns % 2 == 0, sin, cos))
+            rows, columns = _small(values)
+            # In batches: the exact path holds ~30 temporaries per value.
+            for at in range(0, len(rows), _RECOMPUTE):
+                batch_rows = rows[at : at + _RECOMPUTE] + start
+                batch_columns = columns[at : at + _RECOMPUTE]
+                sin, cos = sincos_pairs(
+                    offset + batch_rows.astype(np.int64), batch_columns // 2, turns
+                )
+                place_values(batch_rows, batch_columns, np.where(batch_columns % 2 == 0, sin, cos))
 
 
 def _small(values: Float64Array) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:

@@ -65,7 +65,7 @@ class Scheme:
     verify: Callable[[Any, npt.NDArray[Any], Positions], Report]
     vectors: Callable[[Any, Positions, tuple[float, ...] | None], npt.NDArray[np.float64]] | None
     cost: Callable[[Any, int, str, str], Cost]
-    verify_cost: Callable[[Any, int], Cost] = costs.verify
+    verify_cost: Callable[[Any, int], Cost]
     components: tuple[str, ...] = ()
     dtypes: tuple[str, ...] | None = FLOAT_DTYPES
     on_grid: bool = False
@@ -164,6 +164,7 @@ _SCHEMES = (
         sinusoidal_verify.verify,
         _rows(_sinusoidal_encode),
         costs.sinusoidal,
+        sinusoidal_verify.verify_cost,
         table=_sinusoidal_table,
         conformance=True,
     ),
@@ -220,6 +221,7 @@ _SCHEMES = (
         scheme_checks.verify_rope,
         _rope_vectors,
         costs.rope,
+        scheme_checks.verify_rope_cost,
         components=rope.COMPONENTS,
         similarity_vector=True,
     ),
@@ -243,6 +245,7 @@ _SCHEMES = (
         scheme_checks.verify_alibi,
         None,
         costs.alibi,
+        scheme_checks.verify_alibi_cost,
         components=alibi.COMPONENTS,
     ),
     Scheme(
@@ -266,6 +269,7 @@ _SCHEMES = (
         scheme_checks.verify_t5,
         None,
         costs.t5,
+        scheme_checks.verify_t5_cost,
         dtypes=None,
     ),
     *(
@@ -292,6 +296,7 @@ _SCHEMES = (
             scheme_checks.verify_grid,
             _rows(grid.encode),
             costs.grid,
+            scheme_checks.verify_grid_cost,
             on_grid=True,
         )
         for k in (2, 3)
@@ -307,6 +312,7 @@ _SCHEMES = (
             scheme_checks.verify_baseline,
             _rows(encode),
             costs.baseline,
+            scheme_checks.verify_baseline_cost,
         )
         for name, summary, encode in (
             ("index", "teaching baseline: the position in every column", baselines.index),

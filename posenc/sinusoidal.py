@@ -20,7 +20,8 @@ from typing import Any, Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
-from posenc import framework
+from posenc import framework, kernels
+from posenc.cost import Cost
 from posenc.errors import ParameterError
 from posenc.exact import MAX_POSITION, Turns, consecutive_positions, geometric_turns, sincos
 from posenc.rotation import fill_consecutive
@@ -162,14 +163,82 @@ def encode(
 
 
 def table(
-    params: SinusoidalParams, seq_len: int, offset: int = 0, dtype: DType = "float64"
+    params: SinusoidalParams,
+    seq_len: int,
+    offset: int = 0,
+    dtype: DType = "float64",
+    threads: int = 1,
 ) -> npt.NDArray[np.floating]:
     """The encodings of positions ``offset … offset + seq_len - 1``.
 
     float32 and float16 tables are built by rotation from exact anchors (:mod:`posenc.rotation`),
-    several times faster than the exact path and within ``0.5 + 2^-14`` ulp of the exact values.
+    several times faster than the exact path and within ``0.5 + 2^-14`` ulp of the exact values;
+    float64 tables on the exact path. float32 and float64 tables of the paper's convention come
+    from the compiled loops of :mod:`posenc.kernels`, bit for bit :func:`table_reference`;
+    ``threads`` splits the rows between that many threads.
 
     >>> table(SinusoidalParams(d_model=4, base=100.0), 4, dtype="float32")[3].tolist()
+    [0.14112000167369843, -0.9899924993515015, 0.29552021622657776, 0.9553365111351013]
+    """
+    consecutive_positions(seq_len, offset)
+    if not _compiled(params, dtype):
+        return table_reference(params, seq_len, offset, dtype)
+    out = np.empty((1, seq_len, params.d_model), dtype=dtype)
+    mode = kernels.SIN_COS_INTERLEAVED if params.layout == "interleaved" else kernels.SIN_COS_SPLIT
+    store = kernels.Store(mode, cosines=params.d_model // 2)
+    fill = kernels.exact_table if np.dtype(dtype) == np.float64 else kernels.rotated_table
+    fill(out, offset, frequencies_of(params), store, threads)
+    result: npt.NDArray[np.floating] = out[0]
+    return result
+
+
+def _compiled(params: SinusoidalParams, dtype: DType) -> bool:
+    """The compiled loops serve the paper's exact table in float32 and float64."""
+    exact_vaswani = params.convention == "vaswani" and params.recipe == "exact"
+    return exact_vaswani and np.dtype(dtype) != np.float16
+
+
+# Bytes and work of computing the frequencies (60-digit decimals) when they are not cached.
+_FREQUENCY_COST = Cost(bytes=512, work=5_000)
+
+
+def table_cost(params: SinusoidalParams, seq_len: int, dtype: DType, threads: int = 1) -> Cost:
+    """Peak working bytes (the output included) and work of :func:`table`, from the
+    parameters alone: an upper bound, frequencies taken as not cached.
+
+    >>> table_cost(SinusoidalParams(d_model=512), 2048, "float32").bytes < 1.25 * 2048 * 512 * 4
+    True
+    """
+    h = params.frequency_count
+    values = seq_len * params.d_model
+    out = values * np.dtype(dtype).itemsize
+    frequencies = Cost(_FREQUENCY_COST.bytes * h, _FREQUENCY_COST.work * h)
+    if not _compiled(params, dtype):
+        working = _reference_cost(seq_len, h, values, np.dtype(dtype) == np.float16)
+    elif np.dtype(dtype) == np.float64:
+        working = kernels.exact_cost(seq_len, h, values, threads)
+    else:
+        working = kernels.rotated_cost(seq_len, h, values, threads)
+    # 64 KiB: the Python objects and small arrays around the buffers.
+    return frequencies.peak(Cost(out + 65536, 0) + working)
+
+
+def _reference_cost(seq_len: int, h: int, values: int, rotated: bool) -> Cost:
+    # ~30 float64 temporaries per exact value, over blocks of _BLOCK_ELEMENTS (or of the
+    # rotation's super-anchors and small values); complex chunks of the rotation.
+    if not rotated:
+        return Cost(240 * max(_BLOCK_ELEMENTS, h), 40 * seq_len * h + 2 * values + 100_000)
+    exact = 240 * ((-(-seq_len // 256) + 32) * h + 16384)
+    chunks = 4 * 16 * max(131072, 16 * h)
+    return Cost(exact + chunks, 15 * values + 40 * (seq_len // 256 + 32) * h + 100_000)
+
+
+def table_reference(
+    params: SinusoidalParams, seq_len: int, offset: int = 0, dtype: DType = "float64"
+) -> npt.NDArray[np.floating]:
+    """:func:`table` in NumPy alone: the reference the compiled loops are tested against.
+
+    >>> table_reference(SinusoidalParams(d_model=4, base=100.0), 4, dtype="float32")[3].tolist()
     [0.14112000167369843, -0.9899924993515015, 0.29552021622657776, 0.9553365111351013]
     """
     positions = consecutive_positions(seq_len, offset)

@@ -163,3 +163,14 @@ def test_width_is_refused_for_other_formats(client: Client) -> None:
 def test_similarity_png_takes_the_bounds_too(client: Client) -> None:
     png = client.get("/v1/similarity?d_model=8&seq_len=10&format=png&width=40&height=30").content
     assert struct.unpack(">II", png[16:24]) == (40, 30)
+
+
+def test_a_bin_body_is_a_read_only_view_of_the_array_not_a_copy() -> None:
+    from app.formats import Labels, serialize
+
+    array = np.arange(12, dtype=np.float32).reshape(3, 4)
+    array.flags.writeable = False
+    body = serialize(array, "bin", {}, Labels("t", "x", "y", "v"))
+    assert isinstance(body, memoryview) and body.readonly
+    assert np.shares_memory(np.frombuffer(body, dtype=np.float32), array)
+    assert bytes(body) == array.tobytes()

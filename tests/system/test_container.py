@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -15,9 +16,9 @@ import httpx
 import pytest
 
 from tests.live.conftest import free_port
+from tests.system.dockerd import ROOT, docker
 
 pytestmark = [pytest.mark.live, pytest.mark.system]
-ROOT = Path(__file__).resolve().parents[2]
 ENDPOINTS = [
     "/healthz",
     "/readyz",
@@ -32,36 +33,6 @@ ENDPOINTS = [
     "/v1/verify?d_model=8",
     "/v1/table?scheme=rope&d_model=8&seq_len=4",
 ]
-
-
-def docker(*args: str, check: bool = True, timeout: float = 600) -> str:
-    result = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
-    if check and result.returncode != 0:
-        raise RuntimeError(f"docker {' '.join(args)}: {result.stderr[-2000:]}")
-    return result.stdout.strip()
-
-
-@pytest.fixture(scope="module")
-def image() -> str:
-    base = subprocess.run(
-        ["bash", str(ROOT / "scripts/docker-test-env.sh")],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    ).stdout.strip()
-    docker(
-        "build",
-        "--network",
-        "host",
-        "--build-arg",
-        f"BASE_IMAGE={base}",
-        "-t",
-        "posenc:test",
-        str(ROOT),
-        timeout=900,
-    )
-    return "posenc:test"
 
 
 @dataclass
@@ -98,7 +69,7 @@ def container(image: str) -> Iterator[Container]:
 
 
 def test_the_dockerfile_passes_hadolint() -> None:
-    hadolint = shutil.which("hadolint") or str(Path(__file__).parents[2] / ".venv/bin/hadolint")
+    hadolint = shutil.which("hadolint") or str(Path(sys.executable).with_name("hadolint"))
     result = subprocess.run([hadolint, str(ROOT / "Dockerfile")], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
 

@@ -1,0 +1,472 @@
+"""Compiled loops for whole tables: one pass per block, written straight into the output.
+
+The NumPy paths (:func:`posenc.rotation.fill_consecutive`, :func:`posenc.exact.sincos`) are
+the reference; these loops repeat their arithmetic operation for operation (no fused
+multiply-add, no reassociation: numba compiles without ``fastmath``), so a table built here is
+bit for bit the table built there, and every bound proved for the reference holds. What they
+save is memory traffic: the reference makes ~10 passes over float64 temporaries the size of a
+block and then casts into the output; here a row is rotated, scanned for values near zero and
+rounded into the output while it is still in registers.
+
+Sines and cosines of the reduced angle still come from NumPy (``np.sin``/``np.cos`` on a
+block that stays in the L2 cache): a compiled ``sin`` is the platform's libm, which need not
+agree with NumPy's to the last bit.
+
+Where values go is a *store mode*; ``out`` is always 3-D ``(planes, rows, columns)``:
+
+- ``SIN_COS_INTERLEAVED``: plane 0, ``sin`` at ``2j``, ``cos`` at ``2j+1`` for ``j < cosines``;
+- ``SIN_COS_SPLIT``: plane 0, ``sin`` at ``j``, ``cos`` at ``h + j`` for ``j < cosines``;
+- ``ROPE_SPLIT``: ``scale·cos`` at ``j`` and ``h + j`` of plane ``cos_plane``, ``scale·sin``
+  likewise in ``sin_plane`` (a plane ``< 0`` is not written);
+- ``ROPE_INTERLEAVED``: the same at ``2j`` and ``2j + 1``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numba
+import numpy as np
+import numpy.typing as npt
+
+from posenc.cancel import checkpoint
+from posenc.cost import Cost
+from posenc.exact import _SPLITTER, _TWO_PI_A, _TWO_PI_B, _TWO_PI_HI, _TWO_PI_LO, Turns
+from posenc.rotation import BLOCK, SMALL
+
+SIN_COS_INTERLEAVED, SIN_COS_SPLIT, ROPE_SPLIT, ROPE_INTERLEAVED = 0, 1, 2, 3
+_SPAN = BLOCK * BLOCK
+# Elements per block of the exact path: five float64 buffers of this size (320 KiB) stay in
+# the L2 cache and keep the working memory a small fraction of any large table.
+EXACT_BLOCK = 8192
+# Values per call of the rotation loop (≈ 1 ms here): a checkpoint between calls.
+_ROTATION_CALL = 1 << 20
+# Room for the positions of values near zero found in one call; more stops the call early.
+_SMALL_SLOTS = 8192
+
+# nogil: the loops run in several threads at once (``threads=``); cache: compiled once per
+# machine into NUMBA_CACHE_DIR (or __pycache__), not at every start.
+_jit = numba.njit(nogil=True, cache=True, error_model="numpy", boundscheck=False)
+
+
+@dataclass(frozen=True)
+class Store:
+    """Where the sines and cosines of a row go (see the module docstring)."""
+
+    mode: int
+    cosines: int  # frequencies that have a cosine column (sinusoids with odd d_model: h − 1)
+    sin_plane: int = 0
+    cos_plane: int = 0
+    scale: float = 1.0
+
+
+@_jit
+def _store_row(
+    out: Any, r: int, s: Any, c: Any, mode: int, cc: int, sp: int, cp: int, scale: float
+) -> None:
+    h = s.shape[0]
+    if mode == SIN_COS_INTERLEAVED:
+        row = out[0, r]
+        for j in range(cc):
+            row[2 * j] = s[j]
+            row[2 * j + 1] = c[j]
+        for j in range(cc, h):
+            row[2 * j] = s[j]
+    elif mode == SIN_COS_SPLIT:
+        row = out[0, r]
+        for j in range(h):
+            row[j] = s[j]
+        for j in range(cc):
+            row[h + j] = c[j]
+    else:
+        for plane, values in ((cp, c), (sp, s)):
+            if plane < 0:
+                continue
+            row = out[plane, r]
+            if mode == ROPE_SPLIT:
+                for j in range(h):
+                    v = values[j] * scale
+                    row[j] = v
+                    row[h + j] = v
+            else:
+                for j in range(h):
+                    v = values[j] * scale
+                    row[2 * j] = v
+                    row[2 * j + 1] = v
+
+
+@_jit
+def _store_one(
+    out: Any,
+    r: int,
+    j: int,
+    is_cos: int,
+    v: float,
+    h: int,
+    mode: int,
+    sp: int,
+    cp: int,
+    scale: float,
+) -> None:
+    if mode == SIN_COS_INTERLEAVED:
+        out[0, r, 2 * j + is_cos] = v
+    elif mode == SIN_COS_SPLIT:
+        out[0, r, j + h * is_cos] = v
+    else:
+        plane = cp if is_cos else sp
+        if plane < 0:
+            return
+        v = v * scale
+        if mode == ROPE_SPLIT:
+            out[plane, r, j] = v
+            out[plane, r, h + j] = v
+        else:
+            out[plane, r, 2 * j] = v
+            out[plane, r, 2 * j + 1] = v
+
+
+@_jit
+def _rotate_rows(
+    out: Any,
+    first: int,
+    stop: int,
+    supers: Any,
+    coarse: Any,
+    fine: Any,
+    mode: int,
+    cc: int,
+    sp: int,
+    cp: int,
+    scale: float,
+    small: Any,
+    row_s: Any,
+    row_c: Any,
+    anchor_r: Any,
+    anchor_i: Any,
+) -> tuple[int, int]:
+    """Rows ``first …`` up to ``stop`` by two rotations (see :mod:`posenc.rotation`); returns
+    the next row and how many codes ``row·2h + 2j + is_cos`` of values below SMALL it left in
+    ``small``. Stops early, at a row boundary, when ``small`` could not hold another row."""
+    h = supers.shape[2]
+    count = 0
+    r = first
+    room = small.shape[0] - 2 * h
+    while r < stop and count <= room:
+        m = r // _SPAN
+        k = (r // BLOCK) % BLOCK
+        for j in range(h):
+            sr, si = supers[0, m, j], supers[1, m, j]
+            cr, ci = coarse[0, k, j], coarse[1, k, j]
+            anchor_r[j] = sr * cr - si * ci
+            anchor_i[j] = sr * ci + si * cr
+        last = min(stop, r - r % BLOCK + BLOCK)
+        while r < last and count <= room:
+            k2 = r % BLOCK
+            found = 0
+            for j in range(h):
+                fr, fi = fine[0, k2, j], fine[1, k2, j]
+                s = anchor_r[j] * fr - anchor_i[j] * fi
+                c = anchor_r[j] * fi + anchor_i[j] * fr
+                row_s[j] = s
+                row_c[j] = c
+                found += (abs(s) < SMALL) + (abs(c) < SMALL)
+            if found:
+                for j in range(h):
+                    if abs(row_s[j]) < SMALL:
+                        small[count] = r * 2 * h + 2 * j
+                        count += 1
+                for j in range(cc):
+                    if abs(row_c[j]) < SMALL:
+                        small[count] = r * 2 * h + 2 * j + 1
+                        count += 1
+            _store_row(out, r, row_s, row_c, mode, cc, sp, cp, scale)
+            r += 1
+    return r, count
+
+
+@_jit
+def _reduce(p: float, hi: float, lo: float, hi_a: float, hi_b: float) -> tuple[float, float, float]:
+    # posenc.exact._sincos up to np.sin/np.cos, operation for operation.
+    p_a = np.floor(p * 2.0**-16) * 2.0**16
+    p_b = p - p_a
+    whole = p * hi
+    tail = ((p_a * hi_a - whole) + p_a * hi_b + p_b * hi_a) + p_b * hi_b
+    tail += p * lo
+    fraction = whole - np.rint(whole)
+    quarter = np.rint(4.0 * fraction)
+    fraction -= 0.25 * quarter
+    r_hi = fraction + tail
+    bb = r_hi - fraction
+    r_lo = (fraction - (r_hi - bb)) + (tail - bb)
+    a_hi = r_hi * _TWO_PI_HI
+    scaled = _SPLITTER * r_hi
+    r_a = scaled - (scaled - r_hi)
+    r_b = r_hi - r_a
+    a_lo = ((r_a * _TWO_PI_A - a_hi) + r_a * _TWO_PI_B + r_b * _TWO_PI_A) + r_b * _TWO_PI_B
+    a_lo += r_hi * _TWO_PI_LO + r_lo * _TWO_PI_HI
+    return a_hi, a_lo, quarter
+
+
+@_jit
+def _reduce_grid(
+    first: float,
+    step: float,
+    rows: int,
+    hi: Any,
+    lo: Any,
+    hi_a: Any,
+    hi_b: Any,
+    a_hi: Any,
+    a_lo: Any,
+    q: Any,
+) -> None:
+    h = hi.shape[0]
+    for i in range(rows):
+        p = first + step * i
+        for j in range(h):
+            a_hi[i * h + j], a_lo[i * h + j], q[i * h + j] = _reduce(
+                p, hi[j], lo[j], hi_a[j], hi_b[j]
+            )
+
+
+@_jit
+def _reduce_codes(
+    offset: float,
+    codes: Any,
+    h: int,
+    hi: Any,
+    lo: Any,
+    hi_a: Any,
+    hi_b: Any,
+    a_hi: Any,
+    a_lo: Any,
+    q: Any,
+) -> None:
+    for k in range(codes.shape[0]):
+        r, column = divmod(codes[k], 2 * h)
+        j = column // 2
+        a_hi[k], a_lo[k], q[k] = _reduce(offset + r, hi[j], lo[j], hi_a[j], hi_b[j])
+
+
+@_jit
+def _unfold(sin_a: Any, cos_a: Any, a_lo: Any, q: Any, count: int) -> None:
+    # The first-order correction and posenc.exact._rotate_by_quarters, in place.
+    for k in range(count):
+        s, c, t = sin_a[k], cos_a[k], a_lo[k]
+        s, c = s + c * t, c - s * t
+        quarter = q[k] % 4.0
+        if quarter % 2.0 == 1.0:
+            s, c = c, s
+        sin_a[k] = s * (-1.0 if quarter >= 2.0 else 1.0)
+        cos_a[k] = c * (-1.0 if quarter == 1.0 or quarter == 2.0 else 1.0)
+
+
+@_jit
+def _store_rows(
+    out: Any,
+    first: int,
+    rows: int,
+    h: int,
+    s: Any,
+    c: Any,
+    mode: int,
+    cc: int,
+    sp: int,
+    cp: int,
+    scale: float,
+) -> None:
+    for i in range(rows):
+        _store_row(
+            out, first + i, s[i * h : (i + 1) * h], c[i * h : (i + 1) * h], mode, cc, sp, cp, scale
+        )
+
+
+@_jit
+def _store_codes(
+    out: Any, codes: Any, h: int, s: Any, c: Any, mode: int, sp: int, cp: int, scale: float
+) -> None:
+    for k in range(codes.shape[0]):
+        r, column = divmod(codes[k], 2 * h)
+        is_cos = column % 2
+        _store_one(out, r, column // 2, is_cos, c[k] if is_cos else s[k], h, mode, sp, cp, scale)
+
+
+class _Exact:
+    """Buffers for exact sines and cosines, a block at a time."""
+
+    def __init__(self, turns: Turns, size: int) -> None:
+        self.turns = turns
+        self.a_hi, self.a_lo, self.q, self.s, self.c = np.empty((5, size))
+
+    def finish(self, count: int) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        a_hi, s, c = self.a_hi[:count], self.s[:count], self.c[:count]
+        np.sin(a_hi, out=s)
+        np.cos(a_hi, out=c)
+        _unfold(s, c, self.a_lo, self.q, count)
+        return s, c
+
+    def grid(
+        self, first: int, rows: int, step: int = 1
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """Rows of positions ``first + step·i``, flat: ``(rows · h,)`` each."""
+        t = self.turns
+        _reduce_grid(
+            float(first),
+            float(step),
+            rows,
+            t.hi,
+            t.lo,
+            t.hi_a,
+            t.hi_b,
+            self.a_hi,
+            self.a_lo,
+            self.q,
+        )
+        return self.finish(rows * len(t))
+
+    def codes(
+        self, offset: int, codes: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        t = self.turns
+        _reduce_codes(
+            float(offset), codes, len(t), t.hi, t.lo, t.hi_a, t.hi_b, self.a_hi, self.a_lo, self.q
+        )
+        return self.finish(len(codes))
+
+
+def _store_args(store: Store) -> tuple[int, int, int, int, float]:
+    return store.mode, store.cosines, store.sin_plane, store.cos_plane, store.scale
+
+
+# Bounded small: the twiddles of a d_model of 65536 take 8 MB.
+@lru_cache(maxsize=4)
+def _twiddles(turns: Turns, stride: int) -> npt.NDArray[np.float64]:
+    """:func:`posenc.rotation._conjugate_twiddles` as real and imaginary parts ``(2, BLOCK, h)``,
+    each contiguous so that the loops run in SIMD registers; computed block by block."""
+    exact = _Exact(turns, max(EXACT_BLOCK, len(turns)))
+    twiddles = np.empty((2, BLOCK, len(turns)))
+    for k in range(BLOCK):
+        twiddles[1, k], twiddles[0, k] = exact.grid(k * stride, 1)
+    twiddles[1] *= -1.0
+    twiddles.flags.writeable = False
+    return twiddles
+
+
+def _in_threads(rows: int, threads: int, part: Any) -> None:
+    """``part(first, stop)`` over ``rows`` split at multiples of BLOCK² into ``threads`` ranges,
+    each thread with a copy of the caller's context (so :func:`checkpoint` sees its token)."""
+    threads = max(1, min(threads, -(-rows // _SPAN)))
+    if threads == 1:
+        part(0, rows)
+        return
+    step = -(-rows // (threads * _SPAN)) * _SPAN
+    bounds = [(first, min(first + step, rows)) for first in range(0, rows, step)]
+    with ThreadPoolExecutor(len(bounds)) as pool:
+        futures = [
+            pool.submit(contextvars.copy_context().run, part, first, stop) for first, stop in bounds
+        ]
+        for future in futures:
+            future.result()
+
+
+def rotated_table(
+    out: npt.NDArray[Any], offset: int, turns: Turns, store: Store, threads: int = 1
+) -> None:
+    """Fill ``out`` (planes, rows, columns) with positions ``offset …`` by rotation, exactly as
+    :func:`posenc.rotation.fill_consecutive` would (values below SMALL recomputed exactly)."""
+    rows, h = out.shape[1], len(turns)
+    fine, coarse = _twiddles(turns, 1), _twiddles(turns, BLOCK)
+    args = _store_args(store)
+    per_call = max(1, _ROTATION_CALL // (2 * h))
+
+    def part(first: int, stop: int) -> None:
+        exact = _Exact(turns, max(EXACT_BLOCK, 2 * h))
+        supers = np.empty((2, -(-(stop - first) // _SPAN), h))
+        per_block = max(1, EXACT_BLOCK // h)
+        for i in range(0, supers.shape[1], per_block):
+            count = min(per_block, supers.shape[1] - i)
+            s, c = exact.grid(offset + first + i * _SPAN, count, _SPAN)
+            supers[0, i : i + count] = s.reshape(count, h)
+            supers[1, i : i + count] = c.reshape(count, h)
+        small = np.empty(max(_SMALL_SLOTS, 4 * h), dtype=np.int64)
+        row_s, row_c, anchor_r, anchor_i = np.empty((4, h))
+        r = first
+        while r < stop:
+            checkpoint()
+            end = min(stop, r + per_call)
+            # The supers of this part start at its first row: shift the rows by it.
+            view = out[:, first:]
+            done, count = _rotate_rows(
+                view, r - first, end - first, supers, coarse, fine, *args,
+                small, row_s, row_c, anchor_r, anchor_i,
+            )  # fmt: skip
+            if count:
+                codes = small[:count]
+                s, c = exact.codes(offset + first, codes)
+                _store_codes(view, codes, h, s, c, args[0], args[2], args[3], args[4])
+            r = done + first
+
+    _in_threads(rows, threads, part)
+
+
+def exact_table(
+    out: npt.NDArray[Any], offset: int, turns: Turns, store: Store, threads: int = 1
+) -> None:
+    """Fill ``out`` with positions ``offset …`` on the exact path, block by block: the values
+    of :func:`posenc.exact.sincos`, bit for bit."""
+    rows, h = out.shape[1], len(turns)
+    args = _store_args(store)
+    per_block = max(1, EXACT_BLOCK // h)
+
+    def part(first: int, stop: int) -> None:
+        exact = _Exact(turns, max(EXACT_BLOCK, h))
+        calls = 0
+        for r in range(first, stop, per_block):
+            if calls % 64 == 0:
+                checkpoint()
+            calls += 1
+            count = min(per_block, stop - r)
+            s, c = exact.grid(offset + r, count)
+            _store_rows(out, r, count, h, s, c, *args)
+
+    _in_threads(rows, threads, part)
+
+
+# Calibrated here (bench/run.py prints measured seconds against these): work units per value
+# written, per pair computed exactly, per row of Python and loop overhead, and per call.
+_WORK_PER_VALUE = 3
+_WORK_PER_EXACT_PAIR = 30
+_WORK_PER_ROW = 400
+_WORK_PER_CALL = 100_000
+
+
+def rotated_cost(rows: int, h: int, values: int, threads: int = 1) -> Cost:
+    """Working memory besides the output, and work, of :func:`rotated_table`."""
+    part_rows = -(-rows // max(1, threads))
+    supers = -(-part_rows // _SPAN)
+    per_thread = 8 * (
+        5 * max(EXACT_BLOCK, 2 * h) + max(_SMALL_SLOTS, 4 * h) + 4 * h + 2 * supers * h
+    )
+    twiddles = 8 * (2 * 2 * BLOCK * h + 5 * max(EXACT_BLOCK, h))
+    work = (
+        _WORK_PER_VALUE * values
+        + _WORK_PER_ROW * rows
+        + _WORK_PER_EXACT_PAIR * (-(-rows // _SPAN) + 2 * BLOCK) * h
+        + _WORK_PER_CALL * threads
+    )
+    return Cost(twiddles + max(1, threads) * per_thread, work)
+
+
+def exact_cost(rows: int, h: int, values: int, threads: int = 1) -> Cost:
+    """Working memory besides the output, and work, of :func:`exact_table`."""
+    work = (
+        _WORK_PER_VALUE * values
+        + _WORK_PER_ROW * rows
+        + _WORK_PER_EXACT_PAIR * rows * h
+        + _WORK_PER_CALL * threads
+    )
+    return Cost(max(1, threads) * 8 * 5 * max(EXACT_BLOCK, h), work)

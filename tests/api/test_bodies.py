@@ -1,0 +1,347 @@
+"""Request bodies cost what body_cost says and no more; oversized ones are refused unread."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import tracemalloc
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+import pytest
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from starlette.types import Message
+
+from app import bodies
+from app.admission import LimitExceededError
+from app.middleware import BodyLimitMiddleware
+from posenc.errors import PosencError
+from tests.conftest import Client
+
+MiB = 2**20
+
+
+def _peak(work: Callable[[], Any]) -> tuple[int, Any]:
+    tracemalloc.start()
+    try:
+        result = work()
+        return tracemalloc.get_traced_memory()[1], result
+    finally:
+        tracemalloc.stop()
+
+
+# --- the limit ---------------------------------------------------------------------------------
+
+
+def test_an_announced_oversized_body_is_answered_before_it_is_read() -> None:
+    events: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("the application must not run")
+
+    async def receive() -> Message:
+        events.append("receive")
+        return {"type": "http.request", "body": b"x" * 100, "more_body": False}
+
+    async def send(message: Message) -> None:
+        events.append(message["type"])
+        if message["type"] == "http.response.start":
+            assert message["status"] == 413
+            assert (b"connection", b"close") in message["headers"]
+
+    scope = {"type": "http", "headers": [(b"content-length", b"80000000")]}
+    asyncio.run(BodyLimitMiddleware(app, max_body_bytes=1000)(scope, receive, send))
+    # The whole 413 is written before anything is read; reading after it only drops bytes.
+    assert events[:2] == ["http.response.start", "http.response.body"]
+    assert events[-1] == "http.response.body"
+
+
+def test_a_streamed_body_is_refused_once_it_passes_the_limit(
+    client_with: Callable[..., Client],
+) -> None:
+    client = client_with(max_body_bytes=10_000)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'{"d_model": 2, "positions": ['
+        for _ in range(1000):
+            yield b"0," * 500
+
+    response = client.post(
+        "/v1/encode", content=chunks(), headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 413
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.headers["connection"] == "close"
+
+
+def test_a_positions_list_over_the_limit_is_refused_before_it_is_parsed(
+    client_with: Callable[..., Client],
+) -> None:
+    client = client_with(max_positions=1000)
+    body = b'{"d_model": 2, "positions": [' + b"7," * 100_000 + b"7]}"
+    response = client.post("/v1/encode", content=body)
+    assert response.status_code == 422
+    problem = response.json()
+    assert problem["type"] == "urn:posenc:problem:limit-exceeded"
+    assert problem["errors"][0]["loc"] == ["body", "positions"]
+    assert "100001" in problem["detail"]
+
+    def refuse() -> None:
+        with pytest.raises(LimitExceededError):
+            bodies.read_object(body, {"positions": 1}, max_items={"positions": 1000})
+
+    peak, _ = _peak(refuse)
+    assert peak < 4 * MiB  # a scan block: nothing sized by the list
+
+
+# --- JSON: parsed straight into arrays, at a known cost ------------------------------------------
+
+
+def _positions_body(size: int) -> bytearray:
+    # One digit per position: the most numbers per byte, so the largest array per body byte.
+    return bytearray(b'{"d_model": 2, "positions": [' + b"0," * (size // 2) + b"0]}")
+
+
+def _embeddings_body(size: int, width: int) -> bytearray:
+    row = b"[" + b",".join([b"0"] * width) + b"]"
+    rows = max(1, size // len(row))
+    return bytearray(
+        b'{"d_model": %d, "positions": [0], "embeddings": [%s]}' % (width, b",".join([row] * rows))
+    )
+
+
+def _data_body(size: int, width: int, random: bool) -> bytearray:
+    if random:
+        rows = max(1, size // (20 * width))
+        values = np.random.default_rng(0).standard_normal((rows, width))
+        return bytearray(orjson.dumps({"data": values}, option=orjson.OPT_SERIALIZE_NUMPY))
+    row = b"[" + b",".join([b"0"] * width) + b"]"
+    return bytearray(b'{"data": [%s]}' % b",".join([row] * max(1, size // len(row))))
+
+
+BODIES: dict[str, tuple[Callable[[int], bytearray], dict[str, int]]] = {
+    "positions": (lambda n: _positions_body(n), {"positions": 1}),
+    "embeddings, d_model 1": (lambda n: _embeddings_body(n, 1), {"positions": 1, "embeddings": 2}),
+    "embeddings, d_model 64": (
+        lambda n: _embeddings_body(n, 64),
+        {"positions": 1, "embeddings": 2},
+    ),
+    "data of zeros": (lambda n: _data_body(n, 64, random=False), {"data": 2}),
+    "data of random floats": (lambda n: _data_body(n, 64, random=True), {"data": 2}),
+}
+
+
+@pytest.mark.parametrize("size", [1000, 6 * MiB])
+@pytest.mark.parametrize("kind", list(BODIES))
+def test_parsing_a_json_body_peaks_under_its_declared_cost(kind: str, size: int) -> None:
+    make, arrays = BODIES[kind]
+    body = make(size)
+    peak, (_, parsed) = _peak(lambda: bodies.read_object(body, arrays))
+    held = len(body) + peak
+    assert held <= bodies.body_cost(len(body), "application/json").bytes
+    # Not a Python object per number: the arrays and the body are nearly all there is.
+    arrays_bytes = sum(a.nbytes for a in parsed.values() if a is not None)
+    assert peak <= arrays_bytes + 8 * MiB
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_a_json_table_is_parsed_straight_into_its_dtype_under_its_cost(dtype: str) -> None:
+    body = _data_body(8 * MiB, 64, random=False)
+    peak, table = _peak(lambda: bodies.read_table(body, "application/json", {}, dtype))
+    assert table.dtype == dtype
+    assert len(body) + peak <= bodies.body_cost(len(body), "application/json").bytes
+    assert peak <= table.nbytes + 8 * MiB
+
+
+@pytest.mark.parametrize("width", [1, 3, 700, 40_000])
+def test_rows_across_parse_slices_are_read_exactly(width: int) -> None:
+    values = np.random.default_rng(width).standard_normal((max(2, 300_000 // width), width))
+    values[0, 0], values[-1, -1] = -0.0, 1e300
+    body = orjson.dumps({"data": values}, option=orjson.OPT_SERIALIZE_NUMPY)
+    table = bodies.read_object(body, {"data": 2})[1]["data"]
+    assert table is not None
+    assert np.array_equal(table, values)
+    assert np.array_equal(table, np.array(orjson.loads(body)["data"]))
+
+
+def test_every_json_number_form_reads_as_orjson_reads_it() -> None:
+    numbers = b"0, -0, 1, -17, 3.0, 1e3, 1E+3, 2.5e-3, -1.25E-10, 18446744073709551615, 1e308"
+    body = b'{"x": [' + b", ".join([numbers] * 20_000) + b"]}"
+    parsed = bodies.read_object(body, {"x": 1})[1]["x"]
+    assert parsed is not None
+    expected = np.array(orjson.loads(body)["x"], dtype=np.float64)
+    assert np.array_equal(parsed, expected)
+    assert np.array_equal(np.signbit(parsed), np.signbit(expected))
+
+
+def _loc_of(body: bytes, arrays: dict[str, int]) -> list[Any]:
+    with pytest.raises(RequestValidationError) as caught:
+        bodies.read_object(body, arrays)
+    return list(caught.value.errors()[0]["loc"])
+
+
+def test_a_bad_value_deep_in_a_large_list_is_named_by_its_index() -> None:
+    body = b'{"positions": [' + b"1," * 300_000 + b"true, 2]}"
+    assert _loc_of(body, {"positions": 1}) == ["body", "positions", 300_000]
+    body = b'{"positions": [' + b"1," * 300_000 + b"1.2.3]}"
+    assert _loc_of(body, {"positions": 1}) == ["body", "positions", 300_000]
+
+
+def test_a_bad_row_deep_in_a_large_table_is_named_by_its_row() -> None:
+    rows = [b"[1,2]"] * 100_000
+    ragged = b'{"data": [' + b",".join([*rows, b"[1]", *rows]) + b"]}"
+    assert _loc_of(ragged, {"data": 2}) == ["body", "data", 100_000]
+    text = b'{"data": [' + b",".join([*rows, b'[1, "x"]']) + b"]}"
+    assert _loc_of(text, {"data": 2}) == ["body", "data", 100_000, 1]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"positions": [1, 2,]}',
+        b'{"positions": [1,, 2]}',
+        b'{"positions": [[1], 2]}',
+        b'{"positions": [1, 2}',
+        b'{"positions": [1, 2]',
+        b'{"data": [[1, 2] [3, 4]]}',
+        b'{"data": [[1, 2], 3]}',
+        b'{"data": [[[1]]]}',
+        b'{"positions": [1]} []',
+        b'{"positions": [01]}',
+    ],
+)
+def test_malformed_arrays_are_422_naming_the_member(body: bytes) -> None:
+    loc = _loc_of(body, {"positions": 1, "data": 2})
+    assert loc[0] == "body"
+
+
+def test_positions_may_be_a_comma_separated_string_as_in_a_query(client: Client) -> None:
+    by_string = client.post("/v1/encode", json={"d_model": 4, "positions": "0,5,17"})
+    by_list = client.post("/v1/encode", json={"d_model": 4, "positions": [0, 5, 17]})
+    assert by_string.status_code == 200
+    assert by_string.json()["data"] == by_list.json()["data"]
+
+
+def test_integer_valued_floats_are_positions_and_others_are_named(client: Client) -> None:
+    ok = client.post("/v1/encode", json={"d_model": 2, "positions": [3.0, 1e3]})
+    assert ok.json()["params"]["positions"] == [3, 1000]
+    for bad in (-1, 2**31, 2.5):
+        response = client.post("/v1/encode", json={"d_model": 2, "positions": [0, bad]})
+        assert response.status_code == 422
+        assert response.json()["errors"][0]["loc"] == ["body", "positions", 1]
+
+
+# --- binary bodies: a view of the received bytes, or one copy ----------------------------------
+
+
+def _npy(values: npt.NDArray[Any]) -> bytearray:
+    stream = io.BytesIO()
+    np.save(stream, values)
+    return bytearray(stream.getvalue())
+
+
+def test_a_native_npy_body_is_viewed_not_copied() -> None:
+    values = np.random.default_rng(1).standard_normal((2048, 512)).astype(np.float32)
+    body = _npy(values)
+    peak, table = _peak(lambda: bodies.read_table(body, "application/x-npy", {}, "float32"))
+    assert np.array_equal(table, values)
+    assert np.shares_memory(table, np.frombuffer(body, np.uint8))
+    assert peak <= 2 * MiB  # the finite check's block, not a copy of the 4 MiB table
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.random.default_rng(2).standard_normal((2048, 512)).astype(">f4"),
+        np.asfortranarray(np.random.default_rng(3).standard_normal((2048, 512))),
+    ],
+    ids=["big-endian", "fortran-order"],
+)
+def test_a_converted_npy_body_costs_one_copy(values: npt.NDArray[Any]) -> None:
+    body = _npy(values)
+    peak, table = _peak(lambda: bodies.read_table(body, "application/x-npy", {}, "float32"))
+    assert np.array_equal(table, values) and table.flags.c_contiguous
+    assert peak <= table.nbytes + 2 * MiB
+    assert len(body) + peak <= bodies.body_cost(len(body), "application/x-npy").bytes
+
+
+def test_a_raw_body_is_viewed_not_copied() -> None:
+    values = np.random.default_rng(4).standard_normal((1024, 1024))
+    body = bytearray(values.astype("<f8").tobytes())
+    headers = {"x-array-shape": "1024,1024", "x-array-dtype": "float64"}
+    peak, table = _peak(
+        lambda: bodies.read_table(body, "application/octet-stream", headers, "float64")
+    )
+    assert np.array_equal(table, values)
+    assert peak <= 2 * MiB
+    assert len(body) + peak <= bodies.body_cost(len(body), "application/octet-stream").bytes
+
+
+@pytest.mark.parametrize("announced", [True, False])
+def test_receive_reads_the_body_into_one_buffer(announced: bool) -> None:
+    body = np.random.default_rng(5).bytes(4 * MiB)
+    chunks = [body[k : k + 65536] for k in range(0, len(body), 65536)]
+    headers = [(b"content-length", str(len(body)).encode())] if announced else []
+
+    async def receive() -> Message:
+        chunk = chunks.pop(0)
+        return {"type": "http.request", "body": chunk, "more_body": bool(chunks)}
+
+    request = Request({"type": "http", "method": "POST", "headers": headers}, receive)
+
+    async def read() -> tuple[int, bool]:
+        # Measured inside the loop: asyncio.run itself allocates around a large result.
+        tracemalloc.start()
+        try:
+            received = await bodies.receive(request)
+            return tracemalloc.get_traced_memory()[1], received == body
+        finally:
+            tracemalloc.stop()
+
+    peak, same = asyncio.run(read())
+    assert same
+    # One buffer and a chunk in flight; growing without Content-Length over-allocates 1/8.
+    assert peak <= len(body) * (1 if announced else 1.25) + MiB
+
+
+_JSONISH = st.sampled_from(
+    [
+        b"{",
+        b"}",
+        b"[",
+        b"]",
+        b",",
+        b":",
+        b'"',
+        b"\\",
+        b" ",
+        b"0",
+        b"-1",
+        b"2.5",
+        b"e3",
+        b"true",
+        b"null",
+        b'"positions"',
+        b'"embeddings"',
+        b'"data"',
+        b'"d_model"',
+        b"\xff",
+        b"x",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_JSONISH, max_size=40).map(b"".join))
+def test_any_bytes_are_parsed_or_refused_with_a_named_422(body: bytes) -> None:
+    for candidate in (body, b'{"positions": [' + body, b'{"data": [[' + body):
+        try:
+            bodies.read_object(candidate, {"positions": 1, "embeddings": 2, "data": 2})
+        except (RequestValidationError, PosencError):
+            pass
