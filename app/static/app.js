@@ -666,7 +666,7 @@ function apiParameters(scheme, values) {
 }
 
 // app/static/src/views.ts
-var COLOURWAY = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442"];
+var COLOURWAY = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#7f7f7f"];
 var CONFIG = { responsive: true, displaylogo: false };
 var paramNamed = (scheme, name) => scheme.parameters.find((p) => p.name === name);
 var offers = (scheme, endpoint) => scheme.endpoints?.includes(endpoint) ?? true;

@@ -44,6 +44,8 @@ export interface paths {
          * Encode Post
          * @description Encodings of `positions`, optionally applied to your own data.
          *
+         *     Body (JSON): `{"positions": [...], "d_model": 512, ...}` with the encoding parameters, and
+         *     optionally
          *     - `embeddings` (shape `(len(positions), d_model)`): returns
          *       `embeddings·(√d_model if scale) + PE(positions)`, the input layer of a Transformer,
          *       computed in float64 and rounded once to `dtype`;
@@ -223,109 +225,7 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: {
-        /** EncodeBody */
-        EncodeBody: {
-            /**
-             * Scheme
-             * @description which encoding
-             * @default sinusoidal
-             * @enum {string}
-             */
-            scheme: "sinusoidal" | "rope" | "alibi" | "t5" | "sinusoidal2d" | "sinusoidal3d" | "index" | "normalized" | "binary";
-            /** D Model */
-            d_model?: number | null;
-            /** Base */
-            base?: number | null;
-            /**
-             * Layout
-             * @description interleaved: sin, cos, sin, cos …; split: sines then cosines
-             */
-            layout?: ("interleaved" | "split") | null;
-            /**
-             * Dtype
-             * @description served type (default float32); computed in float64, rounded once
-             */
-            dtype?: ("float32" | "float64" | "float16") | null;
-            /**
-             * Component
-             * @description which array of a scheme that has several
-             */
-            component?: string | null;
-            /**
-             * Convention
-             * @description sinusoidal: vaswani, tensor2tensor, fairseq; sinusoidal2d/3d: mae, positional-encodings
-             */
-            convention?: ("vaswani" | "tensor2tensor" | "fairseq" | "mae" | "positional-encodings") | null;
-            /**
-             * Padding Idx
-             * @description fairseq: the zero row
-             */
-            padding_idx?: number | null;
-            /** Scaling */
-            scaling?: ("none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope") | null;
-            /** Factor */
-            factor?: number | null;
-            /** Original Max Position Embeddings */
-            original_max_position_embeddings?: number | null;
-            /** Low Freq Factor */
-            low_freq_factor?: number | null;
-            /** High Freq Factor */
-            high_freq_factor?: number | null;
-            /** Beta Fast */
-            beta_fast?: number | null;
-            /** Beta Slow */
-            beta_slow?: number | null;
-            /** Attention Factor */
-            attention_factor?: number | null;
-            /** Mscale */
-            mscale?: number | null;
-            /** Mscale All Dim */
-            mscale_all_dim?: number | null;
-            /** Truncate */
-            truncate?: boolean | null;
-            /** Short Factor */
-            short_factor?: number[] | null;
-            /** Long Factor */
-            long_factor?: number[] | null;
-            /** Num Heads */
-            num_heads?: number | null;
-            /** Num Buckets */
-            num_buckets?: number | null;
-            /** Max Distance */
-            max_distance?: number | null;
-            /** Bidirectional */
-            bidirectional?: boolean | null;
-            /** Grid */
-            grid?: number[] | null;
-            /**
-             * Recipe
-             * @description rope, sinusoidal: exact (default) or the library's own float32 recipe
-             */
-            recipe?: ("exact" | "framework") | null;
-            /**
-             * Positions
-             * @description positions, comma-separated in a query: 0,5,17
-             */
-            positions: number[];
-            /**
-             * Embeddings
-             * @description shape (len(positions), d_model); the encoding is added to it
-             */
-            embeddings?: number[][] | null;
-            /**
-             * Vectors
-             * @description rope: shape (len(positions), d_model); returned rotated
-             */
-            vectors?: number[][] | null;
-            /**
-             * Scale
-             * @description multiply embeddings by sqrt(d_model) first
-             * @default false
-             */
-            scale: boolean;
-        };
-    };
+    schemas: never;
     responses: never;
     parameters: never;
     requestBodies: never;
@@ -635,7 +535,106 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["EncodeBody"];
+                "application/json": {
+                    /**
+                     * Scheme
+                     * @description which encoding
+                     * @default sinusoidal
+                     * @enum {string}
+                     */
+                    scheme?: "sinusoidal" | "rope" | "alibi" | "t5" | "sinusoidal2d" | "sinusoidal3d" | "index" | "normalized" | "binary";
+                    /** D Model */
+                    d_model?: number | null;
+                    /** Base */
+                    base?: number | null;
+                    /**
+                     * Layout
+                     * @description interleaved: sin, cos, sin, cos …; split: sines then cosines
+                     */
+                    layout?: ("interleaved" | "split") | null;
+                    /**
+                     * Dtype
+                     * @description served type (default float32); computed in float64, rounded once
+                     */
+                    dtype?: ("float32" | "float64" | "float16") | null;
+                    /**
+                     * Component
+                     * @description which array of a scheme that has several
+                     */
+                    component?: string | null;
+                    /**
+                     * Convention
+                     * @description sinusoidal: vaswani, tensor2tensor, fairseq; sinusoidal2d/3d: mae, positional-encodings
+                     */
+                    convention?: ("vaswani" | "tensor2tensor" | "fairseq" | "mae" | "positional-encodings") | null;
+                    /**
+                     * Padding Idx
+                     * @description fairseq: the zero row
+                     */
+                    padding_idx?: number | null;
+                    /** Scaling */
+                    scaling?: ("none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope") | null;
+                    /** Factor */
+                    factor?: number | null;
+                    /** Original Max Position Embeddings */
+                    original_max_position_embeddings?: number | null;
+                    /** Low Freq Factor */
+                    low_freq_factor?: number | null;
+                    /** High Freq Factor */
+                    high_freq_factor?: number | null;
+                    /** Beta Fast */
+                    beta_fast?: number | null;
+                    /** Beta Slow */
+                    beta_slow?: number | null;
+                    /** Attention Factor */
+                    attention_factor?: number | null;
+                    /** Mscale */
+                    mscale?: number | null;
+                    /** Mscale All Dim */
+                    mscale_all_dim?: number | null;
+                    /** Truncate */
+                    truncate?: boolean | null;
+                    /** Short Factor */
+                    short_factor?: number[] | null;
+                    /** Long Factor */
+                    long_factor?: number[] | null;
+                    /** Num Heads */
+                    num_heads?: number | null;
+                    /** Num Buckets */
+                    num_buckets?: number | null;
+                    /** Max Distance */
+                    max_distance?: number | null;
+                    /** Bidirectional */
+                    bidirectional?: boolean | null;
+                    /** Grid */
+                    grid?: number[] | null;
+                    /**
+                     * Recipe
+                     * @description rope, sinusoidal: exact (default) or the library's own float32 recipe
+                     */
+                    recipe?: ("exact" | "framework") | null;
+                    /**
+                     * Positions
+                     * @description positions, comma-separated in a query: 0,5,17
+                     */
+                    positions: number[];
+                    /**
+                     * Embeddings
+                     * @description shape (len(positions), d_model); the encoding is added to it
+                     */
+                    embeddings?: number[][] | null;
+                    /**
+                     * Vectors
+                     * @description rope: shape (len(positions), d_model); returned rotated
+                     */
+                    vectors?: number[][] | null;
+                    /**
+                     * Scale
+                     * @description multiply embeddings by sqrt(d_model) first
+                     * @default false
+                     */
+                    scale?: boolean;
+                };
             };
         };
         responses: {

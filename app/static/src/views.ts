@@ -24,8 +24,9 @@ export interface View {
   draw(ctx: Context, slot: Slot): Promise<void>;
 }
 
-// Okabe–Ito: distinguishable with every common colour-vision deficiency.
-const COLOURWAY = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442"];
+// Okabe–Ito (yellow swapped for grey, which reads on white): distinguishable with every common
+// colour-vision deficiency.
+const COLOURWAY = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#7f7f7f"];
 const CONFIG = { responsive: true, displaylogo: false };
 const paramNamed = (scheme: Scheme, name: string) => scheme.parameters.find((p) => p.name === name);
 const offers = (scheme: Scheme, endpoint: string) => scheme.endpoints?.includes(endpoint) ?? true;
