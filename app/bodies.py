@@ -140,7 +140,8 @@ def _check_finite(table: npt.NDArray[np.floating]) -> None:
         finite = np.isfinite(table[start : start + step]).all(axis=1)
         if not finite.all():
             row = start + int(np.argmin(finite))
-            raise ParameterError("body", f"row {row} holds NaN or infinity")
+            # Finite values are a rule of the body that its schema (binary) cannot state.
+            raise InconsistentError("body", f"row {row} holds NaN or infinity")
 
 
 def _dtype(name: str, where: str) -> np.dtype[Any]:

@@ -48,7 +48,14 @@ def _problem(description: str, **extra: Any) -> dict[str, Any]:
 
 # Every operation may answer these.
 PROBLEMS: dict[int | str, dict[str, Any]] = {
-    400: _problem("the body or the request is not parseable"),
+    400: {
+        "description": "the body is not parseable (a problem), or the HTTP request itself is "
+        "malformed, which the server answers in plain text before the service sees it",
+        "content": {
+            "application/problem+json": {"schema": PROBLEM},
+            "text/plain": {"schema": {"type": "string"}},
+        },
+    },
     413: _problem("the body is over POSENC_MAX_BODY_BYTES (answered before it is read)"),
     422: _problem(
         "a parameter is invalid or breaks a rule its description states, or the answer would be "

@@ -64,7 +64,8 @@ async def encode_get(request: Request, scheme: Scheme, query: Any) -> Response:
     params = params_of(scheme, query)
     dtype, component = dtype_of(scheme, query), component_of(scheme, query)
     fmt = formats.negotiate(query.format, request.headers.get("accept"))
-    count = len(query.positions)
+    listed = query.positions if isinstance(query.positions, list) else [query.positions]
+    count = len(listed)
     check_size(
         "positions", "the positions list", count, settings.max_positions, "POSENC_MAX_POSITIONS"
     )
@@ -72,11 +73,11 @@ async def encode_get(request: Request, scheme: Scheme, query: Any) -> Response:
     compute = scheme.cost(params, count, dtype, component)
     need = estimate(scheme, query, fmt, compute, shape, f"the array {list(shape)}")
     need = dataclasses.replace(need, param="positions")
-    answer = canonical(scheme, query, params, fmt, positions=query.positions)
+    answer = canonical(scheme, query, params, fmt, positions=listed)
     figure = labels(scheme, query, shape, None)
 
     def render(gzip: bool) -> Body:
-        positions = np.array(query.positions, dtype=np.int64)
+        positions = np.array(listed, dtype=np.int64)
         array = array_for(cache, scheme, params, positions, dtype, component)
         return Body.of(array, fmt, {"scheme": scheme.name, "params": answer}, figure, gzip)
 

@@ -166,7 +166,8 @@ def _request_fields(scheme: Scheme, endpoint: Endpoint) -> dict[str, Any]:
         fields["offset"] = (Position, Field(0, description="the first position"))
     if endpoint in ("encode", "encode_body"):
         fields["positions"] = (
-            PositionList,
+            # In a query a lone position is a list of one; said so, so schemas take positions=5.
+            PositionList | Position if endpoint == "encode" else PositionList,
             Field(..., description="the positions (grid schemes: row-major cell indices)"),
         )
     if endpoint == "similarity":

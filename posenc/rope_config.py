@@ -86,7 +86,7 @@ def from_config(config: Mapping[str, Any]) -> RopeConfig:
         raise ParameterError("config", "must be a JSON object, a model's config.json")
     where, rope = _rope_dict(config)
     rope_type = rope.get("rope_type", rope.get("type", "default"))
-    if rope_type not in _SCALINGS:
+    if not isinstance(rope_type, str) or rope_type not in _SCALINGS:
         known = ", ".join(sorted(_SCALINGS))
         key = "rope_type" if "rope_type" in rope else "type"
         raise ParameterError(f"{where}.{key}", f"must be one of {known}, got {rope_type!r}")
@@ -100,8 +100,9 @@ def from_config(config: Mapping[str, Any]) -> RopeConfig:
     max_positions = _integer(config, "max_position_embeddings", "")
     head = _head_dim(config)
     partial = _number(rope, "partial_rotary_factor", where)
-    partial = partial or _number(config, "partial_rotary_factor", "")
-    partial = partial or _number(config, "rotary_pct", "")
+    # 0 is a given value (refused below), not a missing one: test for None, not truth.
+    for field in ("partial_rotary_factor", "rotary_pct"):
+        partial = _number(config, field, "") if partial is None else partial
     if partial is None and config.get("model_type") == "gpt_neox":
         partial = 0.25  # transformers' default for GPT-NeoX
     rotary = _integer(config, "rotary_dim", "")
@@ -327,14 +328,18 @@ _ROPE: dict[str, Any] = {
 BODY_SCHEMA: dict[str, Any] = {
     "description": "a model's config.json (transformers); fields not listed here are ignored",
     "properties": {
-        "head_dim": {"type": "integer", "minimum": 2, "maximum": 65536},
-        "hidden_size": {"type": "integer", "minimum": 2, "maximum": 2**31 - 1},
-        "num_attention_heads": {"type": "integer", "minimum": 1, "maximum": 65536},
-        "rope_theta": {"type": "number", "exclusiveMinimum": 1, "maximum": 1e12},
+        "head_dim": {"type": ["integer", "null"], "minimum": 2, "maximum": 65536},
+        "hidden_size": {"type": ["integer", "null"], "minimum": 2, "maximum": 2**31 - 1},
+        "num_attention_heads": {"type": ["integer", "null"], "minimum": 1, "maximum": 65536},
+        "rope_theta": {"type": ["number", "null"], "exclusiveMinimum": 1, "maximum": 1e12},
         "rope_scaling": _ROPE,
         "rope_parameters": _ROPE,
-        "partial_rotary_factor": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-        "max_position_embeddings": {"type": "integer", "minimum": 1, "maximum": 2**31 - 1},
+        "partial_rotary_factor": {"type": ["number", "null"], "exclusiveMinimum": 0, "maximum": 1},
+        "max_position_embeddings": {
+            "type": ["integer", "null"],
+            "minimum": 1,
+            "maximum": 2**31 - 1,
+        },
     },
     "examples": [
         {

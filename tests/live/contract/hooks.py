@@ -65,7 +65,8 @@ def _consistent(path: str, query: dict[str, Any]) -> dict[str, Any]:
         exact = (buckets // 2 if bidirectional else buckets) // 2
         if int(fixed.get("max_distance", 128)) <= exact:
             fixed["max_distance"] = exact + 1
-    if scheme in ("sinusoidal2d", "sinusoidal3d") and fixed.get("convention", "mae") == "mae":
+    mae = fixed.get("convention", "mae") == "mae"
+    if scheme in ("sinusoidal2d", "sinusoidal3d") and mae and "d_model" in fixed:
         axes = 2 if scheme == "sinusoidal2d" else 3
         d_model = int(fixed.get("d_model", 2 * axes))
         fixed["d_model"] = max(2 * axes, d_model - d_model % (2 * axes))
