@@ -12,11 +12,12 @@ import numpy.typing as npt
 import orjson
 from fastapi import Request, Response
 
+import posenc
 from app import formats
 from app.models import Format
 from posenc.errors import InconsistentError
 
-VERSION = "0.1.0"
+VERSION = posenc.__version__
 CACHE_CONTROL = "public, max-age=31536000, immutable"
 VARY = "Accept, Accept-Encoding"
 _GZIP_FORMATS = frozenset({"json", "csv", "plotly"})

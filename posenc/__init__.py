@@ -1,5 +1,7 @@
 """posenc: Transformer positional encodings, exact to the last bit. Pure NumPy."""
 
+__version__ = "0.2.0"
+
 from posenc.cache import ByteBoundedCache, CacheStats
 from posenc.declare import Scheme
 from posenc.errors import NotApplicableError, ParameterError, PosencError

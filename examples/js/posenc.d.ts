@@ -937,7 +937,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -953,6 +953,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -1031,7 +1032,7 @@ export interface operations {
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
                 /** @description the positions (grid schemes: row-major cell indices) */
-                positions: number[];
+                positions: number[] | number;
                 /** @description wins over the Accept header; default json */
                 format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
                 width?: number | null;
@@ -1083,7 +1084,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1099,6 +1100,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -1274,7 +1276,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1290,6 +1292,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -1426,7 +1429,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1442,6 +1445,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -1567,7 +1571,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1583,6 +1587,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -1711,7 +1716,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1727,6 +1732,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -1883,7 +1889,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1899,6 +1905,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -2001,7 +2008,7 @@ export interface operations {
                 /** @description which of the scheme's arrays */
                 component?: "cos_sin" | "cos" | "sin" | "angle" | "inv_freq";
                 /** @description the positions (grid schemes: row-major cell indices) */
-                positions: number[];
+                positions: number[] | number;
                 /** @description wins over the Accept header; default json */
                 format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
                 width?: number | null;
@@ -2053,7 +2060,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2069,6 +2076,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -2254,16 +2262,6 @@ export interface operations {
                      */
                     positions: number[];
                     /**
-                     * Embeddings
-                     * @description shape (len(positions), d_model); the encoding is added
-                     */
-                    embeddings?: number[][] | null;
-                    /**
-                     * Vectors
-                     * @description shape (len(positions), d_model); returned rotated
-                     */
-                    vectors?: number[][] | null;
-                    /**
                      * Scale
                      * @description multiply embeddings by √d_model
                      * @default false
@@ -2313,7 +2311,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2329,6 +2327,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -2489,7 +2488,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2505,6 +2504,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -2652,7 +2652,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2668,6 +2668,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -2820,7 +2821,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2836,6 +2837,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -2906,14 +2908,52 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    head_dim?: number;
-                    hidden_size?: number;
-                    num_attention_heads?: number;
-                    rope_theta?: number;
-                    rope_scaling?: Record<string, never> | null;
-                    rope_parameters?: Record<string, never> | null;
-                    partial_rotary_factor?: number;
-                    max_position_embeddings?: number;
+                    head_dim?: number | null;
+                    hidden_size?: number | null;
+                    num_attention_heads?: number | null;
+                    rope_theta?: number | null;
+                    rope_scaling?: {
+                        /** @enum {string} */
+                        rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "su" | "yarn";
+                        /** @enum {string} */
+                        type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "su" | "yarn";
+                        rope_theta?: number;
+                        partial_rotary_factor?: number;
+                        original_max_position_embeddings?: number;
+                        truncate?: boolean;
+                        short_factor?: number[];
+                        long_factor?: number[];
+                        factor?: number;
+                        low_freq_factor?: number;
+                        high_freq_factor?: number;
+                        beta_fast?: number;
+                        beta_slow?: number;
+                        attention_factor?: number;
+                        mscale?: number;
+                        mscale_all_dim?: number;
+                    } | null;
+                    rope_parameters?: {
+                        /** @enum {string} */
+                        rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "su" | "yarn";
+                        /** @enum {string} */
+                        type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "su" | "yarn";
+                        rope_theta?: number;
+                        partial_rotary_factor?: number;
+                        original_max_position_embeddings?: number;
+                        truncate?: boolean;
+                        short_factor?: number[];
+                        long_factor?: number[];
+                        factor?: number;
+                        low_freq_factor?: number;
+                        high_freq_factor?: number;
+                        beta_fast?: number;
+                        beta_slow?: number;
+                        attention_factor?: number;
+                        mscale?: number;
+                        mscale_all_dim?: number;
+                    } | null;
+                    partial_rotary_factor?: number | null;
+                    max_position_embeddings?: number | null;
                 };
             };
         };
@@ -2937,7 +2977,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2953,6 +2993,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -3077,7 +3118,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3093,6 +3134,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -3163,7 +3205,7 @@ export interface operations {
                 /** @description which of the scheme's arrays */
                 component?: "bias" | "slopes";
                 /** @description the positions (grid schemes: row-major cell indices) */
-                positions: number[];
+                positions: number[] | number;
                 /** @description wins over the Accept header; default json */
                 format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
                 width?: number | null;
@@ -3215,7 +3257,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3231,6 +3273,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -3330,11 +3373,6 @@ export interface operations {
                      */
                     positions: number[];
                     /**
-                     * Embeddings
-                     * @description shape (len(positions), d_model); the encoding is added
-                     */
-                    embeddings?: number[][] | null;
-                    /**
                      * Scale
                      * @description multiply embeddings by √d_model
                      * @default false
@@ -3384,7 +3422,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3400,6 +3438,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -3515,7 +3554,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3531,6 +3570,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -3651,7 +3691,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3667,6 +3707,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -3791,7 +3832,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3807,6 +3848,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -3877,7 +3919,7 @@ export interface operations {
                 /** @description encoder (true) or decoder (false) */
                 bidirectional?: boolean;
                 /** @description the positions (grid schemes: row-major cell indices) */
-                positions: number[];
+                positions: number[] | number;
                 /** @description wins over the Accept header; default json */
                 format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
                 width?: number | null;
@@ -3929,7 +3971,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3945,6 +3987,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -4042,11 +4085,6 @@ export interface operations {
                      */
                     positions: number[];
                     /**
-                     * Embeddings
-                     * @description shape (len(positions), d_model); the encoding is added
-                     */
-                    embeddings?: number[][] | null;
-                    /**
                      * Scale
                      * @description multiply embeddings by √d_model
                      * @default false
@@ -4096,7 +4134,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4112,6 +4150,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -4229,7 +4268,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4245,6 +4284,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -4365,7 +4405,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4381,6 +4421,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -4505,7 +4546,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4521,6 +4562,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -4595,7 +4637,7 @@ export interface operations {
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
                 /** @description the positions (grid schemes: row-major cell indices) */
-                positions: number[];
+                positions: number[] | number;
                 /** @description wins over the Accept header; default json */
                 format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
                 width?: number | null;
@@ -4647,7 +4689,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4663,6 +4705,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -4826,7 +4869,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4842,6 +4885,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -4970,7 +5014,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4986,6 +5030,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -5103,7 +5148,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5119,6 +5164,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -5243,7 +5289,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5259,6 +5305,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -5383,7 +5430,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5399,6 +5446,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -5473,7 +5521,7 @@ export interface operations {
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
                 /** @description the positions (grid schemes: row-major cell indices) */
-                positions: number[];
+                positions: number[] | number;
                 /** @description wins over the Accept header; default json */
                 format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
                 width?: number | null;
@@ -5525,7 +5573,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5541,6 +5589,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -5704,7 +5753,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5720,6 +5769,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -5848,7 +5898,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5864,6 +5914,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -5981,7 +6032,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5997,6 +6048,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -6121,7 +6173,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6137,6 +6189,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -6259,7 +6312,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6275,6 +6328,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -6343,7 +6397,7 @@ export interface operations {
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
                 /** @description the positions (grid schemes: row-major cell indices) */
-                positions: number[];
+                positions: number[] | number;
                 /** @description wins over the Accept header; default json */
                 format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
                 width?: number | null;
@@ -6395,7 +6449,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6411,6 +6465,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -6556,7 +6611,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6572,6 +6627,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -6698,7 +6754,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6714,6 +6770,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -6829,7 +6886,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6845,6 +6902,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -6963,7 +7021,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6979,6 +7037,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -7101,7 +7160,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7117,6 +7176,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -7185,7 +7245,7 @@ export interface operations {
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
                 /** @description the positions (grid schemes: row-major cell indices) */
-                positions: number[];
+                positions: number[] | number;
                 /** @description wins over the Accept header; default json */
                 format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
                 width?: number | null;
@@ -7237,7 +7297,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7253,6 +7313,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -7398,7 +7459,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7414,6 +7475,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -7540,7 +7602,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7556,6 +7618,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -7671,7 +7734,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7687,6 +7750,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -7805,7 +7869,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7821,6 +7885,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -7943,7 +8008,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7959,6 +8024,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -8027,7 +8093,7 @@ export interface operations {
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
                 /** @description the positions (grid schemes: row-major cell indices) */
-                positions: number[];
+                positions: number[] | number;
                 /** @description wins over the Accept header; default json */
                 format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
                 width?: number | null;
@@ -8079,7 +8145,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8095,6 +8161,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -8240,7 +8307,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8256,6 +8323,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -8382,7 +8450,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8398,6 +8466,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -8513,7 +8582,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8529,6 +8598,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -8647,7 +8717,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8663,6 +8733,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */

@@ -933,7 +933,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -949,6 +949,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -1027,7 +1028,7 @@ export interface operations {
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
                 /** @description the positions (grid schemes: row-major cell indices) */
-                positions: number[];
+                positions: number[] | number;
                 /** @description wins over the Accept header; default json */
                 format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
                 width?: number | null;
@@ -1079,7 +1080,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1095,6 +1096,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -1270,7 +1272,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1286,6 +1288,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -1422,7 +1425,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1438,6 +1441,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -1563,7 +1567,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1579,6 +1583,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -1707,7 +1712,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1723,6 +1728,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -1879,7 +1885,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1895,6 +1901,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -1997,7 +2004,7 @@ export interface operations {
                 /** @description which of the scheme's arrays */
                 component?: "cos_sin" | "cos" | "sin" | "angle" | "inv_freq";
                 /** @description the positions (grid schemes: row-major cell indices) */
-                positions: number[];
+                positions: number[] | number;
                 /** @description wins over the Accept header; default json */
                 format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
                 width?: number | null;
@@ -2049,7 +2056,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2065,6 +2072,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -2299,7 +2307,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2315,6 +2323,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -2475,7 +2484,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2491,6 +2500,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -2638,7 +2648,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2654,6 +2664,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -2806,7 +2817,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2822,6 +2833,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -2892,10 +2904,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    head_dim?: number;
-                    hidden_size?: number;
-                    num_attention_heads?: number;
-                    rope_theta?: number;
+                    head_dim?: number | null;
+                    hidden_size?: number | null;
+                    num_attention_heads?: number | null;
+                    rope_theta?: number | null;
                     rope_scaling?: {
                         /** @enum {string} */
                         rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "su" | "yarn";
@@ -2936,8 +2948,8 @@ export interface operations {
                         mscale?: number;
                         mscale_all_dim?: number;
                     } | null;
-                    partial_rotary_factor?: number;
-                    max_position_embeddings?: number;
+                    partial_rotary_factor?: number | null;
+                    max_position_embeddings?: number | null;
                 };
             };
         };
@@ -2961,7 +2973,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2977,6 +2989,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -3101,7 +3114,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3117,6 +3130,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -3187,7 +3201,7 @@ export interface operations {
                 /** @description which of the scheme's arrays */
                 component?: "bias" | "slopes";
                 /** @description the positions (grid schemes: row-major cell indices) */
-                positions: number[];
+                positions: number[] | number;
                 /** @description wins over the Accept header; default json */
                 format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
                 width?: number | null;
@@ -3239,7 +3253,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3255,6 +3269,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -3403,7 +3418,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3419,6 +3434,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -3534,7 +3550,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3550,6 +3566,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -3670,7 +3687,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3686,6 +3703,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -3810,7 +3828,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3826,6 +3844,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -3896,7 +3915,7 @@ export interface operations {
                 /** @description encoder (true) or decoder (false) */
                 bidirectional?: boolean;
                 /** @description the positions (grid schemes: row-major cell indices) */
-                positions: number[];
+                positions: number[] | number;
                 /** @description wins over the Accept header; default json */
                 format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
                 width?: number | null;
@@ -3948,7 +3967,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3964,6 +3983,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -4110,7 +4130,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4126,6 +4146,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -4243,7 +4264,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4259,6 +4280,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -4379,7 +4401,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4395,6 +4417,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -4519,7 +4542,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4535,6 +4558,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -4609,7 +4633,7 @@ export interface operations {
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
                 /** @description the positions (grid schemes: row-major cell indices) */
-                positions: number[];
+                positions: number[] | number;
                 /** @description wins over the Accept header; default json */
                 format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
                 width?: number | null;
@@ -4661,7 +4685,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4677,6 +4701,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -4840,7 +4865,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4856,6 +4881,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -4984,7 +5010,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5000,6 +5026,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -5117,7 +5144,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5133,6 +5160,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -5257,7 +5285,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5273,6 +5301,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -5397,7 +5426,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5413,6 +5442,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -5487,7 +5517,7 @@ export interface operations {
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
                 /** @description the positions (grid schemes: row-major cell indices) */
-                positions: number[];
+                positions: number[] | number;
                 /** @description wins over the Accept header; default json */
                 format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
                 width?: number | null;
@@ -5539,7 +5569,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5555,6 +5585,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -5718,7 +5749,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5734,6 +5765,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -5862,7 +5894,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5878,6 +5910,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -5995,7 +6028,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6011,6 +6044,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -6135,7 +6169,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6151,6 +6185,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -6273,7 +6308,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6289,6 +6324,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -6357,7 +6393,7 @@ export interface operations {
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
                 /** @description the positions (grid schemes: row-major cell indices) */
-                positions: number[];
+                positions: number[] | number;
                 /** @description wins over the Accept header; default json */
                 format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
                 width?: number | null;
@@ -6409,7 +6445,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6425,6 +6461,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -6570,7 +6607,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6586,6 +6623,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -6712,7 +6750,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6728,6 +6766,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -6843,7 +6882,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6859,6 +6898,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -6977,7 +7017,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6993,6 +7033,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -7115,7 +7156,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7131,6 +7172,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -7199,7 +7241,7 @@ export interface operations {
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
                 /** @description the positions (grid schemes: row-major cell indices) */
-                positions: number[];
+                positions: number[] | number;
                 /** @description wins over the Accept header; default json */
                 format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
                 width?: number | null;
@@ -7251,7 +7293,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7267,6 +7309,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -7412,7 +7455,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7428,6 +7471,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -7554,7 +7598,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7570,6 +7614,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -7685,7 +7730,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7701,6 +7746,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -7819,7 +7865,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7835,6 +7881,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -7957,7 +8004,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7973,6 +8020,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -8041,7 +8089,7 @@ export interface operations {
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
                 /** @description the positions (grid schemes: row-major cell indices) */
-                positions: number[];
+                positions: number[] | number;
                 /** @description wins over the Accept header; default json */
                 format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
                 width?: number | null;
@@ -8093,7 +8141,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8109,6 +8157,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -8254,7 +8303,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8270,6 +8319,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -8396,7 +8446,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8412,6 +8462,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -8527,7 +8578,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8543,6 +8594,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
@@ -8661,7 +8713,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the body or the request is not parseable */
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8677,6 +8729,7 @@ export interface operations {
                             msg: string;
                         }[];
                     };
+                    "text/plain": string;
                 };
             };
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
