@@ -21,6 +21,8 @@ COPY --from=build /opt/posenc /opt/posenc
 # The memory budget (POSENC_MEMORY_BYTES) and the cache (POSENC_CACHE_BYTES) are left to their
 # defaults, derived from the container's memory limit: one number to set (--memory), and the
 # budget follows it. That holds per process, so a container runs one worker: scale by replicas.
+# BLAS in one thread: requests are the parallelism, and BLAS threads of their own would spend a
+# container's CPU quota behind the event loop's back.
 # glibc: fixed mmap threshold and two arenas, so freed NumPy buffers go back to the kernel
 # (its dynamic threshold otherwise keeps them in the heap; measured after a burst of large
 # tables: RSS 161 MiB without, 94 MiB with, peak 225 → 152 MiB).
@@ -29,6 +31,8 @@ ENV PATH=/opt/posenc/bin:$PATH \
     MALLOC_ARENA_MAX=2 \
     MALLOC_MMAP_THRESHOLD_=131072 \
     NUMBA_CACHE_DIR=/tmp/numba-cache \
+    OPENBLAS_NUM_THREADS=1 \
+    OMP_NUM_THREADS=1 \
     POSENC_HOST=0.0.0.0 \
     POSENC_PORT=8000 \
     POSENC_WORKERS=1

@@ -20,6 +20,7 @@ from app.metrics import Metrics, MetricsMiddleware
 from app.middleware import BodyLimitMiddleware, FlowControlMiddleware, SecurityHeadersMiddleware
 from app.observability import AccessLogMiddleware, configure_logging
 from app.replay import ReplayMiddleware
+from app.resources import confine_to_quota
 from app.responses import VERSION
 from app.settings import Settings
 from posenc.declare import Scheme
@@ -41,6 +42,7 @@ def create_app(settings: Settings | None = None, schemes: tuple[Scheme, ...] = S
     # A worker thread running Python hands the GIL to the event loop after this long (5 ms by
     # default): /healthz waits at most one interval behind a computation, not five.
     sys.setswitchinterval(0.001)
+    confine_to_quota()
     app = FastAPI(title="posenc", version=VERSION, description=DESCRIPTION)
     app.state.settings = settings
     app.state.cache = posenc.ByteBoundedCache(settings.cache_bytes)

@@ -6,6 +6,7 @@ real share is in its cgroup. Read once, when the settings are made.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from pathlib import Path
@@ -53,3 +54,26 @@ def _read(path: Path) -> str | None:
         return path.read_text().strip()
     except (OSError, ValueError):
         return None
+
+
+def confine_to_quota(cgroup: Path = _CGROUP) -> int | None:
+    """Run every thread of this process on as many cores as its CPU quota buys.
+
+    With a quota of one CPU, two threads running at once on two cores spend the quota in half
+    a period, and then the cgroup is frozen — the event loop with it — until the next one:
+    /healthz waits tens of milliseconds behind any computation. Confined to one core, the
+    kernel shares that core between the loop and the workers instead, and the quota is never
+    overrun. Returns the number of cores kept, or None when nothing needed confining.
+    """
+    quota = _cpu_quota(cgroup)
+    if quota is None or not hasattr(os, "sched_setaffinity"):
+        return None
+    allowed = sorted(os.sched_getaffinity(0))
+    keep = max(1, math.ceil(quota))
+    if keep >= len(allowed):
+        return None
+    cores = set(allowed[:keep])
+    for task in Path("/proc/self/task").iterdir():
+        with contextlib.suppress(OSError):  # a thread may end meanwhile
+            os.sched_setaffinity(int(task.name), cores)
+    return keep

@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from starlette.requests import Request
 
 from app.admission import Budget, ClientGoneError, OverloadedError, run
-from app.resources import memory_limit, usable_cpus
+from app.resources import confine_to_quota, memory_limit, usable_cpus
 from posenc import cancel
 from tests.conftest import Client
 
@@ -216,3 +216,35 @@ def test_the_memory_limit_is_read_from_cgroup_v2_or_v1(
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text + "\n")
     assert memory_limit(tmp_path) == expected
+
+
+def test_a_process_with_a_one_cpu_quota_is_confined_to_one_core(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    (tmp_path / "cpu.max").write_text("100000 100000\n")
+    before = os.sched_getaffinity(0)
+    if len(before) < 2:
+        pytest.skip("one core only: nothing to confine")
+    started = threading.Event()
+    stop = threading.Event()
+
+    def worker() -> None:
+        started.set()
+        stop.wait()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    started.wait()
+    try:
+        assert confine_to_quota(tmp_path) == 1
+        assert len(os.sched_getaffinity(0)) == 1
+        assert len(os.sched_getaffinity(thread.native_id)) == 1  # every thread, not just this
+    finally:
+        stop.set()
+        thread.join()
+        for task in Path("/proc/self/task").iterdir():
+            try:
+                os.sched_setaffinity(int(task.name), before)
+            except OSError:
+                pass
