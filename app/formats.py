@@ -233,7 +233,7 @@ def plotly_figure(array: npt.NDArray[Any], labels: Labels) -> dict[str, Any]:
     """A figure ready for ``Plotly.newPlot``: a heatmap for 2-D arrays, a line for 1-D."""
     values = array.astype(np.float64) if array.dtype == np.float16 else array
     title = labels.title
-    if values.ndim == 3:  # rope's cos_sin, alibi's heads: the first of the stack
+    if values.ndim == 3:  # a stack (cos and sin, or heads): the first of it
         title += f" (first of {values.shape[0]})"
         values = values[0]
     layout: dict[str, Any] = {

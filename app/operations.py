@@ -1,7 +1,7 @@
 """Every scheme's declared operations as routes, each with that scheme's own parameter model.
 
 ``GET /v1/{scheme}/table|encode|similarity|verify`` and ``POST /v1/{scheme}/encode|verify``
-(and a scheme's extras, such as rope's ``config``) are made here from the registry, so the
+(and a scheme's extras, such as a model-config reader) are made here from the registry, so the
 OpenAPI document lists one typed operation per scheme and endpoint, tagged by scheme. The
 older form ``/v1/{endpoint}?scheme=…`` is an alias: same parameters, same bytes, same ETag,
 left out of the document, with a ``Link`` to the canonical URL.
@@ -26,6 +26,7 @@ from app.models import Endpoint, list_fields, model
 from app.responses import Body
 from posenc.declare import Extra, Scheme, choices, hints, spec
 from posenc.errors import NotApplicableError, ParameterError
+from posenc.registry import DEFAULT
 
 Handler = Callable[[Request, Scheme, Any], Awaitable[Response]]
 _GET: dict[str, tuple[Endpoint, Handler]] = {
@@ -35,8 +36,6 @@ _GET: dict[str, tuple[Endpoint, Handler]] = {
     "verify": ("verify", handlers.verify),
 }
 _POSITIONAL = inspect.Parameter.POSITIONAL_OR_KEYWORD
-# The alias of each endpoint, for the default scheme the older form assumed.
-DEFAULT_SCHEME = "sinusoidal"
 
 
 def router(schemes: tuple[Scheme, ...]) -> APIRouter:
@@ -242,7 +241,7 @@ def _alias_get(
     schemes: dict[str, Scheme], name: str, endpoint: Endpoint, handler: Handler
 ) -> Callable[[Request], Awaitable[Response]]:
     async def alias(request: Request) -> Response:
-        scheme = _chosen(schemes, request.query_params.get("scheme", DEFAULT_SCHEME))
+        scheme = _chosen(schemes, request.query_params.get("scheme", DEFAULT))
         if name not in scheme.endpoints:
             reason = "it has no per-position vectors; /table gives its pairwise array"
             raise NotApplicableError("scheme", scheme.name, reason)
@@ -255,7 +254,7 @@ def _alias_get(
 def _alias_post_encode(schemes: dict[str, Scheme]) -> Callable[[Request], Awaitable[Response]]:
     def resolve(members: dict[str, Any]) -> Scheme:
         # The older form names the scheme in the body, beside the other parameters.
-        return _chosen(schemes, members.pop("scheme", DEFAULT_SCHEME))
+        return _chosen(schemes, members.pop("scheme", DEFAULT))
 
     async def alias(request: Request) -> Response:
         query = _query_of(request, documents.FormatOnly)
@@ -266,7 +265,7 @@ def _alias_post_encode(schemes: dict[str, Scheme]) -> Callable[[Request], Awaita
 
 def _alias_post_verify(schemes: dict[str, Scheme]) -> Callable[[Request], Awaitable[Response]]:
     async def alias(request: Request) -> Response:
-        scheme = _chosen(schemes, request.query_params.get("scheme", DEFAULT_SCHEME))
+        scheme = _chosen(schemes, request.query_params.get("scheme", DEFAULT))
         if scheme.conformance is None:
             raise NotApplicableError("scheme", scheme.name, "it offers no conformance check")
         query = _query_of(request, model(scheme, "conformance"))

@@ -272,6 +272,10 @@ SCHEMES: tuple[Scheme, ...] = (
 )
 
 
+# The scheme the older form /v1/{endpoint} (no ?scheme=) has always meant.
+DEFAULT = "sinusoidal"
+
+
 def by_name(schemes: tuple[Scheme, ...] = SCHEMES) -> dict[str, Scheme]:
     return {scheme.name: scheme for scheme in schemes}
 

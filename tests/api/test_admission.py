@@ -239,6 +239,7 @@ def test_a_process_with_a_one_cpu_quota_is_confined_to_one_core(tmp_path: Path) 
     try:
         assert confine_to_quota(tmp_path) == 1
         assert len(os.sched_getaffinity(0)) == 1
+        assert thread.native_id is not None
         assert len(os.sched_getaffinity(thread.native_id)) == 1  # every thread, not just this
     finally:
         stop.set()
