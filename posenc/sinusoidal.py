@@ -70,6 +70,11 @@ class SinusoidalParams:
 
     def __post_init__(self) -> None:
         check_ranges(self)
+        if self.convention != "vaswani" and self.d_model < 2:
+            raise InconsistentError(
+                "d_model",
+                f"must be ≥ 2 for convention={self.convention}: one column holds no frequency",
+            )
         if self.convention == "vaswani":
             object.__setattr__(self, "layout", self.layout or "interleaved")
         elif self.layout is not None:

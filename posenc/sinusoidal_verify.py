@@ -175,19 +175,24 @@ def _constant_norm(params: SinusoidalParams, served: FloatArray, u: float) -> Ch
     """``‖PE(p)‖²`` of every row: O(n·d), by chunks of rows."""
     d = params.d_model
     pairs = d // 2
+    tolerance = d * (u + _ARITHMETIC)
+    if d % 2 and params.convention == "vaswani":
+        return Check(
+            "constant_norm",
+            True,
+            "max_abs_deviation",
+            None,
+            tolerance,
+            "does not apply: with an odd d_model the last frequency has a sine and no cosine, "
+            "so ‖PE(pos)‖² = (d_model−1)/2 + sin²(pos·ω_(h-1)) varies with the position",
+        )
     deviation = 0.0
     for block in row_chunks(len(served), d):
         table = served[block].astype(np.float64)
         squares = np.einsum("ij,ij->i", table, table)
         deviation = max(deviation, float(np.max(np.abs(squares - pairs))))
-    # ‖v̂‖² − ‖v‖² = Σ (v̂−v)(v̂+v) ≤ 2u·‖v‖² = u·d.
-    tolerance = d * (u + _ARITHMETIC)
+    # ‖v̂‖² − ‖v‖² = Σ (v̂−v)(v̂+v) ≤ 2u·‖v‖² = u·d: the tolerance above.
     detail = "‖PE(pos)‖² = the number of (sin, cos) pairs at every position"
-    if d % 2 and params.convention == "vaswani":
-        detail += (
-            "; with an odd d_model the last frequency has a sine and no cosine, so "
-            "‖PE(pos)‖² = (d_model−1)/2 + sin²(pos·ω_(h-1)) is not constant"
-        )
     return Check(
         "constant_norm", deviation <= tolerance, "max_abs_deviation", deviation, tolerance, detail
     )
@@ -228,6 +233,18 @@ def _relative_rotation(params: SinusoidalParams, served: FloatArray, u: float) -
 def _offset_invariant_dot(params: SinusoidalParams, served: FloatArray, u: float) -> Check:
     """``PE(p)·PE(p+k)`` over every p for each shift: O(:data:`MAX_SHIFTS`·n·d)."""
     n, d = len(served), params.d_model
+    # Each dot product is within u·d of the exact one; a spread is the difference of two.
+    tolerance = 2 * d * (u + _ARITHMETIC)
+    if d % 2 and params.convention == "vaswani":
+        return Check(
+            "offset_invariant_dot",
+            True,
+            "max_spread_over_p",
+            None,
+            tolerance,
+            "does not apply: with an odd d_model the sine-only last column adds "
+            "sin(p·ω)·sin((p+k)·ω), which depends on p",
+        )
     spread = 0.0
     ks = shifts(n)
     for k in ks.tolist():
@@ -239,16 +256,9 @@ def _offset_invariant_dot(params: SinusoidalParams, served: FloatArray, u: float
             )
             low, high = min(low, float(dots.min())), max(high, float(dots.max()))
         spread = max(spread, high - low)
-    # Each dot product is within u·d of the exact one; a spread is the difference of two.
-    tolerance = 2 * d * (u + _ARITHMETIC)
     detail = f"PE(p)·PE(p+k) is the same for every p, for {len(ks)} shifts k"
     if not len(ks):
         detail = "does not apply: one row has no shifts"
-    if d % 2:
-        detail += (
-            "; with an odd d_model the sine-only last column adds sin(p·ω)·sin((p+k)·ω), "
-            "which depends on p"
-        )
     return Check(
         "offset_invariant_dot", spread <= tolerance, "max_spread_over_p", spread, tolerance, detail
     )
@@ -261,6 +271,15 @@ def _frequency_range(params: SinusoidalParams, served: FloatArray, u: float) -> 
     """
     law = params.base ** -_exponents(params)
     n, pairs = len(served), params.d_model // 2
+    if not len(law):
+        return Check(
+            "frequency_range",
+            True,
+            "max_abs_error",
+            None,
+            0.0,
+            "does not apply: this convention has no frequency at d_model = 1 (a zero column)",
+        )
     if n >= 2 and pairs:
         deviation = 0.0
         for block in row_chunks(n - 1, params.d_model):
