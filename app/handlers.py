@@ -31,10 +31,11 @@ from app.models import (
 )
 from app.responses import Body
 from app.serving import array_for, canonical, estimate, labels, serve, state
+from posenc import costs
 from posenc import similarity as similarity_core
 from posenc.cost import Cost
 from posenc.declare import Scheme
-from posenc.errors import InconsistentError, NotApplicableError
+from posenc.errors import InconsistentError, NotApplicableError, ParameterError
 from posenc.rows import Rows
 
 
@@ -51,8 +52,9 @@ async def table(request: Request, scheme: Scheme, query: Any) -> Response:
     answer = canonical(scheme, query, params, fmt, **extra)
 
     def render(gzip: bool) -> Body:
-        # Labels only here: a 304 or a replayed answer never needs them.
-        figure = labels(scheme, query, shape, list(range(rows.offset, rows.offset + rows.count)))
+        # Only a Plotly figure names its rows: a list of ints is ~5× a float32 row's bytes.
+        named = list(range(rows.offset, rows.offset + rows.count)) if fmt == "plotly" else None
+        figure = labels(scheme, query, shape, named)
         array = array_for(cache, scheme, params, rows, dtype, component)
         return Body.of(array, fmt, {"scheme": scheme.name, "params": answer}, figure, gzip)
 
@@ -95,8 +97,14 @@ async def similarity(request: Request, scheme: Scheme, query: Any) -> Response:
     width = scheme.shape(params, 1, component_of(scheme, query))[-1]
     dtype = dtype_of(scheme, query)
     reference = query.reference is not None
+    if reference and scheme.rows == "grid" and query.reference >= n:
+        raise ParameterError("reference", f"must be a cell index below {n}, the grid's size")
     shape = (n,) if reference else (n, n)
-    compute = _vectors_cost(width, n + 1) + _similarity_cost(n, width, reference, dtype)
+    first = scheme.components[0] if scheme.components else ""
+    encoded = scheme.cost(params, n + 1, "float64", first)
+    compute = costs.vectors(encoded, n + 1, width, scheme.rotates) + costs.similarity(
+        n, width, reference, dtype
+    )
     need = estimate(scheme, query, fmt, compute, shape, "the similarity answer")
     decide(settings, Estimate(compute, n * width, False, "seq_len", "the rows behind it"))
     vector = tuple(query.vector) if getattr(query, "vector", None) is not None else None
@@ -114,16 +122,12 @@ async def similarity(request: Request, scheme: Scheme, query: Any) -> Response:
 
     def render(gzip: bool) -> Body:
         positions = rows.array()
-        compared = cache.get_or_compute(
-            ("vectors", scheme.name, params, vector, rows.offset, rows.count),
-            lambda: vectors(params, positions, vector),
-        )
-        if query.reference is None:
+        anchor, compared = _compared(scheme, params, rows, vector, query.reference, cache)
+        if anchor is None:
             values = similarity_core.matrix(compared, query.metric)
         else:
-            anchor = vectors(params, np.array([query.reference], dtype=np.int64), vector)[0]
             values = similarity_core.against(compared, anchor, query.metric)
-        span = positions.tolist()
+        span = positions.tolist() if fmt == "plotly" else None
         title = f"{query.metric} similarity of {scheme.name} encodings"
         size = {"width": query.width, "height": query.height}
         figure = formats.Labels(title, "position", "position", query.metric, span, span, **size)
@@ -135,17 +139,28 @@ async def similarity(request: Request, scheme: Scheme, query: Any) -> Response:
     return await serve(request, scheme, "similarity", answer, fmt, need, render)
 
 
-def _vectors_cost(width: int, count: int) -> Cost:
-    """The float64 per-position vectors /similarity compares (cached beside the tables)."""
-    return Cost(count * width * 8, count * width * 48)
-
-
-def _similarity_cost(count: int, width: int, reference: bool, dtype: str) -> Cost:
-    """Dot products of ``width``-long rows, then up to six float64 temporaries per value (norms,
-    quotient, clipping; or the cancellation mask and square root), then the cast to ``dtype``."""
-    values = count if reference else count * count
-    itemsize = np.dtype(dtype).itemsize
-    return Cost(values * (64 + itemsize) + count * 16, values * (width // 4 + 16))
+def _compared(
+    scheme: Scheme,
+    params: Any,
+    rows: Rows,
+    vector: tuple[float, ...] | None,
+    reference: int | None,
+    cache: Any,
+) -> tuple[npt.NDArray[np.float64] | None, npt.NDArray[np.float64]]:
+    """The reference's vector (if any) and the rows', computed as one set of positions: an
+    encoding relative to its set (``normalized``) places the reference in the same table."""
+    vectors = scheme.vectors
+    assert vectors is not None
+    positions = rows.array()
+    inside = reference is not None and rows.offset <= reference < rows.offset + rows.count
+    if reference is None or inside:
+        compared = cache.get_or_compute(
+            ("vectors", scheme.name, params, vector, rows.offset, rows.count),
+            lambda: vectors(params, positions, vector),
+        )
+        return (None if reference is None else compared[reference - rows.offset]), compared
+    both = vectors(params, np.append(positions, np.int64(reference)), vector)
+    return both[-1], both[:-1]
 
 
 async def verify(request: Request, scheme: Scheme, query: Any) -> Response:

@@ -15,6 +15,7 @@ import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 import orjson
 from fastapi import APIRouter, Query, Request, Response
@@ -25,7 +26,7 @@ from app import bodies, documents, handlers, responses
 from app.models import Endpoint, list_fields, model
 from app.responses import Body
 from posenc.declare import Extra, Scheme, choices, hints, spec
-from posenc.errors import NotApplicableError, ParameterError
+from posenc.errors import InconsistentError, NotApplicableError, ParameterError
 from posenc.registry import DEFAULT
 
 Handler = Callable[[Request, Scheme, Any], Awaitable[Response]]
@@ -231,7 +232,7 @@ def _query_of(request: Request, query_model: type[BaseModel]) -> BaseModel:
 
 def _canonical_link(response: Response, request: Request, scheme: Scheme, name: str) -> Response:
     kept = [(k, v) for k, v in request.query_params.multi_items() if k != "scheme"]
-    query = "&".join(f"{k}={v}" for k, v in kept)
+    query = urlencode(kept, safe=",")
     target = f"/v1/{scheme.name}/{name}" + (f"?{query}" if query else "")
     response.headers["Link"] = f'<{target}>; rel="canonical"'
     return response
@@ -252,13 +253,23 @@ def _alias_get(
 
 
 def _alias_post_encode(schemes: dict[str, Scheme]) -> Callable[[Request], Awaitable[Response]]:
-    def resolve(members: dict[str, Any]) -> Scheme:
-        # The older form names the scheme in the body, beside the other parameters.
-        return _chosen(schemes, members.pop("scheme", DEFAULT))
-
     async def alias(request: Request) -> Response:
+        named = request.query_params.get("scheme")
+        chosen: list[Scheme] = []
+
+        def resolve(members: dict[str, Any]) -> Scheme:
+            # The older form may name the scheme in the query or in the body, not two ways.
+            given = members.pop("scheme", None)
+            if named is not None and given is not None and given != named:
+                raise InconsistentError(
+                    "scheme", f"the query says {named!r}, the body says {given!r}"
+                )
+            chosen.append(_chosen(schemes, named or given or DEFAULT))
+            return chosen[0]
+
         query = _query_of(request, documents.FormatOnly)
-        return await handlers.encode_post(request, query.format, resolve)  # type: ignore[attr-defined]
+        response = await handlers.encode_post(request, query.format, resolve)  # type: ignore[attr-defined]
+        return _canonical_link(response, request, chosen[0], "encode")
 
     return alias
 
@@ -269,7 +280,8 @@ def _alias_post_verify(schemes: dict[str, Scheme]) -> Callable[[Request], Awaita
         if scheme.conformance is None:
             raise NotApplicableError("scheme", scheme.name, "it offers no conformance check")
         query = _query_of(request, model(scheme, "conformance"))
-        return await handlers.conformance(request, scheme, query)
+        response = await handlers.conformance(request, scheme, query)
+        return _canonical_link(response, request, scheme, "verify")
 
     return alias
 

@@ -81,9 +81,13 @@ def t5(params: Any, count: int, dtype: str, component: str) -> Cost:
     return Cost(values * 4 + min(values, 2**18) * 64 + _SCRATCH, values * 24)
 
 
-def vectors(width: int, count: int) -> Cost:
-    """The float64 per-position vectors /similarity compares (cached beside the tables)."""
-    return Cost(count * width * 8, count * width * _TRANSCENDENTAL)
+def vectors(encoded: Cost, count: int, width: int, rotates: bool) -> Cost:
+    """The float64 per-position vectors /similarity compares: their computation (``encoded``,
+    the scheme's own float64 cost), the copy kept in the cache, and for a rotary scheme the
+    vector tiled, turned and multiplied (three more ``count × width`` float64 arrays)."""
+    kept = count * width * 8
+    turning = 3 * kept if rotates else 0
+    return encoded + Cost(kept + turning, count * width * _ARITHMETIC)
 
 
 def similarity(count: int, width: int, reference: bool, dtype: str) -> Cost:

@@ -26,7 +26,7 @@ from posenc import (
     sinusoidal_verify,
     t5,
 )
-from posenc.conformance import Conformance, check_any
+from posenc.conformance import Conformance, check_any, row_axis
 from posenc.cost import Cost
 from posenc.declare import Extra, Positions, Scheme
 from posenc.errors import InconsistentError, ParameterError
@@ -57,9 +57,8 @@ def conformance_of(encode: Any) -> Any:
 
 
 def _count(array: npt.NDArray[Any], component: str) -> int:
-    # Components stack their rows second ((2, n, d) cos_sin, (h, n, n) bias): the first axis
-    # of a 2-D array, the second of a 3-D one.
-    return int(array.shape[1] if array.ndim == 3 else array.shape[0])
+    axis = row_axis(array.ndim)
+    return int(array.shape[0] if axis is None else array.shape[axis])
 
 
 def conformance_cost_of(cost: Any) -> Any:

@@ -226,3 +226,25 @@ def test_verify_bodies_are_bounded(client_with: Callable[..., Client]) -> None:
     client = client_with(max_body_bytes=1000)
     response = client.post("/v1/verify?d_model=64", **npy_body(faulty.correct(64, 64)))
     assert response.status_code == 413
+
+
+@pytest.mark.parametrize(
+    ("path", "query", "seq_len", "bad_row"),
+    [
+        # As many heads as positions: the positions are still the second axis, not the first.
+        ("/v1/alibi", "num_heads=4", 4, (slice(None), 2)),
+        # Two positions of cos_sin (2, n, d): the first axis is cos/sin, not positions.
+        ("/v1/rope", "d_model=8&component=cos_sin", 2, (0, 1)),
+    ],
+)
+def test_the_position_axis_does_not_depend_on_coincident_lengths(
+    client: Client, path: str, query: str, seq_len: int, bad_row: tuple[Any, ...]
+) -> None:
+    offset = 10
+    served = client.get(f"{path}/table?{query}&seq_len={seq_len}&offset={offset}&format=npy")
+    values = np.load(io.BytesIO(served.content)).copy()
+    values[bad_row] += 0.25
+    report = client.post(f"{path}/verify?{query}&offset={offset}", **npy_body(values)).json()
+    assert len(report["error_by_position"]) == seq_len
+    assert report["first_bad_position"] == offset + bad_row[1]
+    assert report["conforms"] is False

@@ -209,3 +209,33 @@ def test_values_past_float16s_range_are_refused_not_served_as_infinities(
     problem = client.get(url).json()
     assert problem["type"] == "urn:posenc:problem:inconsistent-parameters"
     assert problem["errors"][0]["loc"] == ["query", "dtype"]
+
+
+def test_the_canonical_link_is_a_url_that_means_the_same_query(client: Client) -> None:
+    # "+" in a value is a space once decoded: the link must keep it escaped.
+    response = client.get("/v1/similarity?scheme=rope&d_model=2&seq_len=3&vector=1e%2B0,0")
+    assert response.status_code == 200
+    link = response.headers["link"]
+    assert link == '</v1/rope/similarity?d_model=2&seq_len=3&vector=1e%2B0,0>; rel="canonical"'
+    followed = client.get(link[1 : link.index(">")])
+    assert followed.content == response.content
+
+
+def test_the_older_post_takes_the_scheme_from_the_query_and_links_the_canonical_url(
+    client: Client,
+) -> None:
+    body = {"d_model": 4, "positions": [0, 5]}
+    old = client.post("/v1/encode?scheme=rope&format=json", json=body)
+    new = client.post("/v1/rope/encode?format=json", json=body)
+    assert old.status_code == new.status_code == 200
+    assert old.json() == new.json()
+    assert old.headers["link"] == '</v1/rope/encode?format=json>; rel="canonical"'
+    in_body = client.post("/v1/encode?format=json", json={**body, "scheme": "rope"})
+    assert in_body.json() == new.json()
+
+
+def test_the_older_post_refuses_two_different_schemes(client: Client) -> None:
+    body = {"scheme": "sinusoidal", "d_model": 4, "positions": [0, 5]}
+    problem = client.post("/v1/encode?scheme=rope", json=body).json()
+    assert problem["type"] == "urn:posenc:problem:inconsistent-parameters"
+    assert problem["errors"][0]["loc"][-1] == "scheme"

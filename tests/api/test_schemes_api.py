@@ -117,6 +117,26 @@ def test_similarity_for_every_scheme_with_vectors(client: Client, name: str) -> 
     assert response.status_code == 200, response.text
 
 
+@pytest.mark.parametrize("name", [n for n in QUERIES if n not in ("alibi", "t5")])
+@pytest.mark.parametrize("reference", [0, 3])
+def test_similarity_to_a_reference_is_that_row_of_the_matrix(
+    client: Client, name: str, reference: int
+) -> None:
+    # Row p of S, for every scheme: normalized's PE(p) depends on the table around it.
+    matrix = client.get(f"/v1/similarity?{QUERIES[name]}&metric=dot&format=json").json()
+    row = client.get(
+        f"/v1/similarity?{QUERIES[name]}&metric=dot&reference={reference}&format=json"
+    ).json()
+    assert row["shape"] == [matrix["shape"][0]]
+    assert row["data"] == matrix["data"][reference]
+
+
+def test_a_grid_reference_outside_the_grid_is_named(client: Client) -> None:
+    response = client.get(f"/v1/similarity?{QUERIES['sinusoidal2d']}&reference=6")
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"][-1] == "reference"
+
+
 @pytest.mark.parametrize("name", ["alibi", "t5"])
 def test_similarity_of_pairwise_schemes_is_refused_with_the_reason(
     client: Client, name: str
