@@ -177,6 +177,16 @@ async def admit(request: Request, estimate: Estimate) -> None:
     settings: Settings = request.app.state.settings
     decide(settings, estimate)
     holding: _Holding = request.scope[HOLDING]
+    # What this request holds already (its body, being parsed) stays held while it waits: a
+    # sum past the whole budget could never be granted, so it is refused now, not after a wait.
+    held = sum(holding.reserved)
+    if held and held + estimate.cost.bytes > holding.budget.capacity:
+        raise LimitExceededError(
+            estimate.param,
+            f"{estimate.what} would need {estimate.cost.bytes} bytes of memory beside the "
+            f"{held} this request holds already, over the whole budget of "
+            f"{holding.budget.capacity} (POSENC_MEMORY_BYTES)",
+        )
     await holding.budget.reserve(estimate.cost.bytes)
     holding.reserved.append(estimate.cost.bytes)
 
@@ -199,9 +209,10 @@ async def run(request: Request, work: Callable[..., Result], *args: Any) -> Resu
             return work(*args)
 
     outcome: list[Result] = []
+    failures: list[Exception] = []
     # The task group would wrap the work's exceptions in a group; let them out plain instead.
     async with anyio.create_task_group() as watchers:
-        watchers.start_soon(_cancel_on_disconnect, request, token)
+        watchers.start_soon(_watch, request, token, failures)
         try:
             outcome.append(
                 await anyio.to_thread.run_sync(in_thread, limiter=request.app.state.limiter)
@@ -210,6 +221,8 @@ async def run(request: Request, work: Callable[..., Result], *args: Any) -> Resu
             error = failure
         finally:
             watchers.cancel_scope.cancel()
+    if failures:  # what stopped the work (a body past its limit) is the answer, not the stop
+        raise failures[0]
     if outcome:
         return outcome[0]
     if isinstance(error, cancel.WorkCancelledError):
@@ -219,14 +232,20 @@ async def run(request: Request, work: Callable[..., Result], *args: Any) -> Resu
     raise error
 
 
-async def _cancel_on_disconnect(request: Request, token: cancel.CancelToken) -> None:
+async def _watch(request: Request, token: cancel.CancelToken, failures: list[Exception]) -> None:
+    """Stops the work when the client disconnects, when reading fails (a body streaming past its
+    limit on a request that did not read it), or when the request itself is cancelled."""
     # Endpoints have read their bodies before they run work, so what arrives now is a
-    # disconnect (or the server saying the response is complete).
-    while True:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            token.cancel()
-            return
+    # disconnect, the rest of an unread body, or the server saying the response is complete.
+    try:
+        while True:
+            message = await request.receive()
+            if message["type"] == "http.disconnect":
+                return
+    except Exception as failure:
+        failures.append(failure)
+    finally:
+        token.cancel()  # after the work has finished this changes nothing
 
 
 class AdmissionMiddleware:

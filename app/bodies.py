@@ -63,6 +63,12 @@ _ROW_BYTES = 2 * 2**20
 _FINITE_BLOCK_BYTES = 2**20
 
 
+def _bytes_per_body_byte(media_type: str) -> tuple[int, int]:
+    if media_type.split(";")[0].strip().lower() == "application/json":
+        return JSON_PARSE_BYTES_PER_BODY_BYTE, JSON_PARSE_WORK_PER_BODY_BYTE
+    return BINARY_READ_BYTES_PER_BODY_BYTE, BINARY_READ_WORK_PER_BODY_BYTE
+
+
 def body_cost(content_length: int, media_type: str) -> Cost:
     """Peak bytes and work of reading and parsing a body of ``content_length`` bytes.
 
@@ -71,17 +77,28 @@ def body_cost(content_length: int, media_type: str) -> Cost:
     >>> body_cost(1000, "application/x-npy").bytes - PARSE_FIXED_BYTES
     2000
     """
-    if media_type.split(";")[0].strip().lower() == "application/json":
-        per_byte, work = JSON_PARSE_BYTES_PER_BODY_BYTE, JSON_PARSE_WORK_PER_BODY_BYTE
-    else:
-        per_byte, work = BINARY_READ_BYTES_PER_BODY_BYTE, BINARY_READ_WORK_PER_BODY_BYTE
+    per_byte, work = _bytes_per_body_byte(media_type)
     return Cost(per_byte * content_length + PARSE_FIXED_BYTES, work * content_length)
 
 
-async def receive(request: Request) -> bytearray:
+def chunked_limit(max_body_bytes: int, memory_bytes: int, media_type: str) -> int:
+    """The most a body sent without Content-Length may hold: its size is unknown when it is
+    admitted, so it reserves the cost of this many bytes — at most a quarter of the memory
+    budget, so one such upload never shuts the others out — and is refused past it.
+
+    >>> chunked_limit(64 * 2**20, 256 * 2**20, "application/json")
+    8388608
+    """
+    per_byte, _ = _bytes_per_body_byte(media_type)
+    fits = (memory_bytes // 4 - PARSE_FIXED_BYTES) // per_byte
+    return max(0, min(max_body_bytes, fits))
+
+
+async def receive(request: Request, limit: int) -> bytearray:
     """The body in one buffer, sized by Content-Length when it is given (no join, no regrowth).
 
-    The body limit is enforced as it streams by ``app.middleware.BodyLimitMiddleware``.
+    ``app.middleware.BodyLimitMiddleware`` enforces POSENC_MAX_BODY_BYTES as the body streams;
+    a body without Content-Length is refused here too past ``limit``, what it reserved.
     """
     declared = request.headers.get("content-length", "")
     buffer = bytearray(int(declared)) if declared.isdigit() else bytearray()
@@ -90,6 +107,13 @@ async def receive(request: Request) -> bytearray:
         if filled + len(chunk) <= len(buffer):
             buffer[filled : filled + len(chunk)] = chunk
         else:
+            if filled + len(chunk) > limit:
+                raise HTTPException(
+                    413,
+                    f"a body sent without Content-Length may hold at most {limit} bytes here "
+                    "(a quarter of POSENC_MEMORY_BYTES); send its Content-Length for up to "
+                    "POSENC_MAX_BODY_BYTES",
+                )
             del buffer[filled:]
             buffer += chunk
         filled += len(chunk)

@@ -203,8 +203,8 @@ async def encode_post(
     rotate. The body's parse is reserved before it is read, the answer's cost once known."""
     request.state.param_source = "body"
     settings, _ = state(request)
-    await _admit_body(request)
-    received = await bodies.receive(request)
+    limit = await _admit_body(request)
+    received = await bodies.receive(request, limit)
     # Parsing a large body takes up to ~13 ns a byte: in the pool, never on the event loop.
     small, arrays = await run(
         request,
@@ -277,14 +277,21 @@ def _matrix(rows: npt.NDArray[Any], name: str, expected: tuple[int, int]) -> npt
     return rows
 
 
-async def _admit_body(request: Request) -> None:
+async def _admit_body(request: Request) -> int:
     """Reserve what reading and parsing the body will hold, before a byte of it is read: by its
-    Content-Length, or the body limit when it comes chunked."""
+    Content-Length, or by :func:`app.bodies.chunked_limit` when it comes without one. Returns
+    the size reserved for, past which the body is refused."""
     settings, _ = state(request)
     declared = request.headers.get("content-length", "")
-    size = int(declared) if declared.isdigit() else settings.max_body_bytes
-    cost = bodies.body_cost(size, request.headers.get("content-type", ""))
+    media_type = request.headers.get("content-type", "")
+    size = (
+        int(declared)
+        if declared.isdigit()
+        else bodies.chunked_limit(settings.max_body_bytes, settings.memory_bytes, media_type)
+    )
+    cost = bodies.body_cost(size, media_type)
     await admit(request, Estimate(cost, 0, False, "body", "reading the body"))
+    return size
 
 
 async def conformance(request: Request, scheme: Scheme, query: BaseModel) -> Response:
@@ -296,9 +303,9 @@ async def conformance(request: Request, scheme: Scheme, query: BaseModel) -> Res
     offset, tolerance = getattr(query, "offset"), getattr(query, "tolerance_ulp")  # noqa: B009
     content_type = request.headers.get("content-type", "")
     request.state.param_source = "body"  # what goes wrong from here is the body's
-    await _admit_body(request)
+    limit = await _admit_body(request)
     json_dtype = dtype if dtype != "int32" else "float64"
-    received = await bodies.receive(request)
+    received = await bodies.receive(request, limit)
     array = await run(
         request, bodies.read_table, received, content_type, request.headers, json_dtype
     )

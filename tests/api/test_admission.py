@@ -249,3 +249,53 @@ def test_a_process_with_a_one_cpu_quota_is_confined_to_one_core(tmp_path: Path) 
                 os.sched_setaffinity(int(task.name), before)
             except OSError:
                 pass
+
+
+def test_a_request_whose_parts_together_exceed_the_budget_is_refused_not_queued(
+    client_with: Callable[..., Client],
+) -> None:
+    # The body's parse (5·4 MiB + 24 MiB) and the answer (≈ 28 MiB) each fit 64 MiB; together
+    # they never can, and waiting for the rest of the budget would only end in a 503.
+    client = client_with(memory_bytes=64 * 2**20, admission_wait_s=30, max_positions=2**20)
+    head = b'{"d_model": 4, "positions": [' + b"1," * 200_000 + b"1]"
+    body = head + b" " * (4 * 2**20 - len(head)) + b"}"
+    json = {"Content-Type": "application/json"}
+    response = client.post("/v1/encode?format=bin", content=body, headers=json)
+    problem = response.json()
+    assert response.status_code == 422
+    assert problem["type"] == "urn:posenc:problem:limit-exceeded"
+    assert "holds already" in problem["detail"]
+    budget: Budget = client.app.state.budget
+    assert (budget.held, budget.admitted) == (0, 0)
+
+
+def test_work_stops_when_its_request_is_cancelled() -> None:
+    app = FastAPI()
+    app.state.settings = Client().app.state.settings
+    app.state.limiter = None
+    checkpoints: list[float] = []
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.Event().wait()  # the client stays: only the request's task is cancelled
+        raise AssertionError
+
+    def endless() -> None:
+        while True:
+            checkpoints.append(time.monotonic())
+            cancel.checkpoint()
+            time.sleep(0.005)
+
+    async def scenario() -> float:
+        request = Request({"type": "http", "app": app, "headers": []}, receive)
+        task = asyncio.create_task(run(request, endless))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises((asyncio.CancelledError, cancel.WorkCancelledError)):
+            await task
+        return time.monotonic()
+
+    ended = asyncio.run(scenario())
+    assert len(checkpoints) > 1
+    time.sleep(0.3)  # a thread left running goes on adding checkpoints
+    # The thread stopped at its next checkpoint, not at the request's deadline seconds later.
+    assert checkpoints[-1] - ended < 0.1

@@ -299,7 +299,7 @@ def test_receive_reads_the_body_into_one_buffer(announced: bool) -> None:
         # Measured inside the loop: asyncio.run itself allocates around a large result.
         tracemalloc.start()
         try:
-            received = await bodies.receive(request)
+            received = await bodies.receive(request, len(body))
             return tracemalloc.get_traced_memory()[1], received == body
         finally:
             tracemalloc.stop()
@@ -345,3 +345,50 @@ def test_any_bytes_are_parsed_or_refused_with_a_named_422(body: bytes) -> None:
             bodies.read_object(candidate, {"positions": 1, "embeddings": 2, "data": 2})
         except (RequestValidationError, PosencError):
             pass
+
+
+def _streamed(
+    head: bytes, filler: bytes, count: int, tail: bytes = b"]}"
+) -> Callable[[], AsyncIterator[bytes]]:
+    async def chunks() -> AsyncIterator[bytes]:
+        yield head
+        for _ in range(count):
+            yield filler
+        yield tail
+
+    return chunks
+
+
+def test_a_chunked_body_reserves_what_fits_and_is_refused_past_it(
+    client_with: Callable[..., Client],
+) -> None:
+    # In a 256 MiB budget the largest body (64 MiB of JSON) would cost 344 MiB: a body of
+    # unknown length reserves a quarter of the budget instead, and is held to it.
+    client = client_with(memory_bytes=256 * MiB)
+    limit = bodies.chunked_limit(64 * MiB, 256 * MiB, "application/json")
+    assert limit == 8 * MiB
+    small = _streamed(b'{"d_model": 2, "positions": [1', b",1" * 1000, 10)
+    served = client.post(
+        "/v1/encode", content=small(), headers={"Content-Type": "application/json"}
+    )
+    assert served.status_code == 200, served.text
+    large = _streamed(b'{"d_model": 2, "positions": [1', b" " * MiB, 9)
+    refused = client.post(
+        "/v1/encode", content=large(), headers={"Content-Type": "application/json"}
+    )
+    assert refused.status_code == 413
+    assert "Content-Length" in refused.json()["detail"]
+    budget = client.app.state.budget
+    assert (budget.held, budget.admitted) == (0, 0)
+
+
+def test_a_get_with_a_streamed_body_past_the_limit_is_413_not_500(
+    client_with: Callable[..., Client],
+) -> None:
+    client = client_with(max_body_bytes=10_000)
+    chunks = _streamed(b"", b"x" * 4096, 100)
+    response = client.request(
+        "GET", "/v1/table?d_model=512&seq_len=4096&format=bin", content=chunks()
+    )
+    assert response.status_code == 413
+    assert response.headers["content-type"] == "application/problem+json"
