@@ -347,8 +347,9 @@ descriptions: dict[str, str] = {
     "encode": "The array for the listed `positions`, in the order given (grid schemes: cell "
     "indices).",
     "similarity": "Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the "
-    "encodings of the table's positions; with `reference=p`: one row against position `p`. "
-    "Computed in float64.",
+    "encodings of the table's positions; with `reference=p`: one row against position `p`, "
+    "encoded with the table's positions (row `p - offset` of the matrix when `p` is among "
+    "them; grid schemes: a cell index below the grid's size). Computed in float64.",
     "verify": "Each mathematical property the scheme promises, measured on the array this "
     "service serves for these parameters; `passed` when every check holds.",
     "conformance": "Send the array your code built, for positions `offset …`, as `.npy`, raw "

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 from app import bodies, documents, handlers, responses
 from app.models import Endpoint, list_fields, model
 from app.responses import Body
-from posenc.declare import Extra, Scheme, choices, hints, spec
+from posenc.declare import Extra, Limits, Scheme, choices, hints, spec
 from posenc.errors import InconsistentError, NotApplicableError, ParameterError
 from posenc.registry import DEFAULT
 
@@ -158,7 +158,9 @@ def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
             given = orjson.loads(body)
         except orjson.JSONDecodeError as error:
             raise ParameterError("body", f"must be a JSON document: {error}") from None
-        content = orjson.dumps(extra.handle(given))
+        settings = request.app.state.settings
+        limits = Limits(settings.max_elements, settings.max_work, settings.memory_bytes)
+        content = orjson.dumps(extra.handle(given, limits))
         return responses.send(Body.text(content, "json", responses.accepts_gzip(request)), None)
 
     made.add_api_route(

@@ -122,13 +122,24 @@ def _check_one(name: str, value: Any, s: Spec) -> None:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """What the service answers at most in one request, so that an operation that hands out
+    URLs hands out servable ones: values in one array, units of work, bytes of memory."""
+
+    max_values: int
+    max_work: int
+    max_bytes: int
+
+
+@dataclass(frozen=True)
 class Extra:
     """An operation of one scheme beyond the common four: ``POST /v1/{scheme}/{name}`` with a
-    JSON body of at most ``max_body_bytes``, answered with the JSON ``handle`` returns."""
+    JSON body of at most ``max_body_bytes``, answered with the JSON ``handle(body, limits)``
+    returns; the service's :class:`Limits` let an answer link only to what it will serve."""
 
     name: str
     summary: str
-    handle: Callable[[Any], dict[str, Any]]
+    handle: Callable[[Any, Limits], dict[str, Any]]
     # JSON Schema keywords of the body and the answer (properties, examples), for the document.
     body_schema: dict[str, Any] = field(default_factory=dict)
     answer_schema: dict[str, Any] = field(default_factory=dict)

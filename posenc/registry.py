@@ -28,7 +28,7 @@ from posenc import (
 )
 from posenc.conformance import Conformance, check_any, row_axis
 from posenc.cost import Cost
-from posenc.declare import Extra, Positions, Scheme
+from posenc.declare import Extra, Limits, Positions, Scheme
 from posenc.errors import InconsistentError, ParameterError
 
 
@@ -136,11 +136,36 @@ def _rope_conformance_cost(params: Any, count: int, component: str) -> Cost:
     return rope_conformance.conformance_cost(params, count, component)
 
 
+def _rope_servable(limits: Limits) -> Any:
+    """The most rows, up to ``wanted``, of a cos/sin table (with its verify) within ``limits``:
+    the table's values, its cost (and the verify's) and an encoded copy of its float32 bytes."""
+
+    def fits(params: rope.RopeParams, n: int, verify: bool) -> bool:
+        values = 2 * n * params.d_model
+        cost = costs.rope(params, n, "float32", "cos_sin") + Cost(values * 4, 0)
+        if verify:
+            cost = cost + scheme_checks.verify_rope_cost(params, n)
+        return (
+            values <= limits.max_values
+            and cost.work <= limits.max_work
+            and cost.bytes <= limits.max_bytes
+        )
+
+    def servable(params: rope.RopeParams, wanted: int, verify: bool) -> int:
+        low, high = 1, wanted  # costs grow with the rows: the largest that fits, by bisection
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if fits(params, middle, verify) else (low, middle - 1)
+        return low
+
+    return servable
+
+
 _ROPE_CONFIG = Extra(
     "config",
     "The rope a model uses, from its config.json: canonical parameters and the URLs of its "
     "table and verify",
-    rope_config.describe,
+    lambda body, limits: rope_config.describe(body, _rope_servable(limits)),
     rope_config.BODY_SCHEMA,
     rope_config.ANSWER_SCHEMA,
 )

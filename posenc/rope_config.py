@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -274,16 +274,23 @@ def _number_text(value: float) -> str:
     return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
 
 
-def describe(config: Mapping[str, Any]) -> dict[str, Any]:
+def describe(
+    config: Mapping[str, Any], servable: Callable[[RopeParams, int, bool], int]
+) -> dict[str, Any]:
     """What ``POST /v1/rope/config`` answers: the model's rope parameters, its rotary
-    dimension, and the cacheable GETs of its table (for ``max_position_embeddings`` positions,
-    else 4096) and verify, exact and as the framework computes it."""
+    dimension, and the cacheable GETs of its table (as ``.npy``) and verify, exact and as the
+    framework computes it, for ``max_position_embeddings`` positions (else 4096) — or for
+    fewer where the service would refuse that many: ``servable(params, n, verify)`` is the
+    most rows up to ``n`` it serves (Llama 3.1's 131072 × 128 cos/sin are 2^25 values, over
+    the default limit of 2^24; verifying them all is more work than one request may do)."""
     if not isinstance(config, Mapping):
         raise ParameterError("body", f"must be a JSON object, got {type(config).__name__}")
     found = from_config(config)
     params = found.params
     canonical = {k: v for k, v in dataclasses.asdict(params).items() if v is not None}
-    rows = f"seq_len={found.max_position_embeddings or 4096}"
+    wanted = found.max_position_embeddings or 4096
+    table_rows, verify_rows = servable(params, wanted, False), servable(params, wanted, True)
+    rows, checked = f"seq_len={table_rows}", f"seq_len={verify_rows}"
     given = query(params)
     return {
         "scheme": "rope",
@@ -292,13 +299,16 @@ def describe(config: Mapping[str, Any]) -> dict[str, Any]:
         "rotary_dim": params.d_model,
         "partial_rotary_factor": found.partial_rotary_factor,
         "max_position_embeddings": found.max_position_embeddings,
+        "seq_len": {"table": table_rows, "verify": verify_rows},
         "urls": {
-            "table": f"/v1/rope/table?{given}&{rows}",
-            "table_framework": f"/v1/rope/table?{given}&recipe=framework&{rows}",
-            "verify": f"/v1/rope/verify?{given}&{rows}",
-            "alias_table": f"/v1/table?scheme=rope&{given}&{rows}",
-            "alias_table_framework": f"/v1/table?scheme=rope&{given}&recipe=framework&{rows}",
-            "alias_verify": f"/v1/verify?scheme=rope&{given}&{rows}",
+            "table": f"/v1/rope/table?{given}&{rows}&format=npy",
+            "table_framework": f"/v1/rope/table?{given}&recipe=framework&{rows}&format=npy",
+            "verify": f"/v1/rope/verify?{given}&{checked}",
+            "alias_table": f"/v1/table?scheme=rope&{given}&{rows}&format=npy",
+            "alias_table_framework": (
+                f"/v1/table?scheme=rope&{given}&recipe=framework&{rows}&format=npy"
+            ),
+            "alias_verify": f"/v1/verify?scheme=rope&{given}&{checked}",
         },
     }
 
@@ -353,7 +363,7 @@ BODY_SCHEMA: dict[str, Any] = {
     ],
 }
 ANSWER_SCHEMA: dict[str, Any] = {
-    "required": ["scheme", "params", "rotary_dim", "urls"],
+    "required": ["scheme", "params", "rotary_dim", "seq_len", "urls"],
     "properties": {
         "scheme": {"type": "string"},
         "params": {"type": "object"},
@@ -361,6 +371,14 @@ ANSWER_SCHEMA: dict[str, Any] = {
         "rotary_dim": {"type": "integer"},
         "partial_rotary_factor": _NUMBER,
         "max_position_embeddings": {"type": ["integer", "null"]},
+        "seq_len": {
+            "type": "object",
+            "description": "the positions the table and verify URLs ask for: "
+            "max_position_embeddings (else 4096), or fewer where the service's limits "
+            "(POSENC_MAX_ELEMENTS, POSENC_MAX_WORK, POSENC_MEMORY_BYTES) would refuse that many",
+            "required": ["table", "verify"],
+            "properties": {"table": {"type": "integer"}, "verify": {"type": "integer"}},
+        },
         "urls": {"type": "object", "additionalProperties": {"type": "string"}},
     },
 }

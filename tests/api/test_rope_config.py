@@ -3,6 +3,8 @@ published values (Hugging Face hub configs), and configs the service cannot hono
 
 from __future__ import annotations
 
+import io
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -163,15 +165,34 @@ def test_config_gives_the_family_rope_and_urls_that_serve_it(client: Client, fam
     assert answer["rotary_dim"] == params["d_model"]
     assert answer["urls"]["table"].startswith("/v1/rope/table?")
     assert answer["urls"]["verify"].startswith("/v1/rope/verify?")
-    # The alias URL routes today: it must serve the same parameters, at a small seq_len.
-    alias = answer["urls"]["alias_table"].replace(
-        f"seq_len={config['max_position_embeddings']}", "seq_len=2"
-    )
-    served = client.get(alias + "&component=inv_freq")
-    assert served.status_code == 200, served.text
-    assert {k: v for k, v in served.json()["params"].items() if k in params} == {
-        k: v for k, v in params.items()
-    }
+    wanted = config["max_position_embeddings"]
+    fits = 2**24 // (2 * answer["rotary_dim"])  # the default POSENC_MAX_ELEMENTS
+    assert answer["seq_len"]["table"] == min(wanted, fits)
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_url_the_config_gives_is_served_within_the_limits(
+    client_with: Callable[..., Client], family: str
+) -> None:
+    # Small limits, so that every family's URLs ask for fewer rows than its context.
+    client = client_with(max_elements=2**14, max_work=10**8)
+    config, _ = FAMILIES[family]
+    answer = client.post("/v1/rope/config", json=config).json()
+    rows = answer["seq_len"]
+    assert 1 <= rows["verify"] <= rows["table"] < config["max_position_embeddings"]
+    assert 2 * rows["table"] * answer["rotary_dim"] <= 2**14
+    for name, url in answer["urls"].items():
+        served = client.get(url)
+        assert served.status_code == 200, (name, served.text)
+        if "table" in name:
+            table = np.load(io.BytesIO(served.content))
+            assert table.shape == (2, rows["table"], answer["rotary_dim"])
+        else:
+            report = served.json()
+            assert report["params"]["seq_len"] == rows["verify"]
+            assert {k: v for k, v in report["params"].items() if k in answer["params"]} == (
+                answer["params"]
+            )
 
 
 def test_pythia_rotates_a_quarter_of_its_head(client: Client) -> None:
