@@ -34,7 +34,7 @@ from posenc.cost import Cost
 from posenc.errors import InconsistentError, ParameterError
 from posenc.exact import MAX_POSITION
 
-# int32 for integer arrays (T5's buckets), compared for equality.
+# int32 for integer arrays (relative buckets), compared for equality.
 DTYPES = ("float16", "float32", "float64", "int32")
 MEDIA_TYPES = ("application/x-npy", "application/octet-stream", "application/json")
 

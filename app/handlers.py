@@ -335,7 +335,7 @@ async def conformance(request: Request, scheme: Scheme, query: BaseModel) -> Res
             offset=offset,
             tolerance_ulp=tolerance,
         ),
-        # Integer arrays (T5's buckets) conform only when equal.
+        # Integer arrays (buckets) conform only when equal.
         "conforms": result.max_abs_error == 0
         if np.issubdtype(array.dtype, np.integer)
         else result.max_ulp_error <= tolerance,

@@ -20,13 +20,17 @@ import numpy.typing as npt
 
 from posenc import (
     alibi,
+    alibi_verify,
     baselines,
+    baselines_verify,
     grid,
+    grid_verify,
     rope,
-    scheme_checks,
+    rope_verify,
     sinusoidal,
     sinusoidal_verify,
     t5,
+    t5_verify,
 )
 from posenc import sinusoidal_conformance as conformance
 from posenc.cost import Cost
@@ -111,44 +115,44 @@ CASES = [
     Case(
         "rope d=2",
         rope.RopeParams(2),
-        scheme_checks.verify_rope,
-        scheme_checks.verify_rope_cost,
+        rope_verify.verify_rope,
+        rope_verify.verify_rope_cost,
         _encoder(rope.encode),
     ),
     Case(
         "rope d=128",
         rope.RopeParams(128),
-        scheme_checks.verify_rope,
-        scheme_checks.verify_rope_cost,
+        rope_verify.verify_rope,
+        rope_verify.verify_rope_cost,
         _encoder(rope.encode),
     ),
     Case(
         "alibi heads=8",
         alibi.AlibiParams(8),
-        scheme_checks.verify_alibi,
-        scheme_checks.verify_alibi_cost,
+        alibi_verify.verify_alibi,
+        alibi_verify.verify_alibi_cost,
         _encoder(alibi.encode),
     ),
     Case(
         "alibi heads=1",
         alibi.AlibiParams(1),
-        scheme_checks.verify_alibi,
-        scheme_checks.verify_alibi_cost,
+        alibi_verify.verify_alibi,
+        alibi_verify.verify_alibi_cost,
         _encoder(alibi.encode),
     ),
     Case(
         "t5",
         t5.T5Params(),
-        scheme_checks.verify_t5,
-        scheme_checks.verify_t5_cost,
+        t5_verify.verify_t5,
+        t5_verify.verify_t5_cost,
         _encoder(t5.encode, "int32"),
     ),
     *(
         Case(
             f"sinusoid{axes}d d=64",
             _grid_params(64 if axes == 2 else 66, axes, 1),
-            scheme_checks.verify_grid,
-            scheme_checks.verify_grid_cost,
+            grid_verify.verify_grid,
+            grid_verify.verify_grid_cost,
             _encoder(grid.encode),
             grid_axes=axes,
         )
@@ -158,8 +162,8 @@ CASES = [
         Case(
             f"{name} d={d}",
             baselines.BaselineParams(d),
-            scheme_checks.verify_baseline,
-            scheme_checks.verify_baseline_cost,
+            baselines_verify.verify_baseline,
+            baselines_verify.verify_baseline_cost,
             _encoder(encode),
         )
         for name, encode in (

@@ -11,12 +11,14 @@ import math
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from functools import lru_cache
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
 
+from posenc import costs
 from posenc.cancel import checkpoint
+from posenc.cost import Cost
 from posenc.declare import check_ranges, param
 
 Component = Literal["bias", "slopes"]
@@ -86,3 +88,12 @@ def encode(
         np.add(product, 0.0, out=product)
         bias[head] = product
     return bias
+
+
+def cost(params: Any, count: int, dtype: str, component: str) -> Cost:
+    """The output, and three float64-sized ``(n, n)`` matrices: the differences, the distances,
+    and the one head's product in flight."""
+    if component == "slopes":
+        return Cost(params.num_heads * 64 + costs.SCRATCH, params.num_heads * costs.TRANSCENDENTAL)
+    values = params.num_heads * count * count
+    return Cost(values * costs.itemsize(dtype) + count * count * 32 + costs.SCRATCH, values * 16)

@@ -11,10 +11,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from posenc import costs
+from posenc.cost import Cost
 from posenc.declare import check_ranges, param
 
 
@@ -68,3 +71,9 @@ def binary(
     # Positions are below 2^31: bits from 31 on are zero (shifting by ≥ 63 is undefined).
     values = (positions[:, None] >> np.minimum(bits, 62)[None, :]) & 1
     return values.astype(dtype)
+
+
+def cost(params: Any, count: int, dtype: str, component: str) -> Cost:
+    """A float64 table, then its cast."""
+    values = count * params.d_model
+    return Cost(values * (costs.itemsize(dtype) + 8) + costs.SCRATCH, values * costs.ARITHMETIC)

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from posenc import costs
+from posenc.cost import Cost
 from posenc.declare import check_ranges, param
 from posenc.errors import InconsistentError, LimitError, ParameterError
 from posenc.sinusoidal import SinusoidalParams
@@ -130,3 +132,9 @@ def encode(
         width = channels.stop - channels.start
         out[:, channels] = encode_1d(one_d, coords[axis], "float64")[:, :width]
     return out
+
+
+def cost(params: Any, count: int, dtype: str, component: str) -> Cost:
+    """One float64 1-D table per axis block beside the output."""
+    values = count * params.d_model
+    return Cost(values * (costs.itemsize(dtype) + 8) + costs.SCRATCH, values * costs.TRANSCENDENTAL)

@@ -14,17 +14,20 @@ import numpy.typing as npt
 
 from posenc import (
     alibi,
+    alibi_verify,
     baselines,
-    costs,
+    baselines_verify,
     grid,
+    grid_verify,
     rope,
     rope_config,
     rope_conformance,
-    scheme_checks,
+    rope_verify,
     sinusoidal,
     sinusoidal_conformance,
     sinusoidal_verify,
     t5,
+    t5_verify,
 )
 from posenc.conformance import Conformance, check_any, row_axis
 from posenc.cost import Cost
@@ -95,7 +98,7 @@ def _sinusoidal_conformance(
 
 def _sinusoidal_conformance_cost(params: Any, count: int, component: str) -> Cost:
     diagnosed = sinusoidal_conformance.conformance_cost(params, count, params.d_model)
-    compared: Cost = conformance_cost_of(costs.sinusoidal)(params, count, component)
+    compared: Cost = conformance_cost_of(sinusoidal.cost)(params, count, component)
     return Cost(max(diagnosed.bytes, compared.bytes), max(diagnosed.work, compared.work))
 
 
@@ -131,7 +134,7 @@ def _rope_conformance(
 
 def _rope_conformance_cost(params: Any, count: int, component: str) -> Cost:
     if component == "inv_freq":
-        generic: Cost = conformance_cost_of(costs.rope)(params, count, component)
+        generic: Cost = conformance_cost_of(rope.cost)(params, count, component)
         return generic
     return rope_conformance.conformance_cost(params, count, component)
 
@@ -142,9 +145,9 @@ def _rope_servable(limits: Limits) -> Any:
 
     def fits(params: rope.RopeParams, n: int, verify: bool) -> bool:
         values = 2 * n * params.d_model
-        cost = costs.rope(params, n, "float32", "cos_sin") + Cost(values * 4, 0)
+        cost = rope.cost(params, n, "float32", "cos_sin") + Cost(values * 4, 0)
         if verify:
-            cost = cost + scheme_checks.verify_rope_cost(params, n)
+            cost = cost + rope_verify.verify_rope_cost(params, n)
         return (
             values <= limits.max_values
             and cost.work <= limits.max_work
@@ -178,7 +181,7 @@ SCHEMES: tuple[Scheme, ...] = (
         sinusoidal.SinusoidalParams,
         lambda p, n, c: (n, p.d_model),
         _sinusoidal_encode,
-        costs.sinusoidal,
+        sinusoidal.cost,
         sinusoidal_verify.verify,
         sinusoidal_verify.verify_cost,
         examples=(
@@ -199,9 +202,9 @@ SCHEMES: tuple[Scheme, ...] = (
         rope.RopeParams,
         rope.shape,
         rope.encode,
-        costs.rope,
-        scheme_checks.verify_rope,
-        scheme_checks.verify_rope_cost,
+        rope.cost,
+        rope_verify.verify_rope,
+        rope_verify.verify_rope_cost,
         examples=(
             {"d_model": 8},
             {"d_model": 8, "layout": "interleaved", "base": 500000.0},
@@ -228,12 +231,12 @@ SCHEMES: tuple[Scheme, ...] = (
         alibi.AlibiParams,
         alibi.shape,
         alibi.encode,
-        costs.alibi,
-        scheme_checks.verify_alibi,
-        scheme_checks.verify_alibi_cost,
+        alibi.cost,
+        alibi_verify.verify_alibi,
+        alibi_verify.verify_alibi_cost,
         examples=({"num_heads": 4}, {"num_heads": 6}),
         conformance=conformance_of(alibi.encode),
-        conformance_cost=conformance_cost_of(costs.alibi),
+        conformance_cost=conformance_cost_of(alibi.cost),
         components=alibi.COMPONENTS,
     ),
     Scheme(
@@ -242,12 +245,12 @@ SCHEMES: tuple[Scheme, ...] = (
         t5.T5Params,
         t5.shape,
         t5.encode,
-        costs.t5,
-        scheme_checks.verify_t5,
-        scheme_checks.verify_t5_cost,
+        t5.cost,
+        t5_verify.verify_t5,
+        t5_verify.verify_t5_cost,
         examples=({}, {"num_buckets": 8, "max_distance": 20, "bidirectional": False}),
         conformance=conformance_of(t5.encode),
-        conformance_cost=conformance_cost_of(costs.t5),
+        conformance_cost=conformance_cost_of(t5.cost),
         dtypes=None,
     ),
     *(
@@ -258,16 +261,16 @@ SCHEMES: tuple[Scheme, ...] = (
             grid.Grid2DParams if k == 2 else grid.Grid3DParams,
             grid.shape,
             grid.encode,
-            costs.grid,
-            scheme_checks.verify_grid,
-            scheme_checks.verify_grid_cost,
+            grid.cost,
+            grid_verify.verify_grid,
+            grid_verify.verify_grid_cost,
             examples=(
                 {"d_model": 4 * k, "grid": (3, 2, 2)[:k]},
                 {"d_model": 10, "grid": (2, 3, 2)[:k], "convention": "positional-encodings"},
             ),
             vectors=_rows_of(grid.encode),
             conformance=conformance_of(grid.encode),
-            conformance_cost=conformance_cost_of(costs.grid),
+            conformance_cost=conformance_cost_of(grid.cost),
             rows="grid",
         )
         for k in (2, 3)
@@ -279,13 +282,13 @@ SCHEMES: tuple[Scheme, ...] = (
             baselines.BaselineParams,
             baselines.shape,
             encode,
-            costs.baseline,
-            scheme_checks.verify_baseline,
-            scheme_checks.verify_baseline_cost,
+            baselines.cost,
+            baselines_verify.verify_baseline,
+            baselines_verify.verify_baseline_cost,
             examples=({"d_model": 5},),
             vectors=_rows_of(encode),
             conformance=conformance_of(encode),
-            conformance_cost=conformance_cost_of(costs.baseline),
+            conformance_cost=conformance_cost_of(baselines.cost),
         )
         for name, summary, encode in (
             ("index", "teaching baseline: the position in every column", baselines.index),

@@ -31,7 +31,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
-from posenc import framework, kernels
+from posenc import costs, framework, kernels
 from posenc.cost import Cost
 from posenc.declare import check_ranges, param
 from posenc.errors import InconsistentError
@@ -453,3 +453,15 @@ def rotate_with(
         turned[..., 0::2], turned[..., 1::2] = -x[..., 1::2], x[..., 0::2]
     result: npt.NDArray[np.float64] = x * cos + turned * sin
     return result
+
+
+def cost(params: Any, count: int, dtype: str, component: str) -> Cost:
+    """A table by the compiled loops (:func:`posenc.rope.table_cost`), or sin and cos of every
+    (position, pair) in float64, scaled, expanded and stacked (measured 69 bytes per
+    ``count·d_model`` at the peak): whichever costs more. The frequencies alone (``inv_freq``)
+    cost nothing that grows with ``count``."""
+    if component == "inv_freq":
+        return Cost(params.d_model * 16 + costs.SCRATCH, params.d_model * 30_000)
+    pairs = count * params.d_model
+    listed = Cost(pairs * 80 + costs.SCRATCH, pairs * costs.TRANSCENDENTAL)
+    return costs.larger(table_cost(params, count, dtype, component), listed)

@@ -20,7 +20,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from posenc import framework, kernels
+from posenc import costs, framework, kernels
 from posenc.cost import Cost
 from posenc.declare import check_ranges, param
 from posenc.errors import InconsistentError, ParameterError
@@ -270,3 +270,11 @@ def table_reference(
     turns = frequencies_of(params)
     fill_consecutive(offset, seq_len, turns, place_rows, place_values)
     return out
+
+
+def cost(params: Any, count: int, dtype: str, component: str) -> Cost:
+    """A table by the compiled loops (:func:`posenc.sinusoidal.table_cost`), or listed
+    positions in blocks of fixed size straight into the output: whichever costs more."""
+    values = count * params.d_model
+    listed = Cost(values * costs.itemsize(dtype) + costs.SCRATCH, values * costs.TRANSCENDENTAL)
+    return costs.larger(table_cost(params, count, dtype), listed)  # type: ignore[arg-type]

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from posenc import costs
 from posenc.cancel import checkpoint
+from posenc.cost import Cost
 from posenc.declare import check_ranges, param
 from posenc.errors import InconsistentError
 
@@ -96,3 +99,10 @@ def encode(
         block = positions[None, :] - positions[start : start + rows, None]
         out[start : start + rows] = buckets(params, block)
     return out
+
+
+def cost(params: Any, count: int, dtype: str, component: str) -> Cost:
+    """The int32 output, and the int64 and float32 temporaries of one block of rows (measured
+    53 bytes per value of the block)."""
+    values = count * count
+    return Cost(values * 4 + min(values, 2**18) * 64 + costs.SCRATCH, values * 24)

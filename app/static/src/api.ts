@@ -33,7 +33,7 @@ export interface Envelope {
   data: unknown;
 }
 
-// The per-scheme paths of the contract when the document lists them (`/v1/rope/table`), else
+// The per-scheme paths of the contract when the document lists them (`/v1/{scheme}/table`), else
 // the alias: the build fails if the operation has disappeared from the contract in both forms.
 type PerScheme<O extends Operation> = Extract<keyof paths, `/v1/${string}/${O}`>;
 type PathOf<O extends Operation> = [PerScheme<O>] extends [never] ? Extract<keyof paths, `/v1/${O}`> : PerScheme<O>;

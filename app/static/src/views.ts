@@ -101,7 +101,7 @@ export class Slot {
   }
 }
 
-// A stack (rope's cos_sin, alibi's heads) is drawn one slice at a time: the first here.
+// A stack (cos and sin, or one array per head) is drawn one slice at a time: the first here.
 const first = (body: Envelope): number[][] => (body.shape.length === 3 ? (body.data as number[][][])[0] : (body.data as number[][]));
 
 async function plotly(ctx: Context, slot: Slot, operation: "table" | "similarity", query: Query, label: string): Promise<void> {
@@ -362,7 +362,7 @@ const pairwise: View = {
   async draw(ctx, slot) {
     const body = await tableJson(ctx, slot, { ...ctx.params, ...ctx.rows });
     const stack = body.shape.length === 3 ? (body.data as number[][][]) : [body.data as number[][]];
-    // A 1-D component as long as the stack labels its slices (alibi's slopes for its heads).
+    // A 1-D component as long as the stack labels its slices (one slope per head).
     const labels: string[] = stack.map((_, k) => `${ctx.scheme.components[0] ?? "value"}[${k}]`);
     for (const name of ctx.scheme.components.slice(1)) {
       const other = await tableJson(ctx, slot, { ...ctx.params, ...ctx.rows, component: name });
