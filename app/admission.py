@@ -32,7 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.settings import Settings
 from posenc import cancel
 from posenc.cost import Cost
-from posenc.errors import ParameterError
+from posenc.errors import LimitError
 
 Result = TypeVar("Result")
 HOLDING = "posenc.holding"
@@ -47,13 +47,6 @@ class Estimate:
     text: bool
     param: str
     what: str
-
-
-class LimitExceededError(ParameterError):
-    """A request that could never be served within the configured limits, refused before work."""
-
-    def __init__(self, param: str, message: str) -> None:
-        super().__init__(param, message)
 
 
 class OverloadedError(Exception):
@@ -78,7 +71,7 @@ class ClientGoneError(Exception):
 
 def check_size(param: str, what: str, size: int, limit: int, setting: str) -> None:
     if size > limit:
-        raise LimitExceededError(
+        raise LimitError(
             param, f"{what} would hold {size} values, over the limit of {limit} ({setting})"
         )
 
@@ -92,13 +85,13 @@ def decide(settings: Settings, estimate: Estimate) -> None:
             param, what, estimate.values, settings.max_text_elements, "POSENC_MAX_TEXT_ELEMENTS"
         )
     if estimate.cost.work > settings.max_work:
-        raise LimitExceededError(
+        raise LimitError(
             param,
             f"{what} would cost {estimate.cost.work} units of work, over the limit of "
             f"{settings.max_work} (POSENC_MAX_WORK)",
         )
     if estimate.cost.bytes > settings.memory_bytes:
-        raise LimitExceededError(
+        raise LimitError(
             param,
             f"{what} would need {estimate.cost.bytes} bytes of memory at once, over the whole "
             f"budget of {settings.memory_bytes} (POSENC_MEMORY_BYTES)",
@@ -181,7 +174,7 @@ async def admit(request: Request, estimate: Estimate) -> None:
     # sum past the whole budget could never be granted, so it is refused now, not after a wait.
     held = sum(holding.reserved)
     if held and held + estimate.cost.bytes > holding.budget.capacity:
-        raise LimitExceededError(
+        raise LimitError(
             estimate.param,
             f"{estimate.what} would need {estimate.cost.bytes} bytes of memory beside the "
             f"{held} this request holds already, over the whole budget of "

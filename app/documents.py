@@ -7,7 +7,7 @@ RFC 9457 problem. Generated clients read these schemas, so they are exact, not `
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -331,7 +331,6 @@ def encode_body(scheme: Scheme) -> dict[str, Any]:
     return {"required": True, "content": {"application/json": {"schema": schema}}}
 
 
-_Endpoint = Literal["table", "encode", "similarity", "verify", "conformance", "encode_body"]
 summaries: dict[str, str] = {
     "table": "The array for consecutive positions",
     "encode": "The array for listed positions",

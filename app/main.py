@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,15 +37,24 @@ within 1 ulp of the exact value at every position below 2^31. Errors are
 STATIC = Path(__file__).parent / "static"
 
 
-def create_app(settings: Settings | None = None, schemes: tuple[Scheme, ...] = SCHEMES) -> FastAPI:
-    """The service for ``schemes`` (the registry's unless a test brings its own)."""
-    settings = settings or Settings()
-    configure_logging(settings.log_level)
+@asynccontextmanager
+async def _serving_process(app: FastAPI) -> AsyncIterator[None]:
+    """What a serving process sets for itself, once, as the server starts (not when an app is
+    merely built, as tests do by the hundred)."""
     # A worker thread running Python hands the GIL to the event loop after this long (5 ms by
     # default): /healthz waits at most one interval behind a computation, not five.
     sys.setswitchinterval(0.001)
     confine_to_quota()
-    app = FastAPI(title="posenc", version=VERSION, description=DESCRIPTION)
+    yield
+
+
+def create_app(settings: Settings | None = None, schemes: tuple[Scheme, ...] = SCHEMES) -> FastAPI:
+    """The service for ``schemes`` (the registry's unless a test brings its own)."""
+    settings = settings or Settings()
+    configure_logging(settings.log_level)
+    app = FastAPI(
+        title="posenc", version=VERSION, description=DESCRIPTION, lifespan=_serving_process
+    )
     app.state.settings = settings
     app.state.cache = posenc.ByteBoundedCache(settings.cache_bytes)
     app.state.metrics = Metrics(app.state.cache)
@@ -93,13 +104,19 @@ def _add_operations(app: FastAPI) -> None:
 
     @app.get("/readyz", tags=["operations"], responses=health)
     def readyz(request: Request) -> dict[str, str]:
-        """Readiness: the core computes and the cache stores."""
+        """Readiness: the core computes (the first scheme's first example) and the cache
+        stores."""
         cache: posenc.ByteBoundedCache = request.app.state.cache
+        scheme: Scheme = request.app.state.schemes[0]
+        params = scheme.params(**scheme.examples[0])
+        component = scheme.components[0] if scheme.components else ""
+        dtype = scheme.dtypes[0] if scheme.dtypes else "int32"
         probe = cache.get_or_compute(
-            ("readyz",), lambda: posenc.table(posenc.SinusoidalParams(d_model=2), 2)
+            ("readyz",),
+            lambda: scheme.encode(params, np.arange(2, dtype=np.int64), dtype, component),
         )
-        if not np.array_equal(probe[:, 0], [0.0, np.sin(1.0)]):
-            raise RuntimeError("the core computed a wrong probe table")
+        if not np.all(np.isfinite(probe)):
+            raise RuntimeError("the core computed a probe array that is not finite")
         return {"status": "ready"}
 
     text: dict[int | str, dict[str, Any]] = {

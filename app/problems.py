@@ -1,6 +1,6 @@
 """Every error as application/problem+json (RFC 9457): one table of exception → status, type.
 
-Starlette looks handlers up along the exception's MRO, so ``LimitExceededError`` finds its own row
+Starlette looks handlers up along the exception's MRO, so ``LimitError`` finds its own row
 before its base class ``ParameterError`` does. Unexpected errors answer a fixed body; their
 message is logged, never sent.
 """
@@ -20,7 +20,6 @@ from starlette.routing import Match
 
 from app.admission import (
     ClientGoneError,
-    LimitExceededError,
     OverloadedError,
     RequestTimeoutError,
 )
@@ -40,7 +39,6 @@ PROBLEMS: dict[type[Exception], tuple[int, str]] = {
     PosencError: (422, "about:blank"),
     ParameterError: (422, "about:blank"),
     NotApplicableError: (422, "urn:posenc:problem:not-applicable"),
-    LimitExceededError: (422, "urn:posenc:problem:limit-exceeded"),
     LimitError: (422, "urn:posenc:problem:limit-exceeded"),
     InconsistentError: (422, "urn:posenc:problem:inconsistent-parameters"),
 }

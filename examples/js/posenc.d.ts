@@ -57,7 +57,7 @@ export interface paths {
         };
         /**
          * How alike the encodings of two positions are
-         * @description Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the encodings of the table's positions; with `reference=p`: one row against position `p`. Computed in float64.
+         * @description Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the encodings of the table's positions; with `reference=p`: one row against position `p`, encoded with the table's positions (row `p - offset` of the matrix when `p` is among them; grid schemes: a cell index below the grid's size). Computed in float64.
          */
         get: operations["sinusoidal_similarity_get"];
         put?: never;
@@ -145,7 +145,7 @@ export interface paths {
         };
         /**
          * How alike the encodings of two positions are
-         * @description Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the encodings of the table's positions; with `reference=p`: one row against position `p`. Computed in float64.
+         * @description Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the encodings of the table's positions; with `reference=p`: one row against position `p`, encoded with the table's positions (row `p - offset` of the matrix when `p` is among them; grid schemes: a cell index below the grid's size). Computed in float64.
          */
         get: operations["rope_similarity_get"];
         put?: never;
@@ -386,7 +386,7 @@ export interface paths {
         };
         /**
          * How alike the encodings of two positions are
-         * @description Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the encodings of the table's positions; with `reference=p`: one row against position `p`. Computed in float64.
+         * @description Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the encodings of the table's positions; with `reference=p`: one row against position `p`, encoded with the table's positions (row `p - offset` of the matrix when `p` is among them; grid schemes: a cell index below the grid's size). Computed in float64.
          */
         get: operations["sinusoidal2d_similarity_get"];
         put?: never;
@@ -474,7 +474,7 @@ export interface paths {
         };
         /**
          * How alike the encodings of two positions are
-         * @description Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the encodings of the table's positions; with `reference=p`: one row against position `p`. Computed in float64.
+         * @description Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the encodings of the table's positions; with `reference=p`: one row against position `p`, encoded with the table's positions (row `p - offset` of the matrix when `p` is among them; grid schemes: a cell index below the grid's size). Computed in float64.
          */
         get: operations["sinusoidal3d_similarity_get"];
         put?: never;
@@ -562,7 +562,7 @@ export interface paths {
         };
         /**
          * How alike the encodings of two positions are
-         * @description Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the encodings of the table's positions; with `reference=p`: one row against position `p`. Computed in float64.
+         * @description Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the encodings of the table's positions; with `reference=p`: one row against position `p`, encoded with the table's positions (row `p - offset` of the matrix when `p` is among them; grid schemes: a cell index below the grid's size). Computed in float64.
          */
         get: operations["index_similarity_get"];
         put?: never;
@@ -650,7 +650,7 @@ export interface paths {
         };
         /**
          * How alike the encodings of two positions are
-         * @description Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the encodings of the table's positions; with `reference=p`: one row against position `p`. Computed in float64.
+         * @description Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the encodings of the table's positions; with `reference=p`: one row against position `p`, encoded with the table's positions (row `p - offset` of the matrix when `p` is among them; grid schemes: a cell index below the grid's size). Computed in float64.
          */
         get: operations["normalized_similarity_get"];
         put?: never;
@@ -738,7 +738,7 @@ export interface paths {
         };
         /**
          * How alike the encodings of two positions are
-         * @description Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the encodings of the table's positions; with `reference=p`: one row against position `p`. Computed in float64.
+         * @description Without `reference`: the `(seq_len, seq_len)` matrix of `metric` between the encodings of the table's positions; with `reference=p`: one row against position `p`, encoded with the table's positions (row `p - offset` of the matrix when `p` is among them; grid schemes: a cell index below the grid's size). Computed in float64.
          */
         get: operations["binary_similarity_get"];
         put?: never;
@@ -2971,6 +2971,11 @@ export interface operations {
                         rotary_dim: number;
                         partial_rotary_factor?: number;
                         max_position_embeddings?: number | null;
+                        /** @description the positions the table and verify URLs ask for: max_position_embeddings (else 4096), or fewer where the service's limits (POSENC_MAX_ELEMENTS, POSENC_MAX_WORK, POSENC_MEMORY_BYTES) would refuse that many */
+                        seq_len: {
+                            table: number;
+                            verify: number;
+                        };
                         urls: {
                             [key: string]: string;
                         };

@@ -19,9 +19,8 @@ from hypothesis import strategies as st
 from starlette.types import Message
 
 from app import bodies
-from app.admission import LimitExceededError
 from app.middleware import BodyLimitMiddleware
-from posenc.errors import PosencError
+from posenc.errors import LimitError, PosencError
 from tests.conftest import Client
 
 MiB = 2**20
@@ -93,7 +92,7 @@ def test_a_positions_list_over_the_limit_is_refused_before_it_is_parsed(
     assert "100001" in problem["detail"]
 
     def refuse() -> None:
-        with pytest.raises(LimitExceededError):
+        with pytest.raises(LimitError):
             bodies.read_object(body, {"positions": 1}, max_items={"positions": 1000})
 
     peak, _ = _peak(refuse)
