@@ -102,12 +102,18 @@ async def similarity(request: Request, scheme: Scheme, query: Any) -> Response:
     shape = (n,) if reference else (n, n)
     first = scheme.components[0] if scheme.components else ""
     encoded = scheme.cost(params, n + 1, "float64", first)
+    vector = tuple(query.vector) if getattr(query, "vector", None) is not None else None
+    key = tuple(query.key) if getattr(query, "key", None) is not None else None
     compute = costs.vectors(encoded, n + 1, width, scheme.rotates) + costs.similarity(
         n, width, reference, dtype
     )
+    for name, given in (("vector", vector), ("key", key)):
+        if given is not None and len(given) != width:
+            raise InconsistentError(name, f"must hold d_model = {width} numbers, got {len(given)}")
+    if key is not None:  # the keys' rotations beside the queries'
+        compute = compute + costs.vectors(encoded, n, width, scheme.rotates)
     need = estimate(scheme, query, fmt, compute, shape, "the similarity answer")
     decide(settings, Estimate(compute, n * width, False, "seq_len", "the rows behind it"))
-    vector = tuple(query.vector) if getattr(query, "vector", None) is not None else None
     extra = dict(seq_len=n, offset=rows.offset) if scheme.rows == "positions" else {}
     answer = canonical(
         scheme,
@@ -118,15 +124,17 @@ async def similarity(request: Request, scheme: Scheme, query: Any) -> Response:
         metric=query.metric,
         reference=query.reference,
         vector=list(vector) if vector is not None else None,
+        **({"key": list(key)} if key is not None else {}),  # absent: the query's
     )
 
     def render(gzip: bool) -> Body:
         positions = rows.array()
-        anchor, compared = _compared(scheme, params, rows, vector, query.reference, cache)
+        anchor, queries = _compared(scheme, params, rows, vector, query.reference, cache)
+        keys = queries if key is None else _compared(scheme, params, rows, key, None, cache)[1]
         if anchor is None:
-            values = similarity_core.matrix(compared, query.metric)
+            values = similarity_core.between(queries, keys, query.metric)
         else:
-            values = similarity_core.against(compared, anchor, query.metric)
+            values = similarity_core.against(keys, anchor, query.metric)
         span = positions.tolist() if fmt == "plotly" else None
         title = f"{query.metric} similarity of {scheme.name} encodings"
         size = {"width": query.width, "height": query.height}

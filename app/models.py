@@ -181,8 +181,16 @@ def _request_fields(scheme: Scheme, endpoint: Endpoint) -> dict[str, Any]:
                 _Vector | None,
                 Field(
                     None,
-                    description="the vector u whose rotations R_p u are compared "
+                    description="the query q whose rotations R_m q are compared "
                     "(d_model numbers; default: all entries equal)",
+                ),
+            )
+            fields["key"] = (
+                _Vector | None,
+                Field(
+                    None,
+                    description="the key k whose rotations R_n k the rows hold: "
+                    "S[m, n] = metric(R_m q, R_n k) (d_model numbers; default: the query)",
                 ),
             )
     if endpoint == "conformance":

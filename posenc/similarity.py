@@ -30,6 +30,12 @@ def matrix(rows: npt.ArrayLike, metric: Metric) -> Float64Array:
     return _pairs(x, x, metric)
 
 
+def between(queries: npt.ArrayLike, keys: npt.ArrayLike, metric: Metric) -> Float64Array:
+    """``S[a, b] = metric(queries[a], keys[b])``, shape ``(n, m)``."""
+    q = np.asarray(queries, dtype=np.float64)
+    return _pairs(q, np.asarray(keys, dtype=np.float64), metric)
+
+
 def against(rows: npt.ArrayLike, reference: npt.ArrayLike, metric: Metric) -> Float64Array:
     """``S[k] = metric(reference, rows[k])``, shape ``(n,)``."""
     x = np.asarray(rows, dtype=np.float64)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tests.conftest import Client
@@ -212,3 +213,37 @@ def test_different_schemes_with_equal_parameters_never_share_a_body(client: Clie
     binary = client.get("/v1/table?scheme=binary&d_model=2&seq_len=3")
     assert index.headers["etag"] != binary.headers["etag"]
     assert index.json()["data"] != binary.json()["data"]
+
+
+def _rotated(v: list[float], position: int) -> np.ndarray:
+    """R_p v for the default rope (split halves, base 10000), in float64: an independent model."""
+    half = len(v) // 2
+    angles = position * 10000.0 ** (-np.arange(0, len(v), 2) / len(v))
+    x1, x2 = np.array(v[:half]), np.array(v[half:])
+    c, s = np.cos(angles), np.sin(angles)
+    return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s])
+
+
+def test_rope_similarity_compares_rotated_queries_with_rotated_keys(client: Client) -> None:
+    q, k = [0.3, -1.2, 0.5, 2.0], [1.1, 0.4, -0.7, 0.2]
+    vectors = f"vector={','.join(map(str, q))}&key={','.join(map(str, k))}"
+    base = f"/v1/rope/similarity?d_model=4&seq_len=6&offset=3&metric=dot&format=json&{vectors}"
+    matrix = np.array(client.get(base).json()["data"])
+    expected = np.array(
+        [[_rotated(q, m) @ _rotated(k, n) for n in range(3, 9)] for m in range(3, 9)]
+    )
+    # Rounded once to float32: within half an ulp (2^-24 relative) of the float64 value.
+    np.testing.assert_allclose(matrix, expected, rtol=2**-24, atol=1e-12)
+    row = client.get(f"{base}&reference=5").json()
+    assert row["data"] == client.get(base).json()["data"][2]
+    assert row["params"]["key"] == k
+    # q·k depends on m − n alone: every diagonal of the matrix is constant.
+    for shift in range(-5, 6):
+        diagonal = np.diagonal(matrix, shift)
+        assert np.ptp(diagonal) <= 2**-23 * np.abs(diagonal).max()  # one ulp at most
+
+
+def test_a_key_of_the_wrong_length_is_named(client: Client) -> None:
+    problem = client.get("/v1/rope/similarity?d_model=4&seq_len=3&key=1,2").json()
+    assert problem["type"] == "urn:posenc:problem:inconsistent-parameters"
+    assert problem["errors"][0]["loc"][-1] == "key"

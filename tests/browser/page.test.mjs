@@ -126,10 +126,19 @@ test("the rotation view moves with the position slider, by the service's angles"
 test("the q·k plot holds the service's /similarity numbers and depends on m − n alone", async () => {
   const { page, problems } = await open("/?scheme=rope&d_model=32&seq_len=80&offset=0");
   const traces = await page.evaluate(() => document.querySelector("#view-dot .plot").data.map((t) => ({ x: [...t.x], y: [...t.y] })));
-  const { path, extra } = route("rope", "similarity");
+  // The URLs the view shows: a random query and a different random key, the same on every load.
+  const shown = await page.evaluate(() => [...document.querySelectorAll("#view-dot .api a")].map((a) => a.href));
+  const { path } = route("rope", "similarity");
+  assert.equal(shown.length, 2);
+  const vectors = shown.map((url) => new URL(url).searchParams);
+  assert.equal(vectors[0].get("vector").split(",").length, 32);
+  assert.notEqual(vectors[0].get("vector"), vectors[0].get("key"));
   for (const [i, reference] of [0, 40].entries()) {
-    const query = new URLSearchParams({ ...extra, d_model: "32", seq_len: "80", offset: "0", metric: "dot", reference: String(reference) });
-    const body = await (await fetch(`${BASE}${path}?${query}`)).json();
+    const url = new URL(shown[i]);
+    assert.equal(url.pathname, path);
+    assert.equal(url.searchParams.get("reference"), String(reference));
+    assert.equal(url.searchParams.get("vector"), vectors[0].get("vector"));
+    const body = await (await fetch(url)).json();
     assert.deepEqual(traces[i].y, body.data, `reference ${reference}`);
     assert.deepEqual(traces[i].x, body.data.map((_, k) => k - reference));
   }

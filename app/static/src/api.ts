@@ -25,6 +25,7 @@ export interface Scheme {
   rows: string;
   similarity: boolean;
   conformance: boolean;
+  rotates?: boolean;
   endpoints?: string[];
 }
 export interface Envelope {

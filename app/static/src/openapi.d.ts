@@ -818,7 +818,8 @@ export interface paths {
         };
         /**
          * Readyz
-         * @description Readiness: the core computes and the cache stores.
+         * @description Readiness: the core computes (the first scheme's first example) and the cache
+         *     stores.
          */
         get: operations["readyz_readyz_get"];
         put?: never;
@@ -2431,8 +2432,10 @@ export interface operations {
                 metric?: "cosine" | "dot" | "euclidean";
                 /** @description compare every row with this position */
                 reference?: number | null;
-                /** @description the vector u whose rotations R_p u are compared (d_model numbers; default: all entries equal) */
+                /** @description the query q whose rotations R_m q are compared (d_model numbers; default: all entries equal) */
                 vector?: number[] | null;
+                /** @description the key k whose rotations R_n k the rows hold: S[m, n] = metric(R_m q, R_n k) (d_model numbers; default: the query) */
+                key?: number[] | null;
                 /** @description wins over the Accept header; default json */
                 format?: ("json" | "npy" | "bin" | "csv" | "plotly" | "png") | null;
                 width?: number | null;

@@ -169,16 +169,34 @@ const similarity: View = {
   draw: (ctx, slot) => plotly(ctx, slot, "similarity", { ...ctx.params, ...ctx.rows }, "heatmap of cosine similarity between positions"),
 };
 
+/** ``count`` numbers in [−1, 1) with two decimals, the same for a seed on every load (so a link
+ * shows the same curves): a linear congruential generator is enough for an illustration. */
+function fixedRandom(count: number, seed: number): string {
+  let state = seed >>> 0;
+  const values: string[] = [];
+  for (let i = 0; i < count; i++) {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    values.push(((state / 2 ** 32) * 2 - 1).toFixed(2));
+  }
+  return values.join(",");
+}
+
+// A query and a key travel in the URL: up to this width they keep it short enough for gateways.
+const MAX_URL_VECTOR = 512;
+
 const dot: View = {
   id: "view-dot",
   title: "q·k against the distance m − n",
-  blurb: "The dot product of the encodings at m and n (for rotary schemes: of one fixed vector rotated to m and to n), from two reference positions. Where the two curves lie on each other, it depends on the distance alone; its envelope shows the long-distance decay.",
+  blurb: "The dot product of the encodings at m and n — for rotary schemes, of a fixed random query q rotated to m and a fixed random key k rotated to n (widths up to 512) — from two reference positions. Where the two curves lie on each other, it depends on the distance alone; its envelope shows the long-distance decay.",
   applies: (s) => s.similarity && offers(s, "similarity"),
   async draw(ctx, slot) {
     const n = Number(ctx.rows.seq_len ?? 1);
     const start = Number(ctx.rows.offset ?? 0);
     const references = [start, start + Math.floor(n / 2)];
-    const queries = references.map((reference) => ({ ...ctx.params, ...ctx.rows, metric: "dot", reference: String(reference) }));
+    const width = Number(ctx.params.d_model ?? 0);
+    const pair: Query = ctx.scheme.rotates && width >= 2 && width <= MAX_URL_VECTOR
+      ? { vector: fixedRandom(width, 1), key: fixedRandom(width, 2) } : {};
+    const queries = references.map((reference) => ({ ...ctx.params, ...ctx.rows, ...pair, metric: "dot", reference: String(reference) }));
     slot.urls(...queries.map((q) => ctx.api.url(ctx.scheme.name, "similarity", q)));
     const bodies = await Promise.all(queries.map((q) => ctx.api.get(ctx.scheme.name, "similarity", q, ctx.signal)));
     const lines = bodies.map((body, i) => ({
