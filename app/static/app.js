@@ -828,7 +828,7 @@ var dot = {
       type: "scatter",
       mode: "lines",
       name: `n = ${references[i]}`,
-      x: body.data.map((_, k) => start2 + k - references[i]),
+      x: body.data.map((_, k) => references[i] - (start2 + k)),
       y: body.data,
       line: { dash: i ? "dot" : "solid", width: i ? 3 : 1.5 }
     }));

@@ -140,7 +140,8 @@ test("the q·k plot holds the service's /similarity numbers and depends on m −
     assert.equal(url.searchParams.get("vector"), vectors[0].get("vector"));
     const body = await (await fetch(url)).json();
     assert.deepEqual(traces[i].y, body.data, `reference ${reference}`);
-    assert.deepEqual(traces[i].x, body.data.map((_, k) => k - reference));
+    // m is the query's position (the reference), n the key's (the row): x = m − n.
+    assert.deepEqual(traces[i].x, body.data.map((_, k) => reference - k));
   }
   // Where the two curves overlap, the same m − n gives the same q·k (float32 values).
   for (let k = 0; k < 40; k++) {

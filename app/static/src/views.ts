@@ -201,7 +201,7 @@ const dot: View = {
     const bodies = await Promise.all(queries.map((q) => ctx.api.get(ctx.scheme.name, "similarity", q, ctx.signal)));
     const lines = bodies.map((body, i) => ({
       type: "scatter", mode: "lines", name: `n = ${references[i]}`,
-      x: (body.data as number[]).map((_, k) => start + k - references[i]), y: body.data as number[],
+      x: (body.data as number[]).map((_, k) => references[i] - (start + k)), y: body.data as number[],
       line: { dash: i ? "dot" : "solid", width: i ? 3 : 1.5 },
     }));
     await Plotly.newPlot(slot.plot("dot product against distance, from two reference positions"), lines, layout("q·k against m − n", "m − n", "q·k"), CONFIG);
