@@ -827,7 +827,7 @@ var dot = {
     const lines = bodies.map((body, i) => ({
       type: "scatter",
       mode: "lines",
-      name: `n = ${references[i]}`,
+      name: `m = ${references[i]}`,
       x: body.data.map((_, k) => references[i] - (start2 + k)),
       y: body.data,
       line: { dash: i ? "dot" : "solid", width: i ? 3 : 1.5 }

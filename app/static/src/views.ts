@@ -200,7 +200,7 @@ const dot: View = {
     slot.urls(...queries.map((q) => ctx.api.url(ctx.scheme.name, "similarity", q)));
     const bodies = await Promise.all(queries.map((q) => ctx.api.get(ctx.scheme.name, "similarity", q, ctx.signal)));
     const lines = bodies.map((body, i) => ({
-      type: "scatter", mode: "lines", name: `n = ${references[i]}`,
+      type: "scatter", mode: "lines", name: `m = ${references[i]}`,
       x: (body.data as number[]).map((_, k) => references[i] - (start + k)), y: body.data as number[],
       line: { dash: i ? "dot" : "solid", width: i ? 3 : 1.5 },
     }));
