@@ -71,24 +71,22 @@ def png_heatmap(
 ) -> bytes:
     """The array as a heatmap, rows top to bottom, ``width`` × ``height`` pixels if given (else
     small arrays are enlarged and huge ones sampled), nearest value per pixel."""
-    return encode(heatmap_pixels(array, width, height))
+    return encode(*heatmap_pixels(array, width, height))
 
 
 def heatmap_pixels(
     array: npt.NDArray[Any], width: int | None = None, height: int | None = None
-) -> npt.NDArray[np.uint8]:
-    """The heatmap's RGB pixels, shape (height, width, 3)."""
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8]]:
+    """The heatmap as colour indices, shape (height, width), and their palette, shape (256, 3)."""
     values = array.reshape(array.shape[0], -1) if array.ndim > 1 else array.reshape(1, -1)
     rows = _pixel_index(values.shape[0], height)
     columns = _pixel_index(values.shape[1], width)
     colours, low, high = colour_limits(values)
-    lut = _lut(colours)
     scaled = (values[np.ix_(rows, columns)].astype(np.float64) - low) / (high - low)
     # Non-finite values take the ends of the map (NaN the low end), never an invalid index.
     scaled = np.nan_to_num(scaled, nan=0.0, posinf=1.0, neginf=0.0)
     # Entry ⌊256·scaled⌋ (the top one for 1), as matplotlib maps values: equal bins, same colours.
-    pixels = lut[np.clip(scaled * 256, 0, 255).astype(np.uint8)]
-    return pixels
+    return np.clip(scaled * 256, 0, 255).astype(np.uint8), _lut(colours)
 
 
 def _pixel_index(count: int, size: int | None = None) -> npt.NDArray[np.intp]:
@@ -105,24 +103,43 @@ def _lut(colours: tuple[str, ...]) -> npt.NDArray[np.uint8]:
     anchors = np.array([[int(c[i : i + 2], 16) for i in (0, 2, 4)] for c in colours], float)
     where = np.linspace(0, len(colours) - 1, 256)
     lut = np.stack([np.interp(where, np.arange(len(colours)), anchors[:, k]) for k in range(3)], 1)
-    return lut.round().astype(np.uint8)
+    palette = lut.round().astype(np.uint8)
+    palette.setflags(write=False)  # cached and handed to every caller
+    return palette
 
 
-def encode(pixels: npt.NDArray[np.uint8]) -> bytes:
-    """8-bit RGB pixels of shape (height, width, 3) as a PNG file."""
-    height, width, _ = pixels.shape
-    # Each scanline starts with filter type 0 (none).
-    raw = np.concatenate([np.zeros((height, 1), np.uint8), pixels.reshape(height, -1)], axis=1)
+def encode(indices: npt.NDArray[np.uint8], palette: npt.NDArray[np.uint8]) -> bytes:
+    """An indexed-colour PNG: one byte a pixel, its colour in ``palette``.
 
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return (
-            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    A heatmap has at most 256 colours, so this is the picture truecolour would give with a third
+    of the bytes to deflate: 5× faster and a quarter smaller (scripts/png_compare.py).
+    """
+    height, width = indices.shape
+    # Scanlines are deflated ~64 KiB at a time, so beside the indices only the compressed file
+    # grows with the picture; each starts with filter type 0 (none).
+    rows = max(1, 2**16 // (width + 1))
+    scanlines = np.zeros((min(rows, height), width + 1), np.uint8)
+    compressor = zlib.compressobj(6)
+    idat = []
+    for start in range(0, height, rows):
+        block = indices[start : start + rows]
+        scanlines[: len(block), 1:] = block
+        idat.append(compressor.compress(scanlines[: len(block)].data))
+    idat.append(compressor.flush())
+    return b"".join(
+        (
+            b"\x89PNG\r\n\x1a\n",
+            *_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 3, 0, 0, 0)),
+            *_chunk(b"PLTE", palette.tobytes()),
+            *_chunk(b"IDAT", *idat),
+            *_chunk(b"IEND"),
         )
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(raw.tobytes(), 6))
-        + chunk(b"IEND", b"")
     )
+
+
+def _chunk(kind: bytes, *data: bytes) -> tuple[bytes, ...]:
+    """A PNG chunk in pieces, so its data is copied once, into the file."""
+    crc = zlib.crc32(kind)
+    for piece in data:
+        crc = zlib.crc32(piece, crc)
+    return (struct.pack(">I", sum(map(len, data))), kind, *data, struct.pack(">I", crc))

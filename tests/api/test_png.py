@@ -57,3 +57,11 @@ def test_non_finite_values_take_the_ends_of_the_map() -> None:
         high.tolist(),
         low.tolist(),
     ]
+
+
+@pytest.mark.parametrize(("rows", "columns"), [(1, 1), (5, 6), (300, 2), (4096, 512)])
+def test_every_size_decodes_to_exactly_the_pixels_drawn(rows: int, columns: int) -> None:
+    position = np.arange(rows)[:, None] / 10000 ** (np.arange(columns) / columns)
+    values = np.sin(position).astype(np.float32)
+    indices, palette = png.heatmap_pixels(values)
+    assert np.array_equal(decoded(png.png_heatmap(values)), palette[indices])
