@@ -82,11 +82,15 @@ def heatmap_pixels(
     rows = _pixel_index(values.shape[0], height)
     columns = _pixel_index(values.shape[1], width)
     colours, low, high = colour_limits(values)
-    scaled = (values[np.ix_(rows, columns)].astype(np.float64) - low) / (high - low)
+    # In place: one float64 per pixel at a time, where fresh arrays for each step held three.
+    scaled = values[np.ix_(rows, columns)].astype(np.float64)
+    scaled -= low
+    scaled /= high - low
     # Non-finite values take the ends of the map (NaN the low end), never an invalid index.
-    scaled = np.nan_to_num(scaled, nan=0.0, posinf=1.0, neginf=0.0)
+    np.nan_to_num(scaled, copy=False, nan=0.0, posinf=1.0, neginf=0.0)
     # Entry ⌊256·scaled⌋ (the top one for 1), as matplotlib maps values: equal bins, same colours.
-    return np.clip(scaled * 256, 0, 255).astype(np.uint8), _lut(colours)
+    scaled *= 256
+    return np.clip(scaled, 0, 255, out=scaled).astype(np.uint8), _lut(colours)
 
 
 def _pixel_index(count: int, size: int | None = None) -> npt.NDArray[np.intp]:
