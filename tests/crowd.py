@@ -6,7 +6,7 @@ service reports for tiny requests, and the configured limits); queries far over 
 bodies over the byte limit (announced, endless chunked, huge ``Content-Length``) and bombs
 (a gzip bomb the service must not inflate, a deeply nested JSON); slow readers that take a large
 answer a few bytes at a time; clients that hang up in the middle of an answer. Meanwhile one
-more thread asks ``/healthz`` every 50 ms and records how long it took.
+more process asks ``/healthz`` every 50 ms and records how long it took.
 
 Every request is bounded: by count (``max_requests``), by time (``seconds``, and a socket timeout
 on each read and write), and by destination (loopback only). ``run`` returns a :class:`Tally`:
@@ -24,6 +24,7 @@ import ipaddress
 import itertools
 import json
 import math
+import multiprocessing
 import random
 import socket
 import threading
@@ -167,7 +168,6 @@ def run(
     budget = itertools.count()
     start = time.monotonic()
     deadline = start + seconds
-    stop = threading.Event()
 
     def worker(category: str) -> None:
         while time.monotonic() < deadline and next(budget) < max_requests:
@@ -183,36 +183,52 @@ def run(
             except (httpx.TransportError, OSError):
                 tally.record(attack.kind, "reset")
 
-    def probe() -> None:
-        with httpx.Client(base_url=url, timeout=5) as client:
-            while not stop.is_set():
-                begun = time.perf_counter()
-                try:
-                    ok = client.get("/healthz").status_code == 200
-                except httpx.TransportError:
-                    ok = False
-                # A failed probe is an answer that never came: it counts as infinitely slow.
-                elapsed = time.perf_counter() - begun if ok else math.inf
-                with tally.lock:
-                    tally.healthz.append(elapsed)
-                    tally.healthz_failures += not ok
-                stop.wait(0.05)
-
-    prober = threading.Thread(target=probe, name="crowd-healthz")
+    # The probe runs in a process of its own: in this one it would wait for the GIL behind the
+    # crowd's threads, and measure the client's contention rather than the service's latency.
+    context = multiprocessing.get_context("spawn")
+    stop_probing = context.Event()
+    results, sender = context.Pipe(duplex=False)
+    prober = context.Process(
+        target=_probe, args=(url, stop_probing, sender), name="crowd-healthz", daemon=True
+    )
+    prober.start()
+    results.poll(30)  # the probe's first answer: it has started
+    results.recv()
     workers = [
         threading.Thread(target=worker, args=(role,), name=f"crowd-{k}-{role}")
         for k, role in enumerate(roles)
     ]
-    prober.start()
     for thread in workers:
         thread.start()
     for thread in workers:
         # Every read and write has its own timeout, so a worker overruns by at most one request.
         thread.join(timeout=seconds + 2 * READ_TIMEOUT)
-    stop.set()
+    stop_probing.set()
+    latencies = results.recv() if results.poll(15) else []
     prober.join(timeout=10)
+    with tally.lock:
+        for elapsed in latencies:
+            tally.healthz.append(elapsed)
+            tally.healthz_failures += math.isinf(elapsed)
     tally.seconds = time.monotonic() - start
     return tally
+
+
+def _probe(url: str, stop: Any, results: Any) -> None:
+    """``/healthz`` every 50 ms until ``stop``; sends ``ready`` once, then every latency."""
+    latencies: list[float] = []
+    with httpx.Client(base_url=url, timeout=5) as client:
+        results.send("ready")
+        while not stop.is_set():
+            begun = time.perf_counter()
+            try:
+                ok = client.get("/healthz").status_code == 200
+            except httpx.TransportError:
+                ok = False
+            # A failed probe is an answer that never came: it counts as infinitely slow.
+            latencies.append(time.perf_counter() - begun if ok else math.inf)
+            stop.wait(0.05)
+    results.send(latencies)
 
 
 def _round_robin_by_kind(attacks: list[Attack]) -> list[Attack]:

@@ -55,6 +55,11 @@ def container(image: str) -> Iterator[Container]:
         f"POSENC_PORT={port}",
         "-e",
         "POSENC_HOST=127.0.0.1",
+        # Four of the largest float64 tables need more than the default 1 GiB budget at once;
+        # the last waits for memory, and on a slow machine past the 2 s default. These tests
+        # are about the image and shutdown, not shedding (tests/system/test_small_box.py).
+        "-e",
+        "POSENC_ADMISSION_WAIT_S=30",
         image,
     )
     url = f"http://127.0.0.1:{port}"
