@@ -193,7 +193,7 @@ def core_table(row: Callable[[str, str, str, str], None]) -> None:
                 f"1. cold float32 sinusoid {n}×{d} {layout}",
                 f"{n * d * 4 / ours / 1e9:.2f} GB/s ({ours * 1e3:.1f} ms)",
                 f"float32 recipe {n * d * 4 / f32 / 1e9:.2f} GB/s ({f32 * 1e3:.1f} ms)",
-                f"{f32 / ours:.2f}× (goal ≥ 2×)",
+                _ratio(f32 / ours, 2),
             )
         params = sinusoidal.SinusoidalParams(d_model=d)
         ours, f64 = ratio(
@@ -203,7 +203,7 @@ def core_table(row: Callable[[str, str, str, str], None]) -> None:
             f"1. cold float64 sinusoid {n}×{d}",
             f"{ours * 1e3:.1f} ms",
             f"float64 recipe {f64 * 1e3:.1f} ms",
-            f"{f64 / ours:.2f}× (goal ≥ 1×)",
+            _ratio(f64 / ours, 1),
         )
     for n in (8192, 32768):
         params_r = rope.RopeParams(d_model=128)
@@ -214,7 +214,7 @@ def core_table(row: Callable[[str, str, str, str], None]) -> None:
             f"1. cold rope cos_sin {n}×128 float32",
             f"{ours * 1e3:.2f} ms",
             f"float32 recipe {recipe * 1e3:.2f} ms",
-            f"{recipe / ours:.2f}× (goal ≥ 1.5×)",
+            _ratio(recipe / ours, 1.5),
         )
     for n, d in ((8192, 1024), (4096, 4096)):
         params = sinusoidal.SinusoidalParams(d_model=d)
@@ -226,7 +226,7 @@ def core_table(row: Callable[[str, str, str, str], None]) -> None:
             f"4. float32 sinusoid {n}×{d}, threads=2 vs 1",
             f"2 threads {two * 1e3:.1f} ms",
             f"1 thread {one * 1e3:.1f} ms",
-            f"{one / two:.2f}× faster with 2",
+            f"{one / two:.2f}× faster with 2; the service: one thread per request",
         )
     for n, d in ((2048, 512), (8192, 1024)):
         params = sinusoidal.SinusoidalParams(d_model=d)
@@ -271,7 +271,8 @@ def asgi_seconds(app: Any, path: str, queries: list[str]) -> tuple[float, int]:
     results = []
 
     async def all_of_them() -> None:
-        for query in queries:
+        await _asgi_get(app, path, queries[0])  # the first answer of a fresh app pays its start
+        for query in queries[1:]:
             faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             start = time.perf_counter()
             await _asgi_get(app, path, query)
@@ -366,7 +367,7 @@ def end_to_end(row: Callable[[str, str, str, str], None], posenc: str, hello: st
             in_app, faults = asgi_seconds(
                 app,
                 path,
-                [f"{query}&format=bin&offset={next(offsets)}" for _ in range(E2E_REPEATS)],
+                [f"{query}&format=bin&offset={next(offsets)}" for _ in range(E2E_REPEATS + 1)],
             )
             what = f"cold {label} {n}×{d} float32"
             bound = recipe_s / divisor + 1.2 * transfer
@@ -537,6 +538,10 @@ def container_image() -> tuple[str | None, str]:
         return build_image(), ""
     except (RuntimeError, subprocess.SubprocessError) as failure:
         return None, f"image build failed: {str(failure)[-200:]}"
+
+
+def _ratio(ratio: float, goal: float) -> str:
+    return f"{ratio:.2f}× (goal ≥ {goal:g}×): {'met' if ratio >= goal else 'missed'}"
 
 
 def max_ulp_near_the_top(d: int) -> float:
