@@ -12,7 +12,10 @@ COPY app ./app
 RUN /opt/posenc/bin/python -m pip install --no-cache-dir --disable-pip-version-check .
 # Compile the table loops (numba) once, here: a container that compiled on its first request
 # would spend ~2 s of it doing so, on every replica after every scale-out.
+# From /, not /src: there ./posenc would shadow the installed package, and numba keys its cache
+# by the source file's path, so the runtime (which imports the installed one) would miss it all.
 ENV NUMBA_CACHE_DIR=/opt/posenc/numba-cache
+WORKDIR /
 RUN /opt/posenc/bin/python -c "from posenc.warm import compile_kernels; compile_kernels()"
 
 FROM ${BASE_IMAGE}

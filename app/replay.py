@@ -30,12 +30,12 @@ _REPLAYED_HEADERS = (b"accept", b"accept-encoding")
 @dataclass(frozen=True)
 class Recorded:
     headers: tuple[tuple[bytes, bytes], ...]
-    body: bytes
+    body: tuple[bytes | memoryview, ...]  # as the app sent it: an npy header, then a view
     etag: bytes
 
     @property
     def nbytes(self) -> int:
-        return len(self.body) + sum(len(k) + len(v) for k, v in self.headers)
+        return sum(map(len, self.body)) + sum(len(k) + len(v) for k, v in self.headers)
 
 
 class ReplayMiddleware:
@@ -75,11 +75,13 @@ class ReplayMiddleware:
         await send(
             {"type": "http.response.start", "status": 200, "headers": list(recorded.headers)}
         )
-        await send({"type": "http.response.body", "body": recorded.body})
+        for index, part in enumerate(recorded.body, start=1):
+            more = index < len(recorded.body)
+            await send({"type": "http.response.body", "body": part, "more_body": more})
 
     def _recording(self, key: tuple[object, ...], send: Send) -> Send:
         start: Message = {}
-        parts: list[bytes] = []
+        parts: list[bytes | memoryview] = []
 
         async def record(message: Message) -> None:
             nonlocal start
@@ -90,15 +92,17 @@ class ReplayMiddleware:
             elif message["type"] == "http.response.body":
                 parts.append(message.get("body", b""))
                 if not message.get("more_body", False):
-                    # Most answers come in one part: no copy (a big join would stall the loop).
-                    body = parts[0] if len(parts) == 1 else b"".join(parts)
-                    if len(body) <= self.cache.capacity:
-                        self._keep(key, start, body)
+                    # Kept in the parts they came in, never joined: a join would copy the
+                    # values of an npy answer after its header, stalling the loop.
+                    if sum(map(len, parts)) <= self.cache.capacity:
+                        self._keep(key, start, tuple(parts))
             await send(message)
 
         return record
 
-    def _keep(self, key: tuple[object, ...], start: Message, body: bytes) -> None:
+    def _keep(
+        self, key: tuple[object, ...], start: Message, body: tuple[bytes | memoryview, ...]
+    ) -> None:
         headers = tuple((bytes(k), bytes(v)) for k, v in start.get("headers", ()))
         names = dict(headers)
         immutable = b"immutable" in names.get(b"cache-control", b"")

@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 from fastapi import Request, Response
+from starlette.types import Receive, Scope, Send
 
 import posenc
 from app import formats
@@ -26,17 +27,22 @@ _GZIP_MIN_BYTES = 1024
 
 @dataclass(frozen=True)
 class Body:
-    """A serialized answer, ready to send and small enough to cache beside the arrays."""
+    """A serialized answer, ready to send and small enough to cache beside the arrays.
 
-    content: bytes | memoryview  # a view of the cached array for bin: not copied
+    ``head`` goes out before ``content``, as a piece of its own: npy's header, so that the
+    values after it can stay a view of the cached array instead of being copied behind it.
+    """
+
+    content: bytes | memoryview  # for npy and bin a view of the cached array: not copied
     fmt: Format
     gzipped: bool
     shape: tuple[int, ...] | None = None
     dtype: str | None = None
+    head: bytes = b""
 
     @property
     def nbytes(self) -> int:
-        return len(self.content)
+        return len(self.head) + len(self.content)
 
     @classmethod
     def of(
@@ -48,8 +54,12 @@ class Body:
         accepts_gzip: bool,
     ) -> Body:
         _check_range(array)
+        shape, dtype = tuple(array.shape), str(array.dtype)
+        if fmt in ("npy", "bin"):
+            head, values = formats.raw(array, fmt)
+            return cls(values, fmt, False, shape, dtype, head)
         content = formats.serialize(array, fmt, envelope, labels)
-        return cls.text(content, fmt, accepts_gzip, tuple(array.shape), str(array.dtype))
+        return cls.text(content, fmt, accepts_gzip, shape, dtype)
 
     @classmethod
     def text(
@@ -132,17 +142,22 @@ def send(body: Body, etag: str | None) -> Response:
         headers["Cache-Control"] = "no-store"
     if body.gzipped:
         headers["Content-Encoding"] = "gzip"
-    return _BytesLikeResponse(
-        body.content, media_type=formats.MEDIA_TYPES[body.fmt], headers=headers
-    )
+    headers["Content-Length"] = str(body.nbytes)
+    return _PiecesResponse(body, media_type=formats.MEDIA_TYPES[body.fmt], headers=headers)
 
 
-class _BytesLikeResponse(Response):
-    """Sends a bytearray or a memoryview as it is: Starlette would encode anything but bytes."""
+class _PiecesResponse(Response):
+    """Sends a body's head and content as they are, one message each, never joined:
+    Starlette's Response would encode anything but bytes, and takes one body only."""
 
-    def render(self, content: Any) -> bytes | memoryview:
-        if isinstance(content, bytearray):
-            return memoryview(content)
-        if isinstance(content, memoryview):
-            return content
-        return super().render(content)
+    def __init__(self, body: Body, media_type: str, headers: dict[str, str]) -> None:
+        self.pieces = (body.head, body.content) if body.head else (body.content,)
+        super().__init__(None, media_type=media_type, headers=headers)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send(
+            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+        )
+        for index, piece in enumerate(self.pieces, start=1):
+            more = index < len(self.pieces)
+            await send({"type": "http.response.body", "body": piece, "more_body": more})

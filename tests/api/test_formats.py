@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import struct
 from collections.abc import Callable
@@ -9,7 +10,10 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 from PIL import Image
+from starlette.types import Message
 
+from app.formats import raw
+from app.models import Format
 from posenc import SinusoidalParams, encode, table
 from posenc.similarity import against, matrix
 from tests.conftest import Client
@@ -170,12 +174,65 @@ def test_similarity_png_takes_the_bounds_too(client: Client) -> None:
     assert struct.unpack(">II", png[16:24]) == (40, 30)
 
 
-def test_a_bin_body_is_a_read_only_view_of_the_array_not_a_copy() -> None:
-    from app.formats import Labels, serialize
-
+@pytest.mark.parametrize("fmt", ["bin", "npy"])
+def test_binary_values_are_a_read_only_view_of_the_array_not_a_copy(fmt: Format) -> None:
     array = np.arange(12, dtype=np.float32).reshape(3, 4)
     array.flags.writeable = False
-    body = serialize(array, "bin", {}, Labels("t", "x", "y", "v"))
-    assert isinstance(body, memoryview) and body.readonly
-    assert np.shares_memory(np.frombuffer(body, dtype=np.float32), array)
-    assert bytes(body) == array.tobytes()
+    head, values = raw(array, fmt)
+    assert values.readonly
+    assert np.shares_memory(np.frombuffer(values, dtype=np.float32), array)
+    saved = io.BytesIO()
+    np.save(saved, array, allow_pickle=False)
+    assert head + bytes(values) == (saved.getvalue() if fmt == "npy" else array.tobytes())
+
+
+def test_an_npy_answer_is_its_header_then_a_view_of_the_cached_table(client: Client) -> None:
+    """Two pieces, never joined: the values are the cached array's own memory, and the replayed
+    answer is the same pieces again."""
+    url = b"d_model=64&seq_len=32&format=npy"
+    pieces: list[list[bytes | memoryview]] = []
+    for _ in range(2):
+        pieces.append(_asgi_body_messages(client, "/v1/sinusoidal/table", url))
+    for (head, values), expected in zip(pieces, pieces[1:] + pieces[:1], strict=True):
+        assert isinstance(values, memoryview) and values.readonly and len(head) % 64 == 0
+        assert bytes(head) + bytes(values) == bytes(expected[0]) + bytes(expected[1])
+    cached = table(SinusoidalParams(d_model=64), 32, dtype="float32")
+    sent = np.frombuffer(pieces[0][1], dtype=np.float32).reshape(cached.shape)
+    assert np.array_equal(sent, cached) and not sent.flags.writeable
+
+
+def _asgi_body_messages(client: Client, path: str, query: bytes) -> list[bytes | memoryview]:
+    sent: list[Message] = []
+
+    requested = False
+
+    async def receive() -> Message:
+        nonlocal requested
+        if requested:  # then nothing more until the answer is out, as from a real client
+            await asyncio.Event().wait()
+        requested = True
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query,
+        "root_path": "",
+        "headers": [(b"host", b"testserver")],
+        "client": ("127.0.0.1", 1),
+        "server": ("testserver", 80),
+    }
+    asyncio.run(client.app(scope, receive, send))
+    assert sent[0]["status"] == 200
+    bodies = [m["body"] for m in sent if m["type"] == "http.response.body"]
+    length = int(dict(sent[0]["headers"])[b"content-length"])
+    assert sum(map(len, bodies)) == length
+    return bodies
