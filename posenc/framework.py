@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc.cancel import checkpoint
+from posenc.cost import Cost
 
 if TYPE_CHECKING:
     from posenc.rope import RopeParams
@@ -278,3 +279,12 @@ def sinusoidal_encode(
     if params.padding_idx is not None:
         out[positions == params.padding_idx] = 0
     return out
+
+
+def sinusoidal_cost(params: SinusoidalParams, count: int, dtype: str) -> Cost:
+    """Peak bytes and work of :func:`sinusoidal_encode`: the output, and per block of
+    ``_BLOCK_ELEMENTS`` angles their float32 positions and products, the float64 widening, the
+    float64 sines and cosines and their float32 roundings (at most 48 bytes an angle)."""
+    values = count * params.d_model
+    angles = min(_BLOCK_ELEMENTS, count * max(params.d_model // 2, 1) + params.d_model)
+    return Cost(values * np.dtype(dtype).itemsize + 48 * angles + 65536, values * 48)

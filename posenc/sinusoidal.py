@@ -277,4 +277,6 @@ def cost(params: Any, count: int, dtype: str, component: str) -> Cost:
     positions in blocks of fixed size straight into the output: whichever costs more."""
     values = count * params.d_model
     listed = Cost(values * costs.itemsize(dtype) + costs.SCRATCH, values * costs.TRANSCENDENTAL)
+    if params.recipe == "framework":
+        listed = costs.larger(listed, framework.sinusoidal_cost(params, count, dtype))
     return costs.larger(table_cost(params, count, dtype), listed)  # type: ignore[arg-type]
