@@ -142,6 +142,11 @@ class Budget:
         self.admitted -= 1
         self._wake()
 
+    def give_back(self, nbytes: int) -> None:
+        """Part of a reservation returned early; the request still holds the rest."""
+        self.held -= nbytes
+        self._wake()
+
     def _give_up(self, entry: tuple[int, asyncio.Future[None]]) -> None:
         nbytes, granted = entry
         if granted.done():
@@ -185,6 +190,16 @@ async def admit(request: Request, estimate: Estimate) -> None:
         )
     await holding.budget.reserve(estimate.cost.bytes)
     holding.reserved.append(estimate.cost.bytes)
+
+
+def shrink_last(request: Request, nbytes: int) -> None:
+    """Hand back what this request's latest reservation holds beyond ``nbytes``: a body sent
+    without Content-Length reserved for the most it may be, and is now known."""
+    holding: _Holding = request.scope[HOLDING]
+    excess = holding.reserved[-1] - nbytes
+    if excess > 0:
+        holding.reserved[-1] = nbytes
+        holding.budget.give_back(excess)
 
 
 async def run(request: Request, work: Callable[..., Result], *args: Any) -> Result:

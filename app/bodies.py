@@ -84,7 +84,8 @@ def body_cost(content_length: int, media_type: str) -> Cost:
 def chunked_limit(max_body_bytes: int, memory_bytes: int, media_type: str) -> int:
     """The most a body sent without Content-Length may hold: its size is unknown when it is
     admitted, so it reserves the cost of this many bytes — at most a quarter of the memory
-    budget, so one such upload never shuts the others out — and is refused past it.
+    budget — while it streams, is refused past it, and keeps only what its real size costs
+    once it has arrived (``app.handlers._received``).
 
     >>> chunked_limit(64 * 2**20, 256 * 2**20, "application/json")
     8388608

@@ -97,13 +97,15 @@ def _add_operations(app: FastAPI) -> None:
         200: {"content": {"application/json": {"schema": documents.HEALTH}}}
     }
 
+    # The three probes are coroutines, answered on the event loop: never queued behind a
+    # computation for a worker thread (which also runs at a lower priority).
     @app.get("/healthz", tags=["operations"], responses=health)
-    def healthz() -> dict[str, str]:
+    async def healthz() -> dict[str, str]:
         """Liveness: the process answers."""
         return {"status": "ok"}
 
     @app.get("/readyz", tags=["operations"], responses=health)
-    def readyz(request: Request) -> dict[str, str]:
+    async def readyz(request: Request) -> dict[str, str]:
         """Readiness: the core computes (the first scheme's first example) and the cache
         stores."""
         cache: posenc.ByteBoundedCache = request.app.state.cache
@@ -124,7 +126,7 @@ def _add_operations(app: FastAPI) -> None:
     }
 
     @app.get("/metrics", tags=["operations"], response_class=Response, responses=text)
-    def metrics(request: Request) -> Response:
+    async def metrics(request: Request) -> Response:
         """Prometheus text format: requests and latency by route and status; cache figures."""
         body = generate_latest(request.app.state.metrics.registry)
         return Response(body, media_type=CONTENT_TYPE_LATEST)

@@ -284,7 +284,9 @@ def sinusoidal_encode(
 def sinusoidal_cost(params: SinusoidalParams, count: int, dtype: str) -> Cost:
     """Peak bytes and work of :func:`sinusoidal_encode`: the output, and per block of
     ``_BLOCK_ELEMENTS`` angles their float32 positions and products, the float64 widening, the
-    float64 sines and cosines and their float32 roundings (at most 48 bytes an angle)."""
+    float64 sines and cosines and their float32 roundings (at most 48 bytes an angle); and per
+    row the int64 position and the masks that check it (16 bytes, what a narrow table feels)."""
     values = count * params.d_model
     angles = min(_BLOCK_ELEMENTS, count * max(params.d_model // 2, 1) + params.d_model)
-    return Cost(values * np.dtype(dtype).itemsize + 48 * angles + 65536, values * 48)
+    held = values * np.dtype(dtype).itemsize + 16 * count + 48 * angles + 65536
+    return Cost(held, values * 48)

@@ -7,6 +7,7 @@ adding a scheme is its module and one entry here.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from posenc import (
     alibi_verify,
     baselines,
     baselines_verify,
+    costs,
     grid,
     grid_verify,
     rope,
@@ -140,14 +142,21 @@ def _rope_conformance_cost(params: Any, count: int, component: str) -> Cost:
 
 
 def _rope_servable(limits: Limits) -> Any:
-    """The most rows, up to ``wanted``, of a cos/sin table (with its verify) within ``limits``:
-    the table's values, its cost (and the verify's) and an encoded copy of its float32 bytes."""
+    """The most rows, up to ``wanted``, of a cos/sin table served as ``.npy`` (or of its
+    verify) that ``limits`` admit, 0 when not even one row is: the estimate
+    ``app/serving.py`` and ``app/handlers.py`` make of those requests, with its values, work
+    and bytes held to the limits as ``app/admission.decide`` holds them."""
 
     def fits(params: rope.RopeParams, n: int, verify: bool) -> bool:
         values = 2 * n * params.d_model
-        cost = rope.cost(params, n, "float32", "cos_sin") + Cost(values * 4, 0)
-        if verify:
-            cost = cost + rope_verify.verify_rope_cost(params, n)
+        # The exact table and the framework's: the links offer both.
+        framework = dataclasses.replace(params, recipe="framework")
+        cost = costs.larger(
+            rope.cost(params, n, "float32", "cos_sin"),
+            rope.cost(framework, n, "float32", "cos_sin"),
+        )
+        # verify adds its checks; a table its serialisation (a header, then a view).
+        cost = cost + (rope_verify.verify_rope_cost(params, n) if verify else Cost(2**16, values))
         return (
             values <= limits.max_values
             and cost.work <= limits.max_work
@@ -155,6 +164,8 @@ def _rope_servable(limits: Limits) -> Any:
         )
 
     def servable(params: rope.RopeParams, wanted: int, verify: bool) -> int:
+        if not fits(params, 1, verify):
+            return 0
         low, high = 1, wanted  # costs grow with the rows: the largest that fits, by bisection
         while low < high:
             middle = (low + high + 1) // 2

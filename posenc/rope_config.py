@@ -282,7 +282,8 @@ def describe(
     framework computes it, for ``max_position_embeddings`` positions (else 4096) — or for
     fewer where the service would refuse that many: ``servable(params, n, verify)`` is the
     most rows up to ``n`` it serves (Llama 3.1's 131072 × 128 cos/sin are 2^25 values, over
-    the default limit of 2^24; verifying them all is more work than one request may do)."""
+    the default limit of 2^24; verifying them all is more work than one request may do), and a
+    URL the service would refuse even for one row is left out."""
     if not isinstance(config, Mapping):
         raise ParameterError("body", f"must be a JSON object, got {type(config).__name__}")
     found = from_config(config)
@@ -301,14 +302,28 @@ def describe(
         "max_position_embeddings": found.max_position_embeddings,
         "seq_len": {"table": table_rows, "verify": verify_rows},
         "urls": {
-            "table": f"/v1/rope/table?{given}&{rows}&format=npy",
-            "table_framework": f"/v1/rope/table?{given}&recipe=framework&{rows}&format=npy",
-            "verify": f"/v1/rope/verify?{given}&{checked}",
-            "alias_table": f"/v1/table?scheme=rope&{given}&{rows}&format=npy",
-            "alias_table_framework": (
-                f"/v1/table?scheme=rope&{given}&recipe=framework&{rows}&format=npy"
+            **(
+                {
+                    "table": f"/v1/rope/table?{given}&{rows}&format=npy",
+                    "table_framework": (
+                        f"/v1/rope/table?{given}&recipe=framework&{rows}&format=npy"
+                    ),
+                    "alias_table": f"/v1/table?scheme=rope&{given}&{rows}&format=npy",
+                    "alias_table_framework": (
+                        f"/v1/table?scheme=rope&{given}&recipe=framework&{rows}&format=npy"
+                    ),
+                }
+                if table_rows
+                else {}
             ),
-            "alias_verify": f"/v1/verify?scheme=rope&{given}&{checked}",
+            **(
+                {
+                    "verify": f"/v1/rope/verify?{given}&{checked}",
+                    "alias_verify": f"/v1/verify?scheme=rope&{given}&{checked}",
+                }
+                if verify_rows
+                else {}
+            ),
         },
     }
 
@@ -375,7 +390,8 @@ ANSWER_SCHEMA: dict[str, Any] = {
             "type": "object",
             "description": "the positions the table and verify URLs ask for: "
             "max_position_embeddings (else 4096), or fewer where the service's limits "
-            "(POSENC_MAX_ELEMENTS, POSENC_MAX_WORK, POSENC_MEMORY_BYTES) would refuse that many",
+            "(POSENC_MAX_ELEMENTS, POSENC_MAX_WORK, POSENC_MEMORY_BYTES) would refuse that many; "
+            "0 when they refuse even one row, and that URL is left out",
             "required": ["table", "verify"],
             "properties": {"table": {"type": "integer"}, "verify": {"type": "integer"}},
         },

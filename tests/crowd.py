@@ -192,7 +192,10 @@ def run(
         target=_probe, args=(url, stop_probing, sender), name="crowd-healthz", daemon=True
     )
     prober.start()
-    results.poll(30)  # the probe's first answer: it has started
+    sender.close()  # the probe's end only: a probe that dies is an EOF here, not a wait
+    if not results.poll(30):  # its first word: it has started
+        prober.terminate()
+        raise RuntimeError("the /healthz probe process did not start within 30 s")
     results.recv()
     workers = [
         threading.Thread(target=worker, args=(role,), name=f"crowd-{k}-{role}")
@@ -204,8 +207,13 @@ def run(
         # Every read and write has its own timeout, so a worker overruns by at most one request.
         thread.join(timeout=seconds + 2 * READ_TIMEOUT)
     stop_probing.set()
-    latencies = results.recv() if results.poll(15) else []
+    try:
+        latencies = results.recv() if results.poll(15) else []
+    except EOFError:  # the probe died: no latencies, so the p99 is infinite and says so
+        latencies = []
     prober.join(timeout=10)
+    if prober.is_alive():
+        prober.terminate()
     with tally.lock:
         for elapsed in latencies:
             tally.healthz.append(elapsed)

@@ -116,7 +116,6 @@ def test_every_reservation_comes_back_whatever_the_answer(
     served = {200, 503} if timeout_s < 1 else {200}  # a tiny table may beat even 1 ms
     assert status == 422 if "d_model=0" in url else status in served
     # What was held while it ran (nothing for a refusal) all came back after it.
-    assert all(held > 0 for held, _ in during)
     assert bool(during) == (status != 422)
     assert (budget.held, budget.admitted) == (0, 0)
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import io
+import time
 import tracemalloc
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import httpx
 import numpy as np
 import numpy.typing as npt
 import orjson
@@ -19,7 +21,9 @@ from hypothesis import strategies as st
 from starlette.types import Message
 
 from app import bodies
+from app.main import create_app
 from app.middleware import BodyLimitMiddleware
+from app.settings import Settings
 from posenc.errors import LimitError, PosencError
 from tests.conftest import Client
 
@@ -391,3 +395,30 @@ def test_a_get_with_a_streamed_body_past_the_limit_is_413_not_500(
     )
     assert response.status_code == 413
     assert response.headers["content-type"] == "application/problem+json"
+
+
+def test_chunked_bodies_keep_only_what_they_turned_out_to_need() -> None:
+    # Each reserves a quarter of the budget while it streams, then only what its bytes cost:
+    # six at once must not hold the budget against their own answers (or anyone else's).
+    app = create_app(Settings(memory_bytes=256 * MiB, admission_wait_s=5))
+
+    async def one(client: httpx.AsyncClient, chunked: bool) -> int:
+        body = b'{"d_model": 4, "positions": [1, 2, 3]}'
+
+        async def pieces() -> AsyncIterator[bytes]:
+            yield body
+
+        content: Any = pieces() if chunked else body
+        headers = {"Content-Type": "application/json"}
+        return (await client.post("/v1/encode", content=content, headers=headers)).status_code
+
+    async def crowd() -> list[int]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return list(await asyncio.gather(*(one(client, k < 6) for k in range(7))))
+
+    begun = time.monotonic()
+    assert asyncio.run(crowd()) == [200] * 7
+    assert time.monotonic() - begun < 2  # nobody waited for memory
+    budget = app.state.budget
+    assert (budget.held, budget.admitted) == (0, 0)

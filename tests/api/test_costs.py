@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.admission import HOLDING
 from app.main import create_app
 from app.settings import Settings
+from posenc.warm import compile_kernels
 
 FORMATS = ("json", "npy", "bin", "csv", "plotly", "png")
 # Rows × width chosen so that per-value costs dominate the fixed ones: ~0.5–1 M values.
@@ -63,6 +64,8 @@ class PeakOfEachRequest:
 
 @pytest.fixture
 def tracing() -> Iterator[None]:
+    # Loading the compiled loops is the process's start-up, not any one request's cost.
+    compile_kernels()
     tracemalloc.start()
     try:
         yield
@@ -121,6 +124,12 @@ def test_no_table_allocates_more_than_it_reserved(
         "/v1/similarity?scheme=rope&d_model=1024&seq_len=512&reference=7&format=bin",
         "/v1/similarity?scheme=rope&d_model=1024&seq_len=512&reference=99999&format=bin",
         "/v1/similarity?d_model=1024&seq_len=512&reference=3&format=bin",
+        # Narrow tables of many rows: what costs per row, not per value, dominates.
+        "/v1/table?d_model=2&seq_len=2097152&format=npy",
+        "/v1/table?d_model=2&seq_len=2097152&offset=1000000&dtype=float64&format=bin",
+        "/v1/table?recipe=framework&d_model=2&seq_len=2097152&format=npy",
+        "/v1/table?recipe=framework&d_model=8&seq_len=1048576&offset=7&format=npy",
+        "/v1/table?scheme=rope&d_model=2&seq_len=2097152&format=npy",
         "/v1/similarity?d_model=64&seq_len=512&format=png",
         "/v1/verify?d_model=64&seq_len=512",
         "/v1/verify?scheme=rope&d_model=64&seq_len=256",

@@ -263,3 +263,29 @@ def test_body_must_be_a_json_object_and_small(client: Client) -> None:
     big = b'{"pad": "' + b"x" * 2**20 + b'"}'
     response = client.post("/v1/rope/config", content=big)
     assert response.status_code == 413
+
+
+def test_config_links_what_the_work_limit_admits_and_leaves_out_what_it_never_would(
+    client_with: Callable[..., Client],
+) -> None:
+    # Work, not values, binds here: tables of a few hundred rows, and no verify at all (its
+    # fixed cost alone is over the limit), so no URL in the answer is one the service refuses.
+    client = client_with(max_work=4_000_000)
+    config, _ = FAMILIES["llama-3.1-8b"]
+    answer = client.post("/v1/rope/config", json=config).json()
+    rows = answer["seq_len"]
+    assert 1 <= rows["table"] < 2**24 // (2 * answer["rotary_dim"])
+    assert rows["verify"] == 0
+    assert set(answer["urls"]) == {
+        "table",
+        "table_framework",
+        "alias_table",
+        "alias_table_framework",
+    }
+    for name, url in answer["urls"].items():
+        served = client.get(url)
+        assert served.status_code == 200, (name, served.text)
+    longer = answer["urls"]["table"].replace(
+        f"seq_len={rows['table']}", f"seq_len={rows['table'] + 1}"
+    )
+    assert client.get(longer).status_code == 422  # the largest servable, not merely a servable one
