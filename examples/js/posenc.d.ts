@@ -2974,7 +2974,7 @@ export interface operations {
                         rotary_dim: number;
                         partial_rotary_factor?: number;
                         max_position_embeddings?: number | null;
-                        /** @description the positions the table and verify URLs ask for: max_position_embeddings (else 4096), or fewer where the service's limits (POSENC_MAX_ELEMENTS, POSENC_MAX_WORK, POSENC_MEMORY_BYTES) would refuse that many */
+                        /** @description the positions the table and verify URLs ask for: max_position_embeddings (else 4096), or fewer where the service's limits (POSENC_MAX_ELEMENTS, POSENC_MAX_WORK, POSENC_MEMORY_BYTES) would refuse that many; 0 when they refuse even one row, and that URL is left out */
                         seq_len: {
                             table: number;
                             verify: number;
