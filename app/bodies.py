@@ -85,7 +85,7 @@ def chunked_limit(max_body_bytes: int, memory_bytes: int, media_type: str) -> in
     """The most a body sent without Content-Length may hold: its size is unknown when it is
     admitted, so it reserves the cost of this many bytes — at most a quarter of the memory
     budget — while it streams, is refused past it, and keeps only what its real size costs
-    once it has arrived (``app.handlers._received``).
+    once it has arrived (``app.handlers._read_body``).
 
     >>> chunked_limit(64 * 2**20, 256 * 2**20, "application/json")
     8388608

@@ -100,16 +100,16 @@ async def similarity(request: Request, scheme: Scheme, query: Any) -> Response:
     if reference and scheme.rows == "grid" and query.reference >= n:
         raise ParameterError("reference", f"must be a cell index below {n}, the grid's size")
     shape = (n,) if reference else (n, n)
-    first = scheme.components[0] if scheme.components else ""
-    encoded = scheme.cost(params, n + 1, "float64", first)
     vector = tuple(query.vector) if getattr(query, "vector", None) is not None else None
     key = tuple(query.key) if getattr(query, "key", None) is not None else None
-    compute = costs.vectors(encoded, n + 1, width, scheme.rotates) + costs.similarity(
-        n, width, reference, dtype
-    )
     for name, given in (("vector", vector), ("key", key)):
         if given is not None and len(given) != width:
             raise InconsistentError(name, f"must hold d_model = {width} numbers, got {len(given)}")
+    first = scheme.components[0] if scheme.components else ""
+    encoded = scheme.cost(params, n + 1, "float64", first)
+    compute = costs.vectors(encoded, n + 1, width, scheme.rotates) + costs.similarity(
+        n, width, reference, dtype
+    )
     if key is not None:  # the keys' rotations beside the queries'
         compute = compute + costs.vectors(encoded, n, width, scheme.rotates)
     need = estimate(scheme, query, fmt, compute, shape, "the similarity answer")
@@ -128,14 +128,13 @@ async def similarity(request: Request, scheme: Scheme, query: Any) -> Response:
     )
 
     def render(gzip: bool) -> Body:
-        positions = rows.array()
         anchor, queries = _compared(scheme, params, rows, vector, query.reference, cache)
         keys = queries if key is None else _compared(scheme, params, rows, key, None, cache)[1]
         if anchor is None:
             values = similarity_core.between(queries, keys, query.metric)
         else:
             values = similarity_core.against(keys, anchor, query.metric)
-        span = positions.tolist() if fmt == "plotly" else None
+        span = list(range(rows.offset, rows.offset + rows.count)) if fmt == "plotly" else None
         title = f"{query.metric} similarity of {scheme.name} encodings"
         size = {"width": query.width, "height": query.height}
         figure = formats.Labels(title, "position", "position", query.metric, span, span, **size)
@@ -211,9 +210,7 @@ async def encode_post(
     rotate. The body's parse is reserved before it is read, the answer's cost once known."""
     request.state.param_source = "body"
     settings, _ = state(request)
-    limit = await _admit_body(request)
-    received = await bodies.receive(request, limit)
-    _received(request, len(received))
+    received = await _read_body(request)
     # Parsing a large body takes up to ~13 ns a byte: in the pool, never on the event loop.
     small, arrays = await run(
         request,
@@ -286,17 +283,10 @@ def _matrix(rows: npt.NDArray[Any], name: str, expected: tuple[int, int]) -> npt
     return rows
 
 
-def _received(request: Request, size: int) -> None:
-    """Keep reserved only what parsing the body as it came will hold (it may have been
-    reserved for the most a body without Content-Length may be)."""
-    cost = bodies.body_cost(size, request.headers.get("content-type", ""))
-    shrink_last(request, cost.bytes)
-
-
-async def _admit_body(request: Request) -> int:
-    """Reserve what reading and parsing the body will hold, before a byte of it is read: by its
-    Content-Length, or by :func:`app.bodies.chunked_limit` when it comes without one. Returns
-    the size reserved for, past which the body is refused."""
+async def _read_body(request: Request) -> bytearray:
+    """The body, its parse reserved before a byte of it is read: by its Content-Length, or by
+    :func:`app.bodies.chunked_limit` when it comes without one (and refused past that). Once it
+    has arrived, only what its real size costs stays reserved."""
     settings, _ = state(request)
     declared = request.headers.get("content-length", "")
     media_type = request.headers.get("content-type", "")
@@ -307,7 +297,9 @@ async def _admit_body(request: Request) -> int:
     )
     cost = bodies.body_cost(size, media_type)
     await admit(request, Estimate(cost, 0, False, "body", "reading the body"))
-    return size
+    received = await bodies.receive(request, size)
+    shrink_last(request, bodies.body_cost(len(received), media_type).bytes)
+    return received
 
 
 async def conformance(request: Request, scheme: Scheme, query: BaseModel) -> Response:
@@ -319,10 +311,8 @@ async def conformance(request: Request, scheme: Scheme, query: BaseModel) -> Res
     offset, tolerance = getattr(query, "offset"), getattr(query, "tolerance_ulp")  # noqa: B009
     content_type = request.headers.get("content-type", "")
     request.state.param_source = "body"  # what goes wrong from here is the body's
-    limit = await _admit_body(request)
     json_dtype = dtype if dtype != "int32" else "float64"
-    received = await bodies.receive(request, limit)
-    _received(request, len(received))
+    received = await _read_body(request)
     array = await run(
         request, bodies.read_table, received, content_type, request.headers, json_dtype
     )

@@ -3,9 +3,10 @@
 Each scheme's ``cost`` (in its own module) returns a :class:`~posenc.cost.Cost` for ``count``
 rows (positions or grid cells) of the chosen ``component`` in ``dtype``: the peak bytes the
 computation holds at once, the output included, and its work. The figures are upper bounds read
-off tracemalloc and the clock (``tests/api/test_costs.py`` holds every operation's measured peak
-under its declared cost, so a change that allocates more fails there first). ``SCRATCH`` covers
-the fixed-size working blocks that the chunked paths reuse.
+off tracemalloc and the clock (``tests/api/test_costs.py`` holds the measured peak of every
+scheme's table in every format, and of a sample of the other operations, under its declared
+cost, so a change that allocates more fails there first). ``SCRATCH`` covers the fixed-size
+working blocks that the chunked paths reuse.
 """
 
 from __future__ import annotations

@@ -101,7 +101,7 @@ def _sinusoidal_conformance(
 def _sinusoidal_conformance_cost(params: Any, count: int, component: str) -> Cost:
     diagnosed = sinusoidal_conformance.conformance_cost(params, count, params.d_model)
     compared: Cost = conformance_cost_of(sinusoidal.cost)(params, count, component)
-    return Cost(max(diagnosed.bytes, compared.bytes), max(diagnosed.work, compared.work))
+    return costs.larger(diagnosed, compared)
 
 
 # --- rope ---------------------------------------------------------------------------------

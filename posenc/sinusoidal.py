@@ -274,7 +274,9 @@ def table_reference(
 
 def cost(params: Any, count: int, dtype: str, component: str) -> Cost:
     """A table by the compiled loops (:func:`posenc.sinusoidal.table_cost`), or listed
-    positions in blocks of fixed size straight into the output: whichever costs more."""
+    positions in blocks of fixed size straight into the output (for ``recipe=framework`` the
+    framework's float32 blocks, :func:`posenc.framework.sinusoidal_cost`): whichever costs
+    more."""
     values = count * params.d_model
     listed = Cost(values * costs.itemsize(dtype) + costs.SCRATCH, values * costs.TRANSCENDENTAL)
     if params.recipe == "framework":

@@ -62,10 +62,14 @@ class PeakOfEachRequest:
         self.measured.append((peak - before, reserved))
 
 
-@pytest.fixture
-def tracing() -> Iterator[None]:
+@pytest.fixture(scope="module")
+def compiled() -> None:
     # Loading the compiled loops is the process's start-up, not any one request's cost.
     compile_kernels()
+
+
+@pytest.fixture
+def tracing(compiled: None) -> Iterator[None]:
     tracemalloc.start()
     try:
         yield
