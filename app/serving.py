@@ -35,8 +35,10 @@ def serialized(
     """What turning an array of ``shape`` into a ``fmt`` body costs, beside the array itself."""
     values = math.prod(shape)
     if fmt in ("bin", "npy"):
-        # A view of the computed array (npy: behind its header): nothing the size of the values.
-        return Cost(2**16, values)
+        # Sent as a view of the computed array (npy: behind its header), but reserved as if
+        # copied: without that margin a 512 MiB box was OOM-killed once under the crowd (the
+        # budget, the cache and the idle process leave ~50 MiB for what no cost counts).
+        return Cost(values * np.dtype(dtype).itemsize + 2**16, values)
     if fmt == "png":
         # Every value widened to float64 for the colour limits, then ~40 bytes per pixel.
         rows = shape[0] if len(shape) > 1 else 1
