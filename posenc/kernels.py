@@ -52,7 +52,13 @@ _SMALL_SLOTS = 8192
 def _jit(function: Any) -> Any:
     """nogil: the loops run in several threads at once (``threads=``); cache: compiled once per
     machine into NUMBA_CACHE_DIR (or __pycache__), not at every start — where no such place is
-    writable, compiled in memory instead (numba refuses to cache without one)."""
+    writable, compiled in memory instead (numba refuses to cache without one).
+
+    boundscheck=False: no index is checked in a loop, so every index a loop computes is proved
+    in range where it is called (the comments at each call say why), and the Python wrappers
+    check the one size a loop cannot see (how many values a buffer must take). NUMBA_BOUNDSCHECK=1
+    turns the checks on for a test run, but only for loops compiled in that run: numba's cache
+    is not keyed by it, so such a run needs a NUMBA_CACHE_DIR of its own."""
     try:
         return numba.njit(nogil=True, cache=True, error_model="numpy", boundscheck=False)(function)
     except RuntimeError:
@@ -74,6 +80,8 @@ class Store:
 def _store_row(
     out: Any, r: int, s: Any, c: Any, mode: int, cc: int, sp: int, cp: int, scale: float
 ) -> None:
+    # In bounds: _store_args proved out exactly as wide as this mode writes for h = len(s)
+    # (2h − 1 or 2h, h + cc) with planes sp and cp; each caller passes a row r < out.shape[1].
     h = s.shape[0]
     if mode == SIN_COS_INTERLEAVED:
         row = out[0, r]
@@ -118,6 +126,7 @@ def _store_one(
     cp: int,
     scale: float,
 ) -> None:
+    # In bounds as _store_row: j < h, and is_cos only for j < cc (the codes are made so).
     if mode == SIN_COS_INTERLEAVED:
         out[0, r, 2 * j + is_cos] = v
     elif mode == SIN_COS_SPLIT:
@@ -156,7 +165,12 @@ def _rotate_rows(
 ) -> tuple[int, int]:
     """Rows ``first …`` up to ``stop`` by two rotations (see :mod:`posenc.rotation`); returns
     the next row and how many codes ``row·2h + 2j + is_cos`` of values below SMALL it left in
-    ``small``. Stops early, at a row boundary, when ``small`` could not hold another row."""
+    ``small``. Stops early, at a row boundary, when ``small`` could not hold another row.
+
+    In bounds: ``r < stop ≤`` the rows of ``out`` (a view starting at the part's first row),
+    ``supers`` holds ``⌈rows / BLOCK²⌉`` anchors so ``m`` is one of them, ``k, k2 < BLOCK``
+    index the twiddles, every buffer is ``h`` wide, and a row adds at most ``h + cc ≤ 2h``
+    codes to ``small`` after the loop checked that ``2h`` slots were left."""
     h = supers.shape[2]
     count = 0
     r = first
@@ -230,6 +244,7 @@ def _reduce_grid(
     a_lo: Any,
     q: Any,
 ) -> None:
+    # In bounds: rows·h values, which _Exact._room checked against the buffers first.
     h = hi.shape[0]
     for i in range(rows):
         p = first + step * i
@@ -252,6 +267,7 @@ def _reduce_codes(
     a_lo: Any,
     q: Any,
 ) -> None:
+    # In bounds: len(codes) values, checked by _Exact._room; a code's column is below 2h.
     for k in range(codes.shape[0]):
         r, column = divmod(codes[k], 2 * h)
         j = column // 2
@@ -260,7 +276,8 @@ def _reduce_codes(
 
 @_jit
 def _unfold(sin_a: Any, cos_a: Any, a_lo: Any, q: Any, count: int) -> None:
-    # The first-order correction and posenc.exact._rotate_by_quarters, in place.
+    # The first-order correction and posenc.exact._rotate_by_quarters, in place. In bounds:
+    # count values were just written by _reduce_grid or _reduce_codes, within the buffers.
     for k in range(count):
         s, c, t = sin_a[k], cos_a[k], a_lo[k]
         s, c = s + c * t, c - s * t
@@ -285,6 +302,7 @@ def _store_rows(
     cp: int,
     scale: float,
 ) -> None:
+    # In bounds: s and c hold rows·h values, and first + rows ≤ the rows of out (exact_table).
     for i in range(rows):
         _store_row(
             out, first + i, s[i * h : (i + 1) * h], c[i * h : (i + 1) * h], mode, cc, sp, cp, scale
@@ -295,6 +313,8 @@ def _store_rows(
 def _store_codes(
     out: Any, codes: Any, h: int, s: Any, c: Any, mode: int, sp: int, cp: int, scale: float
 ) -> None:
+    # In bounds: the codes _rotate_rows left (rows of this out, j < h, cosines only j < cc),
+    # and s, c hold one value per code.
     for k in range(codes.shape[0]):
         r, column = divmod(codes[k], 2 * h)
         is_cos = column % 2
@@ -302,11 +322,22 @@ def _store_codes(
 
 
 class _Exact:
-    """Buffers for exact sines and cosines, a block at a time."""
+    """Buffers for exact sines and cosines, a block at a time: ``size`` values at most.
+
+    The loops write ``rows·h`` (grid) or ``len(codes)`` (codes) values into five rows of one
+    allocation without checking an index, so :meth:`_room` refuses more than ``size`` first:
+    one value too many is a write past the end of the heap block, which corrupts the allocator
+    and kills the process later, anywhere (the crash of issue 20, from :func:`rotated_table`).
+    """
 
     def __init__(self, turns: Turns, size: int) -> None:
         self.turns = turns
+        self.size = size
         self.a_hi, self.a_lo, self.q, self.s, self.c = np.empty((5, size))
+
+    def _room(self, count: int) -> None:
+        if count > self.size:
+            raise IndexError(f"{count} exact values do not fit a buffer of {self.size}")
 
     def finish(self, count: int) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         a_hi, s, c = self.a_hi[:count], self.s[:count], self.c[:count]
@@ -320,6 +351,7 @@ class _Exact:
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """Rows of positions ``first + step·i``, flat: ``(rows · h,)`` each."""
         t = self.turns
+        self._room(rows * len(t))
         _reduce_grid(
             float(first),
             float(step),
@@ -338,13 +370,40 @@ class _Exact:
         self, offset: int, codes: npt.NDArray[np.int64]
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         t = self.turns
+        self._room(len(codes))
         _reduce_codes(
             float(offset), codes, len(t), t.hi, t.lo, t.hi_a, t.hi_b, self.a_hi, self.a_lo, self.q
         )
         return self.finish(len(codes))
 
 
-def _store_args(store: Store) -> tuple[int, int, int, int, float]:
+def _small_slots(h: int) -> int:
+    """Codes of values near zero one call of :func:`_rotate_rows` may leave: room for two rows
+    at least, so that every call makes progress."""
+    return max(_SMALL_SLOTS, 4 * h)
+
+
+def _store_args(out: npt.NDArray[Any], h: int, store: Store) -> tuple[int, int, int, int, float]:
+    """The store's arguments for the loops, once ``out`` is proved to be exactly what they
+    write: every plane, row and column, and nothing past them. The loops index ``out`` with
+    the store's planes and with columns up to ``2h`` unchecked, so a mismatch would write
+    outside the array (and one short of it would send uninitialised memory to a client)."""
+    if store.mode in (SIN_COS_INTERLEAVED, SIN_COS_SPLIT):
+        planes = {0}
+        columns = max(2 * h - 1, 2 * store.cosines) if store.mode == SIN_COS_INTERLEAVED else h
+        columns += store.cosines if store.mode == SIN_COS_SPLIT else 0
+    else:
+        planes = {store.sin_plane, store.cos_plane} - {-1}
+        columns = 2 * h
+        if store.cosines != h:
+            raise ValueError("a rotary table has a cosine for every frequency")
+    if (
+        out.ndim != 3
+        or not 0 <= store.cosines <= h
+        or planes != set(range(out.shape[0]))
+        or out.shape[2] != columns
+    ):
+        raise ValueError(f"an output of shape {out.shape} does not match {store} with h={h}")
     return store.mode, store.cosines, store.sin_plane, store.cos_plane, store.scale
 
 
@@ -364,7 +423,12 @@ def _twiddles(turns: Turns, stride: int) -> npt.NDArray[np.float64]:
 
 def _in_threads(rows: int, threads: int, part: Any) -> None:
     """``part(first, stop)`` over ``rows`` split at multiples of BLOCK² into ``threads`` ranges,
-    each thread with a copy of the caller's context (so :func:`checkpoint` sees its token)."""
+    each thread with a copy of the caller's context (so :func:`checkpoint` sees its token).
+
+    Threads share ``out`` only: each writes its own rows, and every other buffer (twiddles,
+    frequencies) is read-only. All have stopped when this returns or raises (the executor's
+    exit waits for them even when one failed or was cancelled), so no loop writes into an
+    output its caller has already dropped or handed on."""
     threads = max(1, min(threads, -(-rows // _SPAN)))
     if threads == 1:
         part(0, rows)
@@ -386,11 +450,17 @@ def rotated_table(
     :func:`posenc.rotation.fill_consecutive` would (values below SMALL recomputed exactly)."""
     rows, h = out.shape[1], len(turns)
     fine, coarse = _twiddles(turns, 1), _twiddles(turns, BLOCK)
-    args = _store_args(store)
+    args = _store_args(out, h, store)
     per_call = max(1, _ROTATION_CALL // (2 * h))
+    # _rotate_rows stops a call before a row once fewer than 2h slots are left and a row adds
+    # at most h + cosines ≤ 2h codes, so a call leaves at most len(small) codes; the exact
+    # buffer recomputes all of them at once and so has exactly as many slots. (It had 2h: a
+    # table wider than 4096 with enough values near zero — d_model=8192, base=1e9, three rows —
+    # wrote up to 2h values past its end.)
+    slots = _small_slots(h)
 
     def part(first: int, stop: int) -> None:
-        exact = _Exact(turns, max(EXACT_BLOCK, 2 * h))
+        exact = _Exact(turns, slots)
         supers = np.empty((2, -(-(stop - first) // _SPAN), h))
         per_block = max(1, EXACT_BLOCK // h)
         for i in range(0, supers.shape[1], per_block):
@@ -398,7 +468,7 @@ def rotated_table(
             s, c = exact.grid(offset + first + i * _SPAN, count, _SPAN)
             supers[0, i : i + count] = s.reshape(count, h)
             supers[1, i : i + count] = c.reshape(count, h)
-        small = np.empty(max(_SMALL_SLOTS, 4 * h), dtype=np.int64)
+        small = np.empty(slots, dtype=np.int64)
         row_s, row_c, anchor_r, anchor_i = np.empty((4, h))
         r = first
         while r < stop:
@@ -425,7 +495,7 @@ def exact_table(
     """Fill ``out`` with positions ``offset …`` on the exact path, block by block: the values
     of :func:`posenc.exact.sincos`, bit for bit."""
     rows, h = out.shape[1], len(turns)
-    args = _store_args(store)
+    args = _store_args(out, h, store)
     per_block = max(1, EXACT_BLOCK // h)
 
     def part(first: int, stop: int) -> None:
@@ -454,9 +524,7 @@ def rotated_cost(rows: int, h: int, values: int, threads: int = 1) -> Cost:
     """Working memory besides the output, and work, of :func:`rotated_table`."""
     part_rows = -(-rows // max(1, threads))
     supers = -(-part_rows // _SPAN)
-    per_thread = 8 * (
-        5 * max(EXACT_BLOCK, 2 * h) + max(_SMALL_SLOTS, 4 * h) + 4 * h + 2 * supers * h
-    )
+    per_thread = 8 * (6 * _small_slots(h) + 4 * h + 2 * supers * h)
     twiddles = 8 * (2 * 2 * BLOCK * h + 5 * max(EXACT_BLOCK, h))
     work = (
         _WORK_PER_VALUE * values
