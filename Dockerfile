@@ -29,8 +29,12 @@ COPY --from=build /opt/posenc /opt/posenc
 # glibc: fixed mmap threshold and two arenas, so freed NumPy buffers go back to the kernel
 # (its dynamic threshold otherwise keeps them in the heap; measured after a burst of large
 # tables: RSS 161 MiB without, 94 MiB with, peak 225 → 152 MiB).
+# PYTHONFAULTHANDLER: a fatal signal leaves every thread's Python stack in the container's log
+# from the first import on (the server enables it itself as it starts: this covers the imports
+# and the app's creation before that).
 ENV PATH=/opt/posenc/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONFAULTHANDLER=1 \
     MALLOC_ARENA_MAX=2 \
     MALLOC_MMAP_THRESHOLD_=131072 \
     NUMBA_CACHE_DIR=/tmp/numba-cache \

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -41,6 +42,13 @@ STATIC = Path(__file__).parent / "static"
 async def _serving_process(app: FastAPI) -> AsyncIterator[None]:
     """What a serving process sets for itself, once, as the server starts (not when an app is
     merely built, as tests do by the hundred)."""
+    # A fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGILL) in any thread — a compiled loop,
+    # BLAS, a C extension — then leaves the Python stack of every thread on stderr, the log,
+    # before the process dies: without it a crash says only "Segmentation fault", or nothing.
+    # Here, not in a Makefile or an image, so every way of serving has it; not when Python
+    # already has it (PYTHONFAULTHANDLER, or pytest's own, which owns its stderr).
+    if not faulthandler.is_enabled():
+        faulthandler.enable(file=sys.stderr, all_threads=True)
     # A worker thread running Python hands the GIL to the event loop after this long (5 ms by
     # default): /healthz waits at most one interval behind a computation, not five.
     sys.setswitchinterval(0.001)

@@ -106,7 +106,7 @@ def test_an_output_that_is_not_exactly_what_the_store_writes_is_refused(
     turns = sinusoidal.frequencies_of(sinusoidal.SinusoidalParams(d_model=8))
     out = np.zeros(shape, dtype=np.float32)
     for fill in (kernels.rotated_table, kernels.exact_table):
-        with pytest.raises(ValueError, match="does not match|every frequency"):
+        with pytest.raises(ValueError, match=r"does not match|every frequency"):
             fill(out, 0, turns, store)
     assert not out.any()
 
@@ -117,7 +117,8 @@ def test_every_output_the_schemes_build_is_accepted() -> None:
         for layout in ("interleaved", "split"):
             params = sinusoidal.SinusoidalParams(d_model=d_model, layout=layout)
             assert sinusoidal.table(params, 3, 0, "float32").shape == (3, d_model)
+    layouts: tuple[rope.Layout, ...] = ("interleaved", "split")
     for component in ("cos_sin", "cos", "sin"):
-        for layout in ("interleaved", "split"):
-            table = rope.table(rope.RopeParams(d_model=6, layout=layout), 3, 0, "float32", component)
-            assert np.isfinite(table).all()
+        for layout in layouts:
+            rotary = rope.RopeParams(d_model=6, layout=layout)
+            assert np.isfinite(rope.table(rotary, 3, 0, "float32", component)).all()
