@@ -1,0 +1,76 @@
+"""``posenc``: the service's answers on a command line, for a port's CI.
+
+    posenc model config.json                       the rope a model's config states
+    posenc table rope --d-model 128 --seq-len 8192 -o cos_sin.npy
+    posenc check rope cos_sin.npy --d-model 128    exit 0 conforms, 1 does not, 2 bad input
+    posenc check cos_sin.npy --config config.json
+
+Each runs in this process, or with ``--url`` asks a running service the same question and prints
+the same output. Subcommands are imported when they run, and the registry (numba and every
+scheme's kernels) only when a scheme is needed, so ``posenc --help`` starts in a blink.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from typing import Any, ClassVar
+
+import click
+
+from posenc.errors import PosencError
+
+
+class Refused(click.ClickException):
+    """Bad input, said in the core's words: exit code 2, as for a usage error."""
+
+    exit_code = 2
+
+
+URL_HELP = "ask the service at URL (http://host:port) instead of computing here"
+
+
+def url_param() -> click.Option:
+    return click.Option(["--url"], metavar="URL", help=URL_HELP)
+
+
+def read_json(path: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as file:
+            return json.load(file)
+    except (OSError, ValueError) as e:
+        raise Refused(f"{path}: not a readable JSON file: {e}") from None
+
+
+class _Commands(click.Group):
+    """The subcommands, each imported from its module when it runs or help lists it; any
+    :class:`PosencError` (a parameter out of range, a cache of the wrong shape) is exit 2."""
+
+    modules: ClassVar[dict[str, str]] = {
+        "model": "posenc.cli.model",
+        "table": "posenc.cli.table",
+        "check": "posenc.cli.check",
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.modules)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = self.modules.get(cmd_name)
+        if module is None:
+            return None
+        found: click.Command = getattr(importlib.import_module(module), cmd_name)
+        return found
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PosencError as e:
+            raise Refused(str(e)) from None
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="posenc", message="%(prog)s %(version)s")
+def main() -> None:
+    """Positional encodings, correct to the last bit: a model's rope, any scheme's table, and
+    the check of a cache against it (exit 0 conforms, 1 does not, 2 bad input)."""
