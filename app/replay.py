@@ -30,7 +30,11 @@ _REPLAYED_HEADERS = (b"accept", b"accept-encoding")
 @dataclass(frozen=True)
 class Recorded:
     headers: tuple[tuple[bytes, bytes], ...]
-    body: tuple[bytes | memoryview, ...]  # as the app sent it: an npy header, then a view
+    # As the app sent it: an npy header, then a read-only view of the cached array. The view
+    # keeps the array alive after the array's own entry is evicted, which is why ``nbytes``
+    # counts it (what a replay pins stays within the cache's capacity); it is read-only down
+    # to its owner, so any number of connections may send it at once.
+    body: tuple[bytes | memoryview, ...]
     etag: bytes
 
     @property

@@ -33,7 +33,12 @@ class Body:
     values after it can stay a view of the cached array instead of being copied behind it.
     """
 
-    content: bytes | memoryview  # for npy and bin a view of the cached array: not copied
+    # For npy and bin a read-only view of the array (the cached one for GETs), not a copy.
+    # Safe to hand to the transport: the memoryview holds a reference to the array, so the
+    # bytes outlive the array's eviction until the server has written the last of them; and
+    # the cache froze the array down to its owner (posenc/cache.py), while an uncached one
+    # (a POST's) has no other holder, so no thread can change them meanwhile.
+    content: bytes | memoryview
     fmt: Format
     gzipped: bool
     shape: tuple[int, ...] | None = None
@@ -148,7 +153,12 @@ def send(body: Body, etag: str | None) -> Response:
 
 class _PiecesResponse(Response):
     """Sends a body's head and content as they are, one message each, never joined:
-    Starlette's Response would encode anything but bytes, and takes one body only."""
+    Starlette's Response would encode anything but bytes, and takes one body only.
+
+    The pieces are bytes or read-only memoryviews that keep their array alive (see ``Body``);
+    FlowControlMiddleware slices them into further views, and the server awaits its
+    transport's drain between messages, so what the transport holds is a view it owns a
+    reference to, never a pointer into memory another owner may free."""
 
     def __init__(self, body: Body, media_type: str, headers: dict[str, str]) -> None:
         self.pieces = (body.head, body.content) if body.head else (body.content,)

@@ -1,8 +1,16 @@
 """A least-recently-used cache bounded by the bytes it holds, not by its entry count.
 
 Tables differ in size by six orders of magnitude, so a count bound either wastes memory or
-evicts everything at the first large table. Arrays are stored read-only and handed out as
-views, which cannot be made writable again: a caller can never corrupt a cached table.
+evicts everything at the first large table. Arrays are stored read-only down to the buffer
+that owns their bytes and handed out as views, which cannot be made writable again: a caller
+can never corrupt a cached table.
+
+Why sharing them is safe, across threads and with the transport: every holder — a worker
+thread, an npy or bin answer's memoryview (app/formats.py ``raw``), a replayed body
+(app/replay.py) — holds a reference of its own, so eviction only drops the cache's and the
+bytes live until the last holder is done (for a memoryview, until the server has written its
+last byte); and no one can write them, so a body sent while other requests read the same
+table goes out as it was computed. The lock guards the index and the byte count only.
 """
 
 from __future__ import annotations
@@ -65,7 +73,7 @@ class ByteBoundedCache:
         # threads may race to compute the same key, and the second simply replaces the first.
         value = compute()
         if isinstance(value, np.ndarray):
-            value.flags.writeable = False
+            _freeze(value)
         self._store(key, value)
         return _handed_out(value)
 
@@ -104,6 +112,18 @@ class ByteBoundedCache:
             return CacheStats(
                 self._hits, self._misses, self._bytes, len(self._entries), self.capacity
             )
+
+
+def _freeze(array: np.ndarray) -> None:
+    """Read-only down to the owner of the bytes. The flag of a view alone can be set back
+    (NumPy allows ``writeable = True`` while the base is writable), and tables are views of
+    the array their loops wrote (``out[0]``). A computation that went on writing into a buffer
+    it returned a view of would fail at its next write, loudly, rather than change a cached
+    table under a body being sent."""
+    base: object = array
+    while isinstance(base, np.ndarray):
+        base.flags.writeable = False
+        base = base.base
 
 
 def _handed_out(value: Value) -> Value:
