@@ -134,5 +134,10 @@ def _rope(fixed: dict[str, Any]) -> None:
             fixed[name] = [1.0] * half
     if scaling == "llama3":
         low = float(fixed.get("low_freq_factor", 1.0))
-        if float(fixed.get("high_freq_factor", 4.0)) <= low:
-            fixed["high_freq_factor"] = low * 2
+        high = float(fixed.get("high_freq_factor", 4.0))
+        if high <= low:
+            # Swapped, not doubled: both stay within the schema's range (0, 1e6], where a
+            # doubled 6e5 was a schema-invalid 1.2e6 (refused, rightly, as about:blank).
+            low, high = min(low, high), max(low, high)
+            fixed["low_freq_factor"] = low if low < high else high / 2
+            fixed["high_freq_factor"] = high
