@@ -5,6 +5,7 @@ imported when an array is written: the options that name these formats need none
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import sys
@@ -108,14 +109,22 @@ def _numbers(array: npt.NDArray[Any]) -> bytes:
     import numpy as np
 
     if array.dtype == np.float16:  # orjson would give float32's digits (0.1 → 0.099975586)
-        words = np.vectorize(lambda v: str(v), otypes=[object])(array)
-        return _nested(words)
+        return _nested(_float16_digits()[np.ascontiguousarray(array).view(np.uint16)])
     import orjson
 
     return orjson.dumps(array, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
+@functools.cache
+def _float16_digits() -> npt.NDArray[Any]:
+    """The shortest digits of each of float16's 65536 bit patterns."""
+    import numpy as np
+
+    every = np.arange(2**16, dtype=np.uint16).view(np.float16)
+    return np.array([str(value).encode() for value in every], dtype=object)
+
+
 def _nested(words: npt.NDArray[Any]) -> bytes:
     if words.ndim == 1:
-        return ("[" + ",".join(words.tolist()) + "]").encode()
+        return b"[" + b",".join(words.tolist()) + b"]"
     return b"[" + b",".join(_nested(part) for part in words) + b"]"
