@@ -173,6 +173,7 @@ check = SchemeGroup(
     _command,
     lambda scheme: scheme.conformance is not None,
     name="check",
+    subcommand_metavar="SCHEME CACHE [PARAMETERS] | CACHE --config FILE [PARAMETERS]",
     help="CACHE against the table of a scheme's parameters: posenc check SCHEME CACHE "
     "[parameters], or posenc check CACHE --config config.json for a model's rope. Exit 0 when "
     "it conforms, 1 when it does not (with the diagnosis), 2 on bad input.",

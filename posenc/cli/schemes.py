@@ -131,9 +131,14 @@ class SchemeGroup(click.Group):
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
-        named = args[0] in self._schemes() if args else False
-        if not named and any(arg.split("=")[0] == "--config" for arg in args):
-            readers = [s for s in self._schemes().values() if takes_config(s)]
-            if len(readers) == 1:
-                return readers[0].name, self.make(readers[0]), args
-        return super().resolve_command(ctx, args)
+        schemes = self._schemes()
+        if not args or args[0] in schemes:
+            return super().resolve_command(ctx, args)
+        readers = [s for s in schemes.values() if takes_config(s)]
+        if any(arg.split("=")[0] == "--config" for arg in args) and len(readers) == 1:
+            return readers[0].name, self.make(readers[0]), args
+        raise click.UsageError(
+            f"{args[0]!r} is not a scheme: name one of {', '.join(schemes)} first, "
+            "or give a model's --config",
+            ctx,
+        )

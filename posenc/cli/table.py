@@ -129,6 +129,7 @@ table = SchemeGroup(
     _command,
     lambda scheme: True,
     name="table",
+    subcommand_metavar="SCHEME [PARAMETERS] -o PATH | --config FILE [PARAMETERS] -o PATH",
     help="Any scheme's table, with the HTTP API's parameters: posenc table SCHEME --help lists "
     "them. .npy, raw little-endian (.bin) or CSV, exactly the bytes the service serves.",
     short_help="any scheme's table, as .npy, raw or CSV",

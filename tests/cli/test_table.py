@@ -114,7 +114,8 @@ def test_a_table_too_large_for_this_machine_is_refused_before_any_work(tmp_path:
         (["sinusoidal2d", "--d-model", "8", "--grid", "2,x"], "comma-separated ints"),
         (["sinusoidal2d", "--d-model", "8", "--grid", "4096,8192"], "grid"),
         (["alibi", "--seq-len", "2", "--d-model", "8"], "No such option '--d-model'"),
-        (["fourier", "--seq-len", "2"], "No such command 'fourier'"),
+        (["fourier", "--seq-len", "2"], "'fourier' is not a scheme: name one of sinusoidal, rope"),
+        (["--seq-len", "2"], "'--seq-len' is not a scheme"),
     ],
 )
 def test_bad_parameters_are_exit_2_naming_them(
