@@ -45,8 +45,10 @@ def test_the_printed_commands_build_a_cache_that_passes_its_check(
     printed = posenc("model", llama3).stdout.split("\ncommands\n")[1].splitlines()
     build, check = (shlex.split(line)[1:] for line in printed)
     assert build[:2] == ["table", "rope"] and check[0] == "check"
-    assert posenc(*build, cwd=tmp_path).code == 0
-    assert posenc(*check, cwd=tmp_path).code == 0
+    built = posenc(*build, cwd=tmp_path)
+    assert built.code == 0, built.stderr
+    checked = posenc(*check, cwd=tmp_path)
+    assert checked.code == 0, checked.stdout + checked.stderr
 
 
 @pytest.mark.parametrize(
