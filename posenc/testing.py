@@ -149,6 +149,10 @@ def conformance(
     array = np.asarray(actual)
     if array.dtype.name not in DTYPES:
         raise ParameterError("dtype", f"must be one of {', '.join(DTYPES)}, got {array.dtype}")
+    if not 1 <= array.ndim <= 3 or 0 in array.shape:
+        raise InconsistentError(
+            "array", f"must be 1-, 2- or 3-D and non-empty, got shape {list(array.shape)}"
+        )
     count = rows_in(declared, stated, array.shape, chosen)
     expected = declared.shape(stated, count, chosen)
     if array.shape != expected:

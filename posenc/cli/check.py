@@ -12,8 +12,14 @@ from typing import Any
 import click
 
 from posenc.cli import Refused, url_param
-from posenc.cli.schemes import CommaList, SchemeGroup, config_param, given, scheme_options
-from posenc.cli.schemes import takes_config as _takes_config
+from posenc.cli.schemes import (
+    CommaList,
+    SchemeGroup,
+    config_param,
+    given,
+    scheme_options,
+    takes_config,
+)
 
 _NPY_MAGIC = b"\x93NUMPY"
 _DTYPES = ("float16", "float32", "float64", "int32")
@@ -32,7 +38,7 @@ def _command(scheme: Any) -> click.Command:
                 help=f"which array CACHE holds [default: {scheme.components[0]}]",
             )
         )
-    if _takes_config(scheme):
+    if takes_config(scheme):
         options.append(config_param())
     options += [
         click.Option(
@@ -157,7 +163,7 @@ def _compute(
                 f"{cache}: shape {list(shape)} of {dtype} needs {wanted} bytes, not {size}"
             )
         array = np.memmap(cache, dtype=np.dtype(dtype).newbyteorder("<"), mode="r", shape=shape)
-    if scheme.conformance_cost is not None and array.ndim:
+    if scheme.conformance_cost is not None:
         count = testing.rows_in(scheme, params, array.shape, chosen)
         cost = scheme.conformance_cost(params, count, chosen)
         budget.admit(size + cost.bytes, f"checking {cache}", "cache")

@@ -97,6 +97,10 @@ def test_a_wrong_shape_or_a_nan_fails_the_assertion() -> None:
     broken[1, 5, 0] = np.inf
     with pytest.raises(AssertionError, match="row 1 holds NaN or infinity"):
         assert_rope_matches(broken, d_model=128, base=500000.0)
+    with pytest.raises(AssertionError, match=r"non-empty, got shape \[2, 0, 128\]"):
+        assert_rope_matches(cache[:, :0], d_model=128)
+    with pytest.raises(AssertionError, match=r"1-, 2- or 3-D and non-empty, got shape \[\]"):
+        assert_rope_matches(np.float32(1.0), d_model=128)
 
 
 def test_parameters_the_scheme_cannot_take_are_errors_not_failures() -> None:
