@@ -31,7 +31,7 @@ def test_check_says_the_same_through_the_service(
         posenc(*check_args(caches, name), "--url", server.url),
     )
     assert there.code == here.code == (0 if FAULTS[name].conforms else 1), there.stderr
-    assert there.stdout == here.stdout
+    assert there.stdout == here.stdout, here.stderr
 
 
 def test_json_is_the_same_document_through_the_service(server: LiveServer, caches: Path) -> None:
@@ -44,12 +44,12 @@ def test_a_models_config_reads_the_same_through_the_service(
 ) -> None:
     for extra in ([], ["--json"]):
         there = posenc("model", llama3, *extra, "--url", server.url)
-        assert there.code == 0
+        assert there.code == 0, there.stderr
         assert there.stdout == posenc("model", llama3, *extra).stdout
     built = posenc("table", "--config", llama3, "--seq-len", "512", "-o", "c.npy", cwd=tmp_path)
-    assert built.code == 0
+    assert built.code == 0, built.stderr
     ran = posenc("check", "c.npy", "--config", llama3, "--url", server.url, cwd=tmp_path)
-    assert ran.code == 0 and "value_rounding" in ran.stdout
+    assert ran.code == 0 and "value_rounding" in ran.stdout, ran.stdout + ran.stderr
 
 
 @pytest.mark.parametrize(
