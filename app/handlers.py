@@ -30,12 +30,12 @@ from app.models import (
     rows_of,
 )
 from app.responses import Body
-from app.serving import array_for, canonical, estimate, labels, serve, state
+from app.serving import array_for, canonical, check_holdable, estimate, labels, serve, state
 from posenc import costs
 from posenc import similarity as similarity_core
 from posenc.cost import Cost
 from posenc.declare import Scheme
-from posenc.errors import InconsistentError, NotApplicableError, ParameterError
+from posenc.errors import InconsistentError, NotApplicableError
 from posenc.rows import Rows
 
 
@@ -52,8 +52,10 @@ async def table(request: Request, scheme: Scheme, query: Any) -> Response:
     answer = canonical(scheme, query, params, fmt, **extra)
 
     def render(gzip: bool) -> Body:
-        # Only a Plotly figure names its rows: a list of ints is ~5× a float32 row's bytes.
-        named = list(range(rows.offset, rows.offset + rows.count)) if fmt == "plotly" else None
+        check_holdable(scheme, params, rows.offset, rows.last, dtype, component)
+        # Only a Plotly figure of rows names them: a list of ints is ~5× a float32 row's bytes.
+        by_row = fmt == "plotly" and scheme.follows_rows(params, component)
+        named = list(range(rows.offset, rows.offset + rows.count)) if by_row else None
         figure = labels(scheme, query, shape, named)
         array = array_for(cache, scheme, params, rows, dtype, component)
         return Body.of(array, fmt, {"scheme": scheme.name, "params": answer}, figure, gzip)
@@ -79,6 +81,7 @@ async def encode_get(request: Request, scheme: Scheme, query: Any) -> Response:
     figure = labels(scheme, query, shape, None)
 
     def render(gzip: bool) -> Body:
+        check_holdable(scheme, params, min(listed), max(listed), dtype, component)
         positions = np.array(listed, dtype=np.int64)
         array = array_for(cache, scheme, params, positions, dtype, component)
         return Body.of(array, fmt, {"scheme": scheme.name, "params": answer}, figure, gzip)
@@ -98,7 +101,8 @@ async def similarity(request: Request, scheme: Scheme, query: Any) -> Response:
     dtype = dtype_of(scheme, query)
     reference = query.reference is not None
     if reference and scheme.rows == "grid" and query.reference >= n:
-        raise ParameterError("reference", f"must be a cell index below {n}, the grid's size")
+        # In its range (a position), but beyond this grid's cells: the two disagree.
+        raise InconsistentError("reference", f"must be a cell index below {n}, the grid's size")
     shape = (n,) if reference else (n, n)
     vector = tuple(query.vector) if getattr(query, "vector", None) is not None else None
     key = tuple(query.key) if getattr(query, "key", None) is not None else None
@@ -184,6 +188,7 @@ async def verify(request: Request, scheme: Scheme, query: Any) -> Response:
     answer = canonical(scheme, query, params, "json", **extra)
 
     def render(gzip: bool) -> Body:
+        check_holdable(scheme, params, rows.offset, rows.last, dtype, component)
         served = array_for(cache, scheme, params, rows, dtype, component)
         report = scheme.verify(params, served, rows.array())
         document = {
@@ -262,6 +267,8 @@ async def encode_post(
             with np.errstate(over="ignore"):  # float16 overflow: Body.of refuses it
                 array = (added * scale + encoded).astype(dtype)
         else:
+            first, last = int(positions.min()), int(positions.max())
+            check_holdable(scheme, params, first, last, dtype, component)
             array = scheme.encode(params, positions, dtype, component)
         return Body.of(array, fmt, envelope, figure, gzip)
 
@@ -320,6 +327,7 @@ async def conformance(request: Request, scheme: Scheme, query: BaseModel) -> Res
     if given_dtype and dtype != "int32" and str(array.dtype) != dtype:
         raise InconsistentError("dtype", f"the body holds {array.dtype}, the query says {dtype}")
     count = _rows_in(array, scheme, params, component)
+    _same_rows(query, scheme.follows_rows(params, component), count, component)
     expected = scheme.shape(params, count, component)
     if array.shape != expected:
         raise InconsistentError(
@@ -359,6 +367,18 @@ async def conformance(request: Request, scheme: Scheme, query: BaseModel) -> Res
         content = orjson.dumps(figure, option=orjson.OPT_SERIALIZE_NUMPY)
         return responses.send(Body.text(content, "plotly", gzip), None)
     return responses.send(Body.text(orjson.dumps(document), "json", gzip), None)
+
+
+def _same_rows(query: BaseModel, follows: bool, count: int, component: str) -> None:
+    """A ``seq_len`` in the query must be the body's rows; an array without rows takes none
+    (its check counts positions from the array, so a seq_len would be silently ignored)."""
+    given = getattr(query, "seq_len", None)
+    if given is None:
+        return
+    if not follows:
+        raise InconsistentError("seq_len", f"the {component} array has no rows: leave it out")
+    if given != count:
+        raise InconsistentError("seq_len", f"is {given}, the body holds {count} rows")
 
 
 def _rows_in(array: npt.NDArray[Any], scheme: Scheme, params: Any, component: str) -> int:

@@ -84,9 +84,13 @@ def heatmap_pixels(
     colours, low, high = colour_limits(values)
     # In place: one float64 per pixel at a time, where fresh arrays for each step held three.
     scaled = values[np.ix_(rows, columns)].astype(np.float64)
-    scaled -= low
-    scaled /= high - low
-    # Non-finite values take the ends of the map (NaN the low end), never an invalid index.
+    # Halved first (exactly), so that limits as far apart as ±1.7e308 still have a finite span.
+    # Non-finite values (a cosine with a zero vector is NaN) give NaN or infinities here, which
+    # take the ends of the map below: no index is invalid, and no warning reaches the log.
+    with np.errstate(invalid="ignore"):
+        scaled *= 0.5
+        scaled -= low / 2
+        scaled /= high / 2 - low / 2
     np.nan_to_num(scaled, copy=False, nan=0.0, posinf=1.0, neginf=0.0)
     # Entry ⌊256·scaled⌋ (the top one for 1), as matplotlib maps values: equal bins, same colours.
     scaled *= 256

@@ -21,6 +21,7 @@ from app.settings import Settings
 from posenc.cache import ByteBoundedCache
 from posenc.cost import Cost
 from posenc.declare import Scheme
+from posenc.errors import InconsistentError
 from posenc.rows import Rows
 
 # Peak bytes per value of serialising as text: the digits, orjson's growing buffer, the joined
@@ -57,6 +58,17 @@ def estimate(
     cost = compute + serialized(shape, dtype_of(scheme, query), fmt, picture)
     param = "grid" if scheme.rows == "grid" else "seq_len"
     return Estimate(cost, math.prod(shape), fmt in TEXT_FORMATS, param, what)
+
+
+def check_holdable(
+    scheme: Scheme, params: Any, first: int, last: int, dtype: str, component: str
+) -> None:
+    """Refuse, before computing, a dtype that cannot hold the array (float16 past 65504): no
+    answer and no check ever receives infinities. Called once admitted: rope's bound reads the
+    frequencies, which the request's cost declares and its table then reuses (cached)."""
+    why = scheme.unholdable(params, first, last, dtype, component)
+    if why:
+        raise InconsistentError("dtype", f"{why}: ask for float32")
 
 
 def state(request: Request) -> tuple[Settings, ByteBoundedCache]:
@@ -121,6 +133,9 @@ def array_for(
     key = ("array", scheme.name, params, dtype, component, isinstance(positions, Rows), *ends)
 
     def compute() -> npt.NDArray[Any]:
+        if isinstance(positions, Rows) and not scheme.follows_rows(params, component):
+            # Sized by the parameters alone: the rows count only through their end.
+            return scheme.encode(params, np.array([positions.last]), dtype, component)
         if isinstance(positions, Rows):
             if scheme.table is not None:
                 return scheme.table(params, positions.count, positions.offset, dtype, component)

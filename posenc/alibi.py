@@ -97,3 +97,9 @@ def cost(params: Any, count: int, dtype: str, component: str) -> Cost:
         return Cost(params.num_heads * 64 + costs.SCRATCH, params.num_heads * costs.TRANSCENDENTAL)
     values = params.num_heads * count * count
     return Cost(values * costs.itemsize(dtype) + count * count * 32 + costs.SCRATCH, values * 16)
+
+
+def magnitude(params: AlibiParams, first: int, last: int, component: str) -> float:
+    """The steepest slope, times the longest distance between two of the positions (bias)."""
+    steepest = float(slopes(params.num_heads).max())
+    return steepest if component == "slopes" else steepest * (last - first)

@@ -180,6 +180,10 @@ class Scheme:
     # /similarity may take the vector to rotate.
     rotate: Callable[[Any, Array, Positions], Array] | None = None
     extras: tuple[Extra, ...] = ()
+    # ``magnitude(params, first, last, component)``: the largest |value| of the array for
+    # positions first … last, from the parameters alone, so that a dtype that cannot hold it is
+    # refused before anything is computed. None: the answer's values are checked instead.
+    magnitude: Callable[[Any, int, int, str], float] | None = None
 
     @property
     def rotates(self) -> bool:
@@ -194,6 +198,27 @@ class Scheme:
         if self.conformance is not None:
             offered.append("conformance")
         return (*offered, *(extra.name for extra in self.extras))
+
+    def follows_rows(self, params: Any, component: str) -> bool:
+        """Whether the array grows with its rows. One that does not (rope's ``inv_freq``,
+        ALiBi's ``slopes``) depends on the rows through their last position alone (the sequence
+        length that sets dynamic scaling), so it is computed from that one position: a
+        ``seq_len`` of 2^31 costs it nothing (tests/core/test_scheme_contract.py holds every
+        scheme to this)."""
+        return self.shape(params, 1, component) != self.shape(params, 2, component)
+
+    def unholdable(self, params: Any, first: int, last: int, dtype: str, component: str) -> str:
+        """Why ``dtype`` cannot hold the array for positions first … last ("" when it can).
+
+        Only float16 can fail: every scheme's values stay below 10^16 (a position below 2^31
+        times a frequency of at most 10^6), far inside float32 and float64."""
+        if dtype != "float16" or self.magnitude is None:
+            return ""
+        largest = self.magnitude(params, first, last, component)
+        # float16 rounds to infinity from 65520 up (65504 and half its last step of 32).
+        if largest < 65520:
+            return ""
+        return f"float16 cannot hold these values (up to {largest:.6g}, beyond ±65504)"
 
     def fields(self) -> Sequence[dataclasses.Field[Any]]:
         return dataclasses.fields(self.params)

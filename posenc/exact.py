@@ -30,6 +30,7 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
+from posenc.cancel import checkpoint
 from posenc.errors import ParameterError
 
 Float64Array = npt.NDArray[np.float64]
@@ -89,6 +90,7 @@ class Turns:
 
     @classmethod
     def from_decimals(cls, radians: list[Decimal]) -> Turns:
+        checkpoint()
         with localcontext(prec=_DIGITS):
             per_turn = 1 / (2 * decimal_pi())
             turns = [w * per_turn for w in radians]
@@ -111,12 +113,21 @@ def geometric_turns(base: float, exponent_step: Decimal, count: int) -> Turns:
     >>> t.radians.tolist()
     [1.0, 0.01]
     """
+    return Turns.from_decimals(geometric(Decimal(base), exponent_step, count))
+
+
+def geometric(base: Decimal, exponent_step: Decimal, count: int) -> list[Decimal]:
+    """``base ** (-exponent_step · i)`` for ``i = 0 … count-1``: one exp, then a product a
+    frequency (an exp each costs ~50× more). Each product adds a relative error of at most
+    10^-59, so even 32768 of them stay far below the 2^-106 that :class:`Turns` keeps."""
     with localcontext(prec=_DIGITS):
-        ratio = (-exponent_step * Decimal(base).ln()).exp()
-        radians = [Decimal(1)]
-        for _ in range(count - 1):
-            radians.append(radians[-1] * ratio)
-    return Turns.from_decimals(radians[:count])
+        ratio = (-exponent_step * base.ln()).exp()
+        powers = [Decimal(1)]
+        for i in range(1, count):
+            if i % 4096 == 0:
+                checkpoint()  # ~2 ms between checks
+            powers.append(powers[-1] * ratio)
+    return powers[:count]
 
 
 def _split(x: Float64Array) -> tuple[Float64Array, Float64Array]:

@@ -184,6 +184,16 @@ _ROPE_CONFIG = Extra(
     rope_config.ANSWER_SCHEMA,
 )
 
+
+def _unit(params: Any, first: int, last: int, component: str) -> float:
+    """Values within [-1, 1]: sines, cosines, bits, fractions."""
+    return 1.0
+
+
+def _last_position(params: Any, first: int, last: int, component: str) -> float:
+    return float(last)
+
+
 SCHEMES: tuple[Scheme, ...] = (
     Scheme(
         "sinusoidal",
@@ -206,6 +216,7 @@ SCHEMES: tuple[Scheme, ...] = (
         vectors=_rows_of(_sinusoidal_encode),
         conformance=_sinusoidal_conformance,
         conformance_cost=_sinusoidal_conformance_cost,
+        magnitude=_unit,
     ),
     Scheme(
         "rope",
@@ -235,6 +246,7 @@ SCHEMES: tuple[Scheme, ...] = (
         components=rope.COMPONENTS,
         rotate=rope.rotate,
         extras=(_ROPE_CONFIG,),
+        magnitude=rope.magnitude,
     ),
     Scheme(
         "alibi",
@@ -249,6 +261,7 @@ SCHEMES: tuple[Scheme, ...] = (
         conformance=conformance_of(alibi.encode),
         conformance_cost=conformance_cost_of(alibi.cost),
         components=alibi.COMPONENTS,
+        magnitude=alibi.magnitude,
     ),
     Scheme(
         "t5",
@@ -283,6 +296,7 @@ SCHEMES: tuple[Scheme, ...] = (
             conformance=conformance_of(grid.encode),
             conformance_cost=conformance_cost_of(grid.cost),
             rows="grid",
+            magnitude=_unit,
         )
         for k in (2, 3)
     ),
@@ -300,11 +314,27 @@ SCHEMES: tuple[Scheme, ...] = (
             vectors=_rows_of(encode),
             conformance=conformance_of(encode),
             conformance_cost=conformance_cost_of(baselines.cost),
+            magnitude=magnitude,
         )
-        for name, summary, encode in (
-            ("index", "teaching baseline: the position in every column", baselines.index),
-            ("normalized", "teaching baseline: position / largest position", baselines.normalized),
-            ("binary", "teaching baseline: bit j of the position in column j", baselines.binary),
+        for name, summary, encode, magnitude in (
+            (
+                "index",
+                "teaching baseline: the position in every column",
+                baselines.index,
+                _last_position,
+            ),
+            (
+                "normalized",
+                "teaching baseline: position / largest position",
+                baselines.normalized,
+                _unit,
+            ),
+            (
+                "binary",
+                "teaching baseline: bit j of the position in column j",
+                baselines.binary,
+                _unit,
+            ),
         )
     ),
 )

@@ -35,7 +35,7 @@ from posenc import costs, framework, kernels
 from posenc.cost import Cost
 from posenc.declare import check_ranges, param
 from posenc.errors import InconsistentError
-from posenc.exact import Turns, consecutive_positions, decimal_pi, sincos
+from posenc.exact import Turns, consecutive_positions, decimal_pi, geometric, sincos
 from posenc.rotation import fill_consecutive
 
 Layout = Literal["interleaved", "split"]
@@ -173,12 +173,10 @@ def scaled(params: RopeParams, seq_len: int) -> tuple[Turns, float]:
     ([0.5, 0.005], 1.0)
     """
     with localcontext(prec=60):
-        d = Decimal(params.d_model)
-        exponents = [Decimal(2 * i) / d for i in range(params.d_model // 2)]
         base = Decimal(params.base)
         if params.scaling == "dynamic":
             base = _dynamic_base(params, seq_len)
-        omega = [(-e * base.ln()).exp() for e in exponents]
+        omega = geometric(base, Decimal(2) / Decimal(params.d_model), params.d_model // 2)
         attention = 1.0
         if params.scaling == "linear":
             omega = [w / Decimal(params.factor) for w in omega]  # type: ignore[arg-type]
@@ -465,3 +463,11 @@ def cost(params: Any, count: int, dtype: str, component: str) -> Cost:
     pairs = count * params.d_model
     listed = Cost(pairs * 80 + costs.SCRATCH, pairs * costs.TRANSCENDENTAL)
     return costs.larger(table_cost(params, count, dtype, component), listed)
+
+
+def magnitude(params: RopeParams, first: int, last: int, component: str) -> float:
+    """The largest |value| of ``component`` for positions up to ``last``: the attention factor
+    for cos and sin, the largest frequency, or the largest angle (``last`` times it)."""
+    turns, attention = scaled(params, last + 1)
+    top = float(turns.radians.max())
+    return {"inv_freq": top, "angle": last * top}.get(component, attention)

@@ -46,5 +46,9 @@ class Rows:
     def __len__(self) -> int:
         return self.count
 
+    @property
+    def last(self) -> int:
+        return self.offset + self.count - 1
+
     def array(self) -> npt.NDArray[np.int64]:
         return np.arange(self.offset, self.offset + self.count, dtype=np.int64)

@@ -43,3 +43,12 @@ def client_with() -> Callable[..., Client]:
         return Client(Settings(**settings))
 
     return make
+
+
+@pytest.fixture(scope="session")
+def bounded_walk() -> list[Any]:
+    """The walk of every operation at its extremes, in process (tests/walk.py): run once, read
+    by the in-process test and by the live one (which holds RSS to these reservations)."""
+    from tests.walk import walk_in_process
+
+    return walk_in_process()

@@ -109,3 +109,44 @@ def test_unknown_path_and_method_are_problems_too(client: Client) -> None:
     assert missing.status_code == 404 and wrong_method.status_code == 405
     for response in (missing, wrong_method):
         assert response.headers["content-type"] == "application/problem+json"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        # The relative-map check once received the infinities and LAPACK raised: a 500.
+        "/v1/index/verify?offset=1269539&seq_len=723217&dtype=float16&d_model=1",
+        "/v1/index/table?offset=70000&seq_len=2&dtype=float16&d_model=1",
+        "/v1/index/encode?positions=3,70000&dtype=float16&d_model=1",
+        # Once an overflow warning printed to stderr for a request then refused.
+        "/v1/alibi/encode?num_heads=8&positions=0,200000&dtype=float16",
+        "/v1/rope/table?d_model=8&seq_len=2&offset=70000&component=angle&dtype=float16",
+        "/v1/rope/table?d_model=8&seq_len=2&attention_factor=1e5&scaling=yarn&factor=2"
+        "&original_max_position_embeddings=64"
+        "&dtype=float16",
+    ],
+)
+def test_a_dtype_that_cannot_hold_the_array_is_refused_before_computing(
+    client: Client, url: str
+) -> None:
+    """float16 past 65504 is refused from the parameters, naming dtype: no check receives an
+    infinity, and no overflow warning reaches the log (pytest turns one into an error)."""
+    response = client.get(url)
+    assert response.status_code == 422, response.text
+    problem = response.json()
+    assert problem["type"] == "urn:posenc:problem:inconsistent-parameters"
+    assert problem["errors"][0]["loc"][-1] == "dtype"
+    assert "65504" in problem["detail"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/v1/index/table?offset=65000&seq_len=2&dtype=float16&d_model=1",
+        "/v1/alibi/table?num_heads=8&seq_len=200&offset=1000000000&dtype=float16",
+        "/v1/rope/table?d_model=8&seq_len=2&offset=60000&component=angle&dtype=float16",
+    ],
+)
+def test_what_float16_holds_is_served(client: Client, url: str) -> None:
+    # ALiBi's bias follows the distances, not the positions: far rows are fine.
+    assert client.get(url + "&format=npy").status_code == 200

@@ -65,3 +65,11 @@ def test_every_size_decodes_to_exactly_the_pixels_drawn(rows: int, columns: int)
     values = np.sin(position).astype(np.float32)
     indices, palette = png.heatmap_pixels(values)
     assert np.array_equal(decoded(png.png_heatmap(values)), palette[indices])
+
+
+def test_limits_as_far_apart_as_float64_allows_are_drawn() -> None:
+    """A span past float64's range (once a 500: inf / inf warned in the division)."""
+    values = np.array([[-1.7e308, 0.0, 1.7e308, np.inf, np.nan]])
+    pixels = decoded(png.png_heatmap(values, width=5, height=1))
+    expected = reference("colorbrewer:RdBu_r", [0.0, 0.5, 1.0, 1.0, 0.0])
+    assert np.abs(pixels - expected).max() <= 1

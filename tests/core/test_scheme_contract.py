@@ -159,3 +159,54 @@ def test_t5_buckets_are_monotone_and_symmetric(buckets: int, distance: int, both
         assert np.array_equal(ahead[1:], behind[1:] + buckets // 2)
     else:
         assert not ahead.any()
+
+
+def _position_sets(scheme: posenc.Scheme, params: Any) -> list[np.ndarray]:
+    if scheme.rows == "grid":
+        return [_rows(scheme, params, 0)]
+    return [np.arange(4), np.arange(60_000, 60_010), np.array([5, 70_001, 3])]
+
+
+@pytest.mark.parametrize("name", [s.name for s in posenc.SCHEMES])
+def test_the_declared_magnitude_bounds_every_array_and_is_reached(name: str) -> None:
+    """What refuses float16 before computing (``Scheme.magnitude``) is an upper bound of every
+    value, and a tight one: at least half the largest, so nothing float16 holds is refused."""
+    scheme = posenc.get(name)
+    if scheme.dtypes is None:  # integers: no dtype to overflow
+        assert scheme.magnitude is None
+        return
+    assert scheme.magnitude is not None
+    for example in scheme.examples:
+        params = scheme.params(**example)
+        for positions in _position_sets(scheme, params):
+            first, last = int(positions.min()), int(positions.max())
+            for component in scheme.components or ("",):
+                largest = float(
+                    np.abs(scheme.encode(params, positions, "float64", component)).max()
+                )
+                declared = scheme.magnitude(params, first, last, component)
+                assert declared / 2 <= largest <= declared * (1 + 1e-12), (example, component)
+
+
+@pytest.mark.parametrize("name", [s.name for s in posenc.SCHEMES])
+def test_an_array_without_rows_depends_on_their_last_position_alone(name: str) -> None:
+    """What lets a component of fixed shape (rope's inv_freq, ALiBi's slopes) be served for a
+    seq_len of 2^31 from one position (``Scheme.follows_rows``)."""
+    scheme = posenc.get(name)
+    for example in scheme.examples:
+        params = scheme.params(**{**example, **_dynamic(scheme, example)})
+        for component in scheme.components or ("",):
+            if scheme.follows_rows(params, component):
+                continue
+            for first, last in ((0, 9), (100, 5000), (7, 7)):
+                every = scheme.encode(params, np.arange(first, last + 1), "float64", component)
+                alone = scheme.encode(params, np.array([last]), "float64", component)
+                np.testing.assert_array_equal(every, alone)
+
+
+def _dynamic(scheme: posenc.Scheme, example: dict[str, Any]) -> dict[str, Any]:
+    """Where the scheme scales with the sequence length, a scaling that does: the case where
+    the last position matters."""
+    if scheme.name == "rope" and "scaling" not in example:
+        return {"scaling": "dynamic", "factor": 2.0, "original_max_position_embeddings": 64}
+    return {}

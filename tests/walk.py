@@ -1,0 +1,305 @@
+"""Every declared operation of every scheme at the extremes its schema allows, as requests.
+
+The matrix is read from the registry (operations, components, dtypes, parameter ranges, examples)
+and from the app's OpenAPI document (which query parameters each operation takes), so a new
+scheme or component is walked without an edit here. Each request is one of:
+
+- the scheme's examples as they are, and with every numeric parameter they set (and every
+  required one) at its schema maximum — the widest ``d_model``, the most heads, the largest grid;
+- rows at both ends of the range: the longest table (``seq_len`` = 2^31) and the farthest one
+  (``offset`` = 2^31 − 2), and listed positions near 2^31;
+- every component × format × dtype the operation takes.
+
+What a correct service does with each is its own business (answer or refuse); what it must never
+do is allocate what it did not declare, answer with a 5xx, or take long doing either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import resource
+import time
+import tracemalloc
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import orjson
+
+from app.main import create_app
+from app.settings import Settings
+from posenc.declare import Scheme, spec
+from posenc.exact import MAX_POSITION
+from posenc.registry import SCHEMES
+from posenc.warm import compile_kernels
+from tests.api.test_costs import PeakOfEachRequest
+
+FORMATS = ("json", "npy", "bin", "csv", "plotly", "png")
+METRICS = ("cosine", "dot", "euclidean")
+LONGEST = {"seq_len": MAX_POSITION + 1, "offset": 0}
+FARTHEST = {"seq_len": 2, "offset": MAX_POSITION - 1}
+# Listed positions: the top of the range, and a spread over all of it (a GET's URL stays short).
+FAR_POSITIONS = [MAX_POSITION, MAX_POSITION - 1, 0]
+SPREAD_POSITIONS = list(range(MAX_POSITION, 0, -(2**21)))
+BODY_POSITIONS = 65536  # POSENC_MAX_POSITIONS' default: the longest list a body may hold
+
+
+@dataclass(frozen=True)
+class Walked:
+    """One request of the walk."""
+
+    method: str
+    path: str
+    query: tuple[tuple[str, str], ...]
+    body: bytes | None = None
+    headers: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def url(self) -> str:
+        return self.path + "?" + "&".join(f"{k}={v}" for k, v in self.query)
+
+    def __str__(self) -> str:
+        shown = self.url if len(self.url) < 300 else self.url[:297] + "..."
+        extra = f" + {len(self.body)}-byte body" if self.body else ""
+        return f"{self.method} {shown}{extra}"
+
+
+def _widest(value: Any, limit: Any) -> Any:
+    if isinstance(value, tuple):
+        return tuple(_widest(v, limit) for v in value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    top = limit.le if limit.le is not None else limit.lt
+    if top is None:
+        return value
+    if isinstance(value, int):
+        top = int(top) - (1 if limit.le is None else 0)
+        if limit.multiple_of:
+            top -= top % limit.multiple_of
+        return top
+    return float(top)
+
+
+def parameter_sets(scheme: Scheme) -> list[dict[str, Any]]:
+    """The scheme's examples, and each with its numeric parameters (and every required one) at
+    the schema's maximum."""
+    sets: list[dict[str, Any]] = []
+    for example in scheme.examples:
+        sets.append(dict(example))
+        widened = dict(example)
+        for f in scheme.fields():
+            required = f.default is dataclasses.MISSING
+            if f.name in example or required:
+                widened[f.name] = _widest(example.get(f.name, 1), spec(f))
+        sets.append(widened)
+    return sets
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, tuple | list):
+        return ",".join(_text(v) for v in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+@cache
+def _document() -> dict[str, Any]:
+    from app.main import create_app
+
+    document: dict[str, Any] = create_app().openapi()
+    return document
+
+
+def accepted(path: str, method: str) -> frozenset[str]:
+    """The query parameters an operation takes, as the OpenAPI document states them."""
+    operation = _document()["paths"][path][method.lower()]
+    return frozenset(p["name"] for p in operation.get("parameters", []) if p["in"] == "query")
+
+
+def _query(path: str, method: str, values: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    taken = accepted(path, method)
+    return tuple((k, _text(v)) for k, v in values.items() if k in taken and v is not None)
+
+
+def _axes(scheme: Scheme, formats: tuple[str, ...]) -> Iterator[dict[str, Any]]:
+    components = scheme.components or (None,)
+    dtypes = scheme.dtypes or (None,)
+    for component, fmt, dtype in itertools.product(components, formats, dtypes):
+        yield {"component": component, "format": fmt, "dtype": dtype}
+
+
+def _rows(scheme: Scheme) -> tuple[dict[str, Any], ...]:
+    return ({},) if scheme.rows == "grid" else (LONGEST, FARTHEST)
+
+
+def requests(schemes: tuple[Scheme, ...] = SCHEMES) -> list[Walked]:
+    walked: list[Walked] = []
+    for scheme in schemes:
+        walked += _of(scheme)
+    return walked
+
+
+def _of(scheme: Scheme) -> Iterator[Walked]:
+    sets = parameter_sets(scheme)
+    cycle = itertools.count()
+
+    def params() -> dict[str, Any]:  # each request takes the next set: all are walked
+        return sets[next(cycle) % len(sets)]
+
+    prefix = f"/v1/{scheme.name}"
+    for axes in _axes(scheme, FORMATS):
+        for rows in _rows(scheme):
+            path = f"{prefix}/table"
+            yield Walked("GET", path, _query(path, "GET", {**params(), **rows, **axes}))
+        for positions in (FAR_POSITIONS, SPREAD_POSITIONS):
+            path = f"{prefix}/encode"
+            values = {**params(), "positions": positions, **axes}
+            yield Walked("GET", path, _query(path, "GET", values))
+        if "similarity" in scheme.endpoints and axes["component"] in (None, *scheme.components[:1]):
+            yield from _similarity(scheme, params, axes)
+    for axes in _axes(scheme, ("json",)):
+        for rows in _rows(scheme):
+            path = f"{prefix}/verify"
+            yield Walked("GET", path, _query(path, "GET", {**params(), **rows, **axes}))
+        yield _encode_body(scheme, params(), axes)
+        if "conformance" in scheme.endpoints:
+            yield from _conformance(scheme, params(), axes)
+    for extra in scheme.extras:
+        for body in _extra_bodies(extra.body_schema):
+            yield Walked("POST", f"{prefix}/{extra.name}", (), orjson.dumps(body), _JSON)
+
+
+_JSON = (("content-type", "application/json"),)
+
+
+def warm_up(schemes: tuple[Scheme, ...] = SCHEMES) -> Iterator[Walked]:
+    """Small answers of every operation, format, dtype and component: what a process loads on
+    first use (compiled loops from numba's cache, serialisers) is its start-up, not the cost of
+    whichever request of the walk happens to come first."""
+    for scheme in schemes:
+        prefix = f"/v1/{scheme.name}"
+        rows = {} if scheme.rows == "grid" else {"seq_len": 3}
+        for example, axes in itertools.product(scheme.examples, _axes(scheme, FORMATS)):
+            for endpoint in ("table", "similarity", "verify"):
+                if endpoint in scheme.endpoints:
+                    path = f"{prefix}/{endpoint}"
+                    yield Walked("GET", path, _query(path, "GET", {**example, **rows, **axes}))
+
+
+def _similarity(scheme: Scheme, params: Any, axes: dict[str, Any]) -> Iterator[Walked]:
+    path = f"/v1/{scheme.name}/similarity"
+    for rows, (metric, reference) in itertools.product(
+        _rows(scheme), zip(METRICS, (None, MAX_POSITION, 0), strict=True)
+    ):
+        values = {**params(), **rows, **axes, "metric": metric, "reference": reference}
+        yield Walked("GET", path, _query(path, "GET", values))
+
+
+def _encode_body(scheme: Scheme, params: dict[str, Any], axes: dict[str, Any]) -> Walked:
+    """The longest positions list a body may hold, every position near the top."""
+    top = np.arange(MAX_POSITION, MAX_POSITION - BODY_POSITIONS, -1).tolist()
+    given = {k: list(v) if isinstance(v, tuple) else v for k, v in params.items()}
+    taken = {k: v for k, v in axes.items() if v is not None and k != "format"}
+    body = orjson.dumps({**given, **taken, "positions": top})
+    path = f"/v1/{scheme.name}/encode"
+    return Walked("POST", path, (("format", "npy"),), body, _JSON)
+
+
+def _conformance(scheme: Scheme, params: dict[str, Any], axes: dict[str, Any]) -> Iterator[Walked]:
+    """A client's array at the far end, and a header that announces the largest array while
+    the body holds a few bytes."""
+    path = f"/v1/{scheme.name}/verify"
+    values = {**params, **FARTHEST, **axes}
+    query = _query(path, "POST", values)
+    dtype = axes["dtype"] or "int32"
+    body = np.zeros(8, dtype=dtype).tobytes()
+    for shape in ("2,2,2", f"{MAX_POSITION + 1},65536"):
+        headers = (
+            ("content-type", "application/octet-stream"),
+            ("x-array-shape", shape),
+            ("x-array-dtype", dtype),
+        )
+        yield Walked("POST", path, query, body, headers)
+
+
+def _extra_bodies(schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The operation's examples, and each with every bounded numeric property at its maximum."""
+    properties = schema.get("properties", {})
+    for example in schema.get("examples", []):
+        yield example
+        widened = dict(example)
+        for name, prop in properties.items():
+            if "maximum" in prop:
+                widened[name] = prop["maximum"]
+        yield widened
+
+
+# What refusing a query may allocate at most (the README's figure): the parse, the problem
+# document, the log line.
+REFUSAL_BYTES = 8 * 2**20
+# The settings of both walks: a budget that admits every answer the limits allow, and a small
+# cache, so that what the process holds is what the request at hand holds.
+SETTINGS = {"memory_bytes": 2**30, "cache_bytes": 2**20, "log_level": "warning"}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    walked: Walked
+    status: int
+    seconds: float
+    peak: int
+    reserved: int
+
+
+def walk_in_process() -> list[Outcome]:
+    """Each request of the walk against one app, one after another, its peak traced."""
+    compile_kernels()  # loading the compiled loops is start-up, not any request's cost
+    probe = PeakOfEachRequest(create_app(Settings(**SETTINGS)))  # type: ignore[arg-type]
+    outcomes: list[Outcome] = []
+
+    async def send_all() -> None:
+        # A 500 is an answer to count, not an exception to stop the walk at.
+        transport = httpx.ASGITransport(app=probe, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            for walked in requests():
+                started = time.perf_counter()
+                response = await client.request(
+                    walked.method,
+                    walked.url,
+                    content=walked.body,
+                    headers=dict(walked.headers),
+                    timeout=60,
+                )
+                seconds = time.perf_counter() - started
+                [(peak, reserved)] = probe.measured
+                probe.measured.clear()
+                outcomes.append(Outcome(walked, response.status_code, seconds, peak, reserved))
+
+    with _address_space_to_spare(6 * 2**30):
+        tracemalloc.start()
+        try:
+            asyncio.run(send_all())
+        finally:
+            tracemalloc.stop()
+    return outcomes
+
+
+@contextmanager
+def _address_space_to_spare(spare: int) -> Iterator[None]:
+    """The test process may map at most ``spare`` more bytes meanwhile: an undeclared
+    allocation of gigabytes is then a MemoryError (a 500 the walk counts), not a dead runner."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    mapped = int(Path("/proc/self/statm").read_text().split()[0]) * resource.getpagesize()
+    resource.setrlimit(resource.RLIMIT_AS, (mapped + spare, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
