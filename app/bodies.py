@@ -30,6 +30,7 @@ from fastapi import HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 
 from app.admission import check_size
+from app.models import SHAPE_PATTERN
 from posenc.cost import Cost
 from posenc.errors import InconsistentError, ParameterError
 from posenc.exact import MAX_POSITION
@@ -198,14 +199,12 @@ def _raw(
         raise InconsistentError(
             "X-Array-Shape", "raw bodies need X-Array-Shape (e.g. 128,512) and X-Array-Dtype"
         )
-    try:
-        shape = tuple(int(part) for part in shape_header.split(","))
-    except ValueError:
+    if not re.fullmatch(SHAPE_PATTERN, shape_header.strip()):
         raise ParameterError(
-            "X-Array-Shape", f"must be comma-separated integers, got {shape_header!r}"
-        ) from None
-    if any(n < 0 for n in shape):
-        raise ParameterError("X-Array-Shape", f"must not be negative, got {shape_header!r}")
+            "X-Array-Shape",
+            f"must be 1 to 3 comma-separated sizes, each ≥ 1, got {shape_header[:40]!r}",
+        )
+    shape = tuple(int(part) for part in shape_header.split(","))
     dtype = _dtype(dtype_header.strip(), "X-Array-Dtype")
     return _from_bytes(body, 0, shape, dtype, "X-Array-Shape")
 

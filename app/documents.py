@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.models import Format, model
+from app.models import SHAPE_PATTERN, Format, model
 from posenc.declare import Extra, Scheme
 
 PROBLEM: dict[str, Any] = {
@@ -132,7 +132,11 @@ _CHECK = {
     "required": ["name", "holds", "statistic", "value", "tolerance", "detail"],
     "properties": {
         "name": {"type": "string"},
-        "holds": {"type": "boolean"},
+        "holds": {
+            "type": ["boolean", "null"],
+            "description": "null when the property cannot apply to these parameters (detail "
+            "says why)",
+        },
         "statistic": {"type": "string"},
         "value": {"type": ["number", "null"]},
         "tolerance": {"type": "number"},
@@ -256,7 +260,7 @@ ARRAY_HEADERS: list[dict[str, Any]] = [
         "in": "header",
         "required": False,
         "description": "raw bodies (application/octet-stream): the shape, e.g. 128,512",
-        "schema": {"type": "string", "pattern": "^[0-9]+(,[0-9]+){0,2}$"},
+        "schema": {"type": "string", "pattern": SHAPE_PATTERN},
     },
     {
         "name": "X-Array-Dtype",

@@ -23,6 +23,8 @@ from posenc.rows import Rows
 
 Format = Literal["json", "npy", "bin", "csv", "plotly", "png"]
 TEXT_FORMATS: frozenset[str] = frozenset({"json", "csv", "plotly"})
+# X-Array-Shape: one to three dimensions, none empty (a non-empty array is a rule of the body).
+SHAPE_PATTERN = "^[1-9][0-9]*(,[1-9][0-9]*){0,2}$"
 Metric = Literal["cosine", "dot", "euclidean"]
 Endpoint = Literal["table", "encode", "similarity", "verify", "conformance", "encode_body"]
 
@@ -195,6 +197,15 @@ def _request_fields(scheme: Scheme, endpoint: Endpoint) -> dict[str, Any]:
             )
     if endpoint == "conformance":
         fields["offset"] = (Position, Field(0, description="the position of the first row"))
+        if rows_by_position:
+            fields["seq_len"] = (
+                SeqLen | None,
+                Field(
+                    None,
+                    description="the body's number of rows (positions): optional, so that the "
+                    "GET's query can be sent as it is; must then equal them",
+                ),
+            )
         fields["tolerance_ulp"] = (
             float,
             Field(

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import types
+import typing
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -321,14 +323,7 @@ def _paths(scheme: Scheme) -> list[str]:
 def _parameter(scheme: Scheme, f: Any) -> dict[str, Any]:
     s = spec(f)
     hint = hints(scheme.params)[f.name]
-    listed = "tuple" in str(hint)
-    kind = (
-        "boolean"
-        if "bool" in str(hint)
-        else "integer"
-        if "int" in str(hint)
-        else ("number" if "float" in str(hint) else "string")
-    )
+    listed, kind = _kind(hint)
     required = f.default is dataclasses.MISSING
     return {
         "name": f.name,
@@ -344,6 +339,21 @@ def _parameter(scheme: Scheme, f: Any) -> dict[str, Any]:
         "max_items": s.max_items,
         "choices": list(found) if (found := choices(hint)) else None,
     }
+
+
+_KINDS: dict[Any, str] = {bool: "boolean", int: "integer", float: "number", str: "string"}
+
+
+def _kind(hint: Any) -> tuple[bool, str]:
+    """Whether a parameter takes a list, and the JSON type of its values, read off its type
+    (never off its spelling: ``Literal["interleaved"]`` is a string)."""
+    if choices(hint) is not None:
+        return False, "string"
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    value = next(o for o in (typing.get_args(hint) if union else (hint,)) if o is not type(None))
+    if typing.get_origin(value) is tuple:
+        return True, _KINDS[typing.get_args(value)[0]]
+    return False, _KINDS[value]
 
 
 def _plain(value: Any) -> Any:

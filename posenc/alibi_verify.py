@@ -20,6 +20,7 @@ from posenc.verify import (
     Check,
     Report,
     Statistic,
+    inapplicable,
     row_chunks,
     unit_roundoff,
 )
@@ -62,8 +63,11 @@ def verify_alibi(
             "max_increase_with_distance",
             rises,
             0.0,
-            "the bias never grows as the distance grows (row of the first position, every head)"
-            + ("" if n > 1 else "; does not apply to one position: a single distance"),
+            "the bias never grows as the distance grows (row of the first position, every head)",
+        )
+        if n > 1
+        else inapplicable(
+            "monotone_penalty", "max_increase_with_distance", 0.0, "one position, one distance"
         )
     )
     stats = (
@@ -90,13 +94,8 @@ def _alibi_slopes(
     rule = [2.0 ** (-8.0 * (h + 1) / power) for h in range(power)]
     rule += [2.0 ** (-8.0 * (2 * h + 1) / (2 * power)) for h in range(n - power)]
     if len(positions) < 2:
-        return Check(
-            "slopes",
-            True,
-            "max_relative_error",
-            0.0,
-            u,
-            "does not apply to one position: no distance to read a slope from",
+        return inapplicable(
+            "slopes", "max_relative_error", u, "one position has no distance to read a slope from"
         )
     step = float(abs(positions[1] - positions[0]))
     measured = -bias[:, 0, 1].astype(np.float64) / step

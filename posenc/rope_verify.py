@@ -27,6 +27,7 @@ from posenc.verify import (
     Report,
     Statistic,
     decimal_sin_cos,
+    inapplicable,
     row_chunks,
     row_to_row_angles,
     shifts,
@@ -76,9 +77,11 @@ def verify_rope(
             tolerance,
             "⟨R_m q, R_n k⟩ for seeded unit q, k is the same for every pair with one m − n, "
             f"for m − n = 0 and ±{count} shifts from 1 to {n - 1} (every shift when there are "
-            f"at most {MAX_SHIFTS + 1} rows, else spread geometrically)"
-            if n > 1
-            else "does not apply: one position has no pair of positions",
+            f"at most {MAX_SHIFTS + 1} rows, else spread geometrically)",
+        )
+        if n > 1
+        else inapplicable(
+            "relative_inner_product", "max_spread", tolerance, "one position has no pair"
         ),
         Check(
             "norm_preserving",

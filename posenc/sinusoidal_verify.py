@@ -26,6 +26,7 @@ from posenc.verify import (
     Statistic,
     bounded,
     decimal_sin_cos,
+    inapplicable,
     pairwise_cost,
     row_chunks,
     row_to_row_angles,
@@ -177,13 +178,11 @@ def _constant_norm(params: SinusoidalParams, served: FloatArray, u: float) -> Ch
     pairs = d // 2
     tolerance = d * (u + _ARITHMETIC)
     if d % 2 and params.convention == "vaswani":
-        return Check(
+        return inapplicable(
             "constant_norm",
-            True,
             "max_abs_deviation",
-            None,
             tolerance,
-            "does not apply: with an odd d_model the last frequency has a sine and no cosine, "
+            "with an odd d_model the last frequency has a sine and no cosine, "
             "so ‖PE(pos)‖² = (d_model−1)/2 + sin²(pos·ω_(h-1)) varies with the position",
         )
     deviation = 0.0
@@ -224,9 +223,8 @@ def _relative_rotation(params: SinusoidalParams, served: FloatArray, u: float) -
         f"most {MAX_SHIFTS + 1} rows, else spread geometrically)"
     )
     if not pairs or not len(ks):
-        detail = "does not apply, nothing to rotate: " + (
-            "d_model = 1 has no cosine" if not pairs else "one row"
-        )
+        why = "nothing to rotate: " + ("d_model = 1 has no cosine" if not pairs else "one row")
+        return inapplicable("relative_rotation", "max_abs_error", tolerance, why)
     return Check("relative_rotation", worst <= tolerance, "max_abs_error", worst, tolerance, detail)
 
 
@@ -236,13 +234,11 @@ def _offset_invariant_dot(params: SinusoidalParams, served: FloatArray, u: float
     # Each dot product is within u·d of the exact one; a spread is the difference of two.
     tolerance = 2 * d * (u + _ARITHMETIC)
     if d % 2 and params.convention == "vaswani":
-        return Check(
+        return inapplicable(
             "offset_invariant_dot",
-            True,
             "max_spread_over_p",
-            None,
             tolerance,
-            "does not apply: with an odd d_model the sine-only last column adds "
+            "with an odd d_model the sine-only last column adds "
             "sin(p·ω)·sin((p+k)·ω), which depends on p",
         )
     spread = 0.0
@@ -258,7 +254,7 @@ def _offset_invariant_dot(params: SinusoidalParams, served: FloatArray, u: float
         spread = max(spread, high - low)
     detail = f"PE(p)·PE(p+k) is the same for every p, for {len(ks)} shifts k"
     if not len(ks):
-        detail = "does not apply: one row has no shifts"
+        return inapplicable("offset_invariant_dot", "max_spread_over_p", tolerance, "one row")
     return Check(
         "offset_invariant_dot", spread <= tolerance, "max_spread_over_p", spread, tolerance, detail
     )
@@ -272,13 +268,11 @@ def _frequency_range(params: SinusoidalParams, served: FloatArray, u: float) -> 
     law = params.base ** -_exponents(params)
     n, pairs = len(served), params.d_model // 2
     if not len(law):
-        return Check(
+        return inapplicable(
             "frequency_range",
-            True,
             "max_abs_error",
-            None,
             0.0,
-            "does not apply: this convention has no frequency at d_model = 1 (a zero column)",
+            "this convention has no frequency at d_model = 1 (a zero column)",
         )
     if n >= 2 and pairs:
         deviation = 0.0

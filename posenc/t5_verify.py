@@ -21,6 +21,7 @@ from posenc.verify import (
     Check,
     Report,
     Statistic,
+    inapplicable,
     row_chunks,
 )
 
@@ -115,23 +116,27 @@ def _t5_direction(params: t5.T5Params, by_relative: dict[int, int], n: int) -> C
         half = params.num_buckets // 2
         pairs = [(r, -r) for r in by_relative if r > 0 and -r in by_relative]
         off = sum(int(by_relative[r] != by_relative[m] + half) for r, m in pairs)
+        if n < 2:
+            return inapplicable("symmetric", "mismatches", 0.0, "one position has no r > 0")
         return Check(
             "symmetric",
             off == 0,
             "mismatches",
             float(off),
             0.0,
-            f"bucket(r) = bucket(−r) + {half} for r > 0: the same scale both ways"
-            + ("" if n > 1 else "; does not apply to one position: no r > 0"),
+            f"bucket(r) = bucket(−r) + {half} for r > 0: the same scale both ways",
         )
     future = [b for r, b in by_relative.items() if r > 0]
     off = sum(int(b != 0) for b in future)
+    if n < 2:
+        return inapplicable(
+            "causal", "future_positions_not_in_bucket_0", 0.0, "one position has no later one"
+        )
     return Check(
         "causal",
         off == 0,
         "future_positions_not_in_bucket_0",
         float(off),
         0.0,
-        "unidirectional: every later position j > i falls in bucket 0"
-        + ("" if n > 1 else "; does not apply to one position: no later position"),
+        "unidirectional: every later position j > i falls in bucket 0",
     )

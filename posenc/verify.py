@@ -35,12 +35,20 @@ MAX_SAMPLE = 2**18
 
 @dataclass(frozen=True)
 class Check:
+    """``holds`` is None when the property cannot apply to the parameters (``detail`` says why):
+    never True for a property that was not measured."""
+
     name: str
-    holds: bool
+    holds: bool | None
     statistic: str
     value: float | None
     tolerance: float
     detail: str
+
+
+def inapplicable(name: str, statistic: str, tolerance: float, why: str) -> Check:
+    """A check that cannot apply to these parameters, and the reason."""
+    return Check(name, None, statistic, None, tolerance, f"does not apply: {why}")
 
 
 @dataclass(frozen=True)
@@ -57,7 +65,7 @@ class Report:
 
     @property
     def passed(self) -> bool:
-        return all(check.holds for check in self.checks)
+        return all(check.holds is not False for check in self.checks)
 
 
 def unit_roundoff(dtype: npt.DTypeLike) -> float:
@@ -232,16 +240,18 @@ class PairwiseFigures:
         return cls(repeated, distance, positions_of, None if exact else band, mean, error)
 
     def unique_positions(self) -> Check:
+        if self.repeated is None:
+            return inapplicable(
+                "unique_positions", "repeated_rows", 0.0, "a single row has no pairs"
+            )
         return Check(
             "unique_positions",
-            self.repeated is None or self.repeated == 0,
+            self.repeated == 0,
             "repeated_rows",
-            None if self.repeated is None else float(self.repeated),
+            float(self.repeated),
             0.0,
             "no two positions of the table share an encoding: every row compared by value "
-            "with every other (hashed, then equal hashes compared exactly)"
-            if self.repeated is not None
-            else "does not apply: a single row has no pairs",
+            "with every other (hashed, then equal hashes compared exactly)",
         )
 
     def statistics(self) -> list[Statistic]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 import time
 import tracemalloc
 from collections.abc import AsyncIterator, Callable
@@ -422,3 +423,30 @@ def test_chunked_bodies_keep_only_what_they_turned_out_to_need() -> None:
     assert time.monotonic() - begun < 2  # nobody waited for memory
     budget = app.state.budget
     assert (budget.held, budget.admitted) == (0, 0)
+
+
+@pytest.mark.parametrize("shape", ["0", "4,0", "0,8"])
+def test_an_empty_dimension_is_refused_by_the_rule_the_header_states(
+    client: Client, shape: str
+) -> None:
+    """The schema of X-Array-Shape says every size is ≥ 1, and the refusal names the header
+    (it was an about:blank refusal of a header the schema allowed)."""
+    document = client.get("/openapi.json").json()
+    [header] = [
+        p
+        for p in document["paths"]["/v1/sinusoidal/verify"]["post"]["parameters"]
+        if p["name"] == "X-Array-Shape"
+    ]
+    assert not re.fullmatch(header["schema"]["pattern"], shape)
+    assert re.fullmatch(header["schema"]["pattern"], "4,8")
+    response = client.post(
+        "/v1/sinusoidal/verify?d_model=8",
+        content=b"",
+        headers={
+            "Content-Type": "application/octet-stream",
+            "X-Array-Shape": shape,
+            "X-Array-Dtype": "float32",
+        },
+    )
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"][-1] == "X-Array-Shape"

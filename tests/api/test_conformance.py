@@ -248,3 +248,28 @@ def test_the_position_axis_does_not_depend_on_coincident_lengths(
     assert len(report["error_by_position"]) == seq_len
     assert report["first_bad_position"] == offset + bad_row[1]
     assert report["conforms"] is False
+
+
+def test_the_gets_seq_len_may_come_along_and_must_then_be_the_bodys_rows(client: Client) -> None:
+    """A client sends the query it used for the GET: its seq_len is taken when it is the body's
+    rows, and named as inconsistent when it is not (API.md §2)."""
+    served = table(SinusoidalParams(d_model=8), 16, 0, "float32")
+    same = client.post("/v1/sinusoidal/verify?d_model=8&seq_len=16", **npy_body(served))
+    assert same.status_code == 200
+    assert same.json()["conforms"] is True and same.json()["params"]["seq_len"] == 16
+    other = client.post("/v1/sinusoidal/verify?d_model=8&seq_len=17", **npy_body(served))
+    assert other.status_code == 422
+    problem = other.json()
+    assert problem["type"] == "urn:posenc:problem:inconsistent-parameters"
+    assert problem["errors"][0]["loc"][-1] == "seq_len"
+    assert "16 rows" in problem["detail"]
+
+
+def test_an_array_without_rows_takes_no_seq_len(client: Client) -> None:
+    slopes = client.get("/v1/alibi/table?num_heads=4&seq_len=1&component=slopes&format=npy")
+    body = {"content": slopes.content, "headers": {"Content-Type": "application/x-npy"}}
+    plain = client.post("/v1/alibi/verify?num_heads=4&component=slopes", **body)
+    assert plain.status_code == 200 and plain.json()["conforms"] is True
+    given = client.post("/v1/alibi/verify?num_heads=4&component=slopes&seq_len=8", **body)
+    assert given.status_code == 422
+    assert given.json()["errors"][0]["loc"][-1] == "seq_len"

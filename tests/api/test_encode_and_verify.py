@@ -99,6 +99,8 @@ def test_verify_says_why_odd_d_model_has_no_constant_norm(client: Client) -> Non
     report = client.get("/v1/verify?d_model=7&seq_len=16").json()
     checks = {c["name"]: c for c in report["checks"]}
     for name in ("constant_norm", "offset_invariant_dot"):
+        # Not measured, so neither true nor false (API.md §2): null, with the reason.
+        assert checks[name]["holds"] is None
         assert checks[name]["value"] is None
         assert checks[name]["detail"].startswith("does not apply")
         assert "odd d_model" in checks[name]["detail"]

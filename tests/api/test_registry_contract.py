@@ -122,7 +122,7 @@ def _assert_rounded_once(single: np.ndarray[Any, Any], exact: np.ndarray[Any, An
 
 
 def _assert_verify_passes(scheme: Scheme, report: dict[str, Any]) -> None:
-    failing = [check for check in report["checks"] if not check["holds"]]
+    failing = [check for check in report["checks"] if check["holds"] is False]
     for check in report["checks"]:
         if check["value"] is None:
             assert "does not apply" in check["detail"], check

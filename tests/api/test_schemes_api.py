@@ -53,7 +53,7 @@ BASELINES = ("index", "normalized", "binary")
 def test_every_scheme_passes_its_verify(client: Client, name: str) -> None:
     report = client.get(f"/v1/verify?{QUERIES[name]}").json()
     assert report["checks"]
-    failing = [check for check in report["checks"] if not check["holds"]]
+    failing = [check for check in report["checks"] if check["holds"] is False]
     assert failing == []
     assert report["passed"] is True
 
@@ -107,7 +107,7 @@ def test_float32_rounding_holds_the_readme_bound_of_half_an_ulp_and_2_to_the_min
 )
 def test_teaching_baselines_show_what_they_lack(client: Client, name: str, fails: set[str]) -> None:
     report = client.get(f"/v1/verify?{QUERIES[name]}").json()
-    failing = {check["name"] for check in report["checks"] if not check["holds"]}
+    failing = {check["name"] for check in report["checks"] if check["holds"] is False}
     assert failing == fails
     assert report["passed"] is False
 
@@ -135,7 +135,27 @@ def test_similarity_to_a_reference_is_that_row_of_the_matrix(
 def test_a_grid_reference_outside_the_grid_is_named(client: Client) -> None:
     response = client.get(f"/v1/similarity?{QUERIES['sinusoidal2d']}&reference=6")
     assert response.status_code == 422
-    assert response.json()["errors"][0]["loc"][-1] == "reference"
+    problem = response.json()
+    assert problem["errors"][0]["loc"][-1] == "reference"
+    # In its schema's range, so not a malformed request: two parameters that disagree.
+    assert problem["type"] == "urn:posenc:problem:inconsistent-parameters"
+
+
+def test_every_listed_parameter_type_is_the_one_its_schema_states(client: Client) -> None:
+    """/v1/schemes and the OpenAPI document describe each parameter alike (a ``Literal`` whose
+    spelling held "int" was once listed as an integer)."""
+    document = client.get("/openapi.json").json()
+    json_type = {"boolean": "boolean", "integer": "integer", "number": "number", "string": "string"}
+    for scheme in client.get("/v1/schemes").json()["schemes"]:
+        operation = document["paths"][f"/v1/{scheme['name']}/table"]["get"]
+        schemas = {p["name"]: p["schema"] for p in operation["parameters"]}
+        for parameter in scheme["parameters"]:
+            options = schemas[parameter["name"]].get("anyOf", [schemas[parameter["name"]]])
+            stated = {o["type"] for o in options if o.get("type") not in (None, "null")}
+            if stated == {"array"}:
+                items = {o["items"]["type"] for o in options if o.get("type") == "array"}
+                stated = {f"{json_type[t]} list" for t in items}
+            assert stated == {parameter["type"]}, (scheme["name"], parameter["name"])
 
 
 @pytest.mark.parametrize("name", ["alibi", "t5"])
