@@ -15,10 +15,9 @@ from posenc.cli import Refused, url_param
 from posenc.cli.schemes import (
     CommaList,
     SchemeGroup,
-    config_param,
+    component_options,
     given,
     scheme_options,
-    takes_config,
 )
 
 _NPY_MAGIC = b"\x93NUMPY"
@@ -29,17 +28,8 @@ def _command(scheme: Any) -> click.Command:
     options: list[click.Parameter] = [
         click.Argument(["cache"], type=click.Path(exists=True, dir_okay=False)),
         *scheme_options(scheme),
+        *component_options(scheme, "which array CACHE holds"),
     ]
-    if scheme.components:
-        options.append(
-            click.Option(
-                ["--component"],
-                type=click.Choice(scheme.components),
-                help=f"which array CACHE holds [default: {scheme.components[0]}]",
-            )
-        )
-    if takes_config(scheme):
-        options.append(config_param())
     options += [
         click.Option(
             ["--offset"],

@@ -93,6 +93,23 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
+def component_options(scheme: Any, what: str) -> list[click.Parameter]:
+    """``--component`` where the scheme has several arrays (``what`` says what it picks), and
+    ``--config`` where it reads a model's config.json."""
+    options: list[click.Parameter] = []
+    if scheme.components:
+        options.append(
+            click.Option(
+                ["--component"],
+                type=click.Choice(scheme.components),
+                help=f"{what} [default: {scheme.components[0]}]",
+            )
+        )
+    if takes_config(scheme):
+        options.append(config_param())
+    return options
+
+
 def config_param() -> click.Option:
     return click.Option(
         ["--config"],

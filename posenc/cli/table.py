@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from posenc.cli import url_param
-from posenc.cli.schemes import SchemeGroup, config_param, given, scheme_options, takes_config
+from posenc.cli.schemes import SchemeGroup, component_options, given, scheme_options
 from posenc.cli.write import FORMATS, destination, format_of, progress, write
 
 
@@ -22,14 +22,6 @@ def _command(scheme: Any) -> click.Command:
             click.Option(["--seq-len"], type=click.IntRange(min=1), help="positions [required]"),
             click.Option(["--offset"], type=click.IntRange(min=0), default=0, show_default=True),
         ]
-    if scheme.components:
-        options.append(
-            click.Option(
-                ["--component"],
-                type=click.Choice(scheme.components),
-                help=f"which of the scheme's arrays [default: {scheme.components[0]}]",
-            )
-        )
     if scheme.dtypes is not None:
         options.append(
             click.Option(
@@ -38,8 +30,7 @@ def _command(scheme: Any) -> click.Command:
                 help=f"computed exactly, rounded once [default: {scheme.dtypes[0]}]",
             )
         )
-    if takes_config(scheme):
-        options.append(config_param())
+    options += component_options(scheme, "which of the scheme's arrays")
     options += [
         click.Option(
             ["-o", "--output"],
