@@ -10,7 +10,7 @@ is left is a fraction of a turn accurate to ~2^-76 absolute, which is folded int
 around the nearest multiple of π/2, where sine and cosine are well conditioned.
 
 Error budget for an integer position ``p < 2^31`` (|angle| up to ~2^31 rad):
-- ``nu`` to 2^-106 relative (computed with :mod:`decimal` at 60 digits) → 2^-78 turns;
+- ``nu`` to 2^-106 relative (the nearest double-double, :mod:`posenc.doubledouble`) → 2^-78 turns;
 - ``p · nu_lo`` rounded once → 2^-78 turns;
 - the reduced angle ``a`` (|a| ≤ π/4) as a double-double → its own rounding error ~2^-104·|a|;
 - ``sin``/``cos`` of the leading double from NumPy (≤ 1 ulp), corrected to first order by the
@@ -30,14 +30,15 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
+from posenc import doubledouble
 from posenc.cancel import checkpoint
 from posenc.errors import ParameterError
 
 Float64Array = npt.NDArray[np.float64]
 
-# Digits for the frequencies: 106 bits of a double-double need ~32 decimal digits; the extra ones
-# absorb the rounding of 2^15 successive products in :func:`geometric_turns`.
-_DIGITS = 60
+# Digits of the decimal scalars behind the frequencies (π, logarithms): far more than the ~150
+# bits of the triple-doubles they start.
+_DIGITS = doubledouble.DIGITS
 # Veltkamp's constant splits a double into two halves of at most 26 significant bits.
 _SPLITTER = float(2**27 + 1)
 # Position 2^31 is excluded by the API; below it positions are exact integers in float64 and
@@ -74,6 +75,12 @@ def decimal_pi() -> Decimal:
         return +s
 
 
+@lru_cache(maxsize=1)
+def _per_turn() -> Decimal:
+    with localcontext(prec=_DIGITS):
+        return 1 / (2 * decimal_pi())
+
+
 @dataclass(frozen=True, eq=False)
 class Turns:
     """Frequencies in turns per position as double-doubles, ready for exact products.
@@ -89,15 +96,13 @@ class Turns:
     radians: Float64Array
 
     @classmethod
-    def from_decimals(cls, radians: list[Decimal]) -> Turns:
-        checkpoint()
-        with localcontext(prec=_DIGITS):
-            per_turn = 1 / (2 * decimal_pi())
-            turns = [w * per_turn for w in radians]
-            hi = np.array([float(t) for t in turns])
-            lo = np.array([float(t - Decimal(h)) for t, h in zip(turns, hi.tolist(), strict=True)])
+    def from_rows(cls, rows: doubledouble.Triple) -> Turns:
+        """From the frequencies in radians (row 0) and in turns (row 1) as triple-doubles:
+        ``hi`` and ``lo`` are the nearest doubles to the turns and to their rest, ``radians``
+        the nearest double to the radians."""
+        hi, lo = doubledouble.double_double(doubledouble.take(rows, 1))
         hi_a, hi_b = _split(hi)
-        arrays = (hi, lo, hi_a, hi_b, np.array([float(w) for w in radians]))
+        arrays = (hi, lo, hi_a, hi_b, doubledouble.rounded(doubledouble.take(rows, 0)))
         for array in arrays:
             array.flags.writeable = False
         return cls(*arrays)
@@ -109,25 +114,27 @@ class Turns:
 def geometric_turns(base: float, exponent_step: Decimal, count: int) -> Turns:
     """Frequencies ``base ** (-exponent_step · i)`` for ``i = 0 … count-1``, in turns.
 
+    ``exponent_step`` must hold 60 digits (a ratio divided at decimal's default 28 digits
+    costs ~2^-93 relative at the widest table, where 2^-104 is needed).
+
     >>> t = geometric_turns(10000.0, Decimal(2) / 4, 2)
     >>> t.radians.tolist()
     [1.0, 0.01]
     """
-    return Turns.from_decimals(geometric(Decimal(base), exponent_step, count))
-
-
-def geometric(base: Decimal, exponent_step: Decimal, count: int) -> list[Decimal]:
-    """``base ** (-exponent_step · i)`` for ``i = 0 … count-1``: one exp, then a product a
-    frequency (an exp each costs ~50× more). Each product adds a relative error of at most
-    10^-59, so even 32768 of them stay far below the 2^-106 that :class:`Turns` keeps."""
+    checkpoint()
     with localcontext(prec=_DIGITS):
-        ratio = (-exponent_step * base.ln()).exp()
-        powers = [Decimal(1)]
-        for i in range(1, count):
-            if i % 4096 == 0:
-                checkpoint()  # ~2 ms between checks
-            powers.append(powers[-1] * ratio)
-    return powers[:count]
+        log_base = Decimal(base).ln()
+    return Turns.from_rows(radians_and_turns(log_base, exponent_step, count))
+
+
+def radians_and_turns(
+    log_base: Decimal, exponent_step: Decimal, count: int, scale: Decimal = Decimal(1)
+) -> doubledouble.Triple:
+    """``scale · base^(-exponent_step · i)`` in radians (row 0) and in turns per position
+    (row 1), as triple-doubles ``(2, count)`` (:func:`posenc.doubledouble.geometric`)."""
+    with localcontext(prec=_DIGITS):
+        scales = [scale, scale * _per_turn()]
+    return doubledouble.geometric(log_base, exponent_step, count, scales)
 
 
 def _split(x: Float64Array) -> tuple[Float64Array, Float64Array]:

@@ -3,8 +3,8 @@
 Pair ``i`` of a ``d_model``-wide head is rotated by ``pos · ω_i`` with ``ω_i = base^(-2i/d)``
 before scaling. ``interleaved`` rotates pairs ``(2i, 2i+1)`` (RoFormer, GPT-J); ``split`` rotates
 ``(i, i + d/2)`` (Hugging Face ``rotate_half``). The scalings follow the rope initialisation of
-Hugging Face transformers — same parameters, defaults and results — but evaluated at 60 digits
-rather than in float32:
+Hugging Face transformers — same parameters, defaults and results — but evaluated exactly
+(scalars at 60 digits, each frequency in triple-doubles, rounded once) rather than in float32:
 
 - ``linear``: ``ω_i / factor``;
 - ``dynamic`` (NTK-aware): base becomes ``base · (factor·L/L₀ − (factor−1))^(d/(d−2))`` once the
@@ -32,10 +32,12 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc import costs, framework, kernels
+from posenc import doubledouble as dd
+from posenc.cancel import checkpoint
 from posenc.cost import Cost
 from posenc.declare import check_ranges, param
 from posenc.errors import InconsistentError
-from posenc.exact import Turns, consecutive_positions, decimal_pi, geometric, sincos
+from posenc.exact import Turns, consecutive_positions, radians_and_turns, sincos
 from posenc.rotation import fill_consecutive
 
 Layout = Literal["interleaved", "split"]
@@ -163,30 +165,50 @@ class RopeParams:
 _TAKES_ANY = frozenset().union(*_TAKES.values())
 
 
+def frequencies(params: RopeParams, seq_len: int) -> tuple[Turns, float]:
+    """:func:`scaled` from its cache whatever the rows: only ``dynamic`` (past the trained
+    context) and ``longrope`` (on either side of it) read the sequence length, so a new offset
+    or ``seq_len`` recomputes nothing for the other scalings."""
+    original = params.original_max_position_embeddings or 0
+    if params.scaling == "dynamic":
+        length = max(seq_len, original)
+    elif params.scaling == "longrope":
+        length = original + 1 if seq_len > original else 1
+    else:
+        length = 1
+    return scaled(params, length)
+
+
 # Bounded small: a d_model of 65536 holds ~1.3 MB of frequencies per entry.
 @lru_cache(maxsize=16)
 def scaled(params: RopeParams, seq_len: int) -> tuple[Turns, float]:
     """The effective frequencies (exact) and the attention factor, for sequences up to ``seq_len``.
 
+    Scalars (logarithms, the scalings' constants) at 60 digits, the frequencies themselves in
+    triple-doubles (:mod:`posenc.doubledouble`), rounded once to the served doubles.
+
     >>> turns, factor = scaled(RopeParams(d_model=4, scaling="linear", factor=2.0), 1)
     >>> turns.radians.tolist(), factor
     ([0.5, 0.005], 1.0)
     """
+    checkpoint()
+    h = params.d_model // 2
     with localcontext(prec=60):
         base = Decimal(params.base)
-        if params.scaling == "dynamic":
+        if params.scaling == "dynamic" and params.d_model > 2:  # d = 2: the one frequency is 1
             base = _dynamic_base(params, seq_len)
-        omega = geometric(base, Decimal(2) / Decimal(params.d_model), params.d_model // 2)
-        attention = 1.0
-        if params.scaling == "linear":
-            omega = [w / Decimal(params.factor) for w in omega]  # type: ignore[arg-type]
-        elif params.scaling == "yarn":
-            omega, attention = _yarn(params, omega)
-        elif params.scaling == "llama3":
-            omega = _llama3(params, omega)
-        elif params.scaling == "longrope":
-            omega, attention = _longrope(params, omega, seq_len)
-    return Turns.from_decimals(omega), attention
+        scale = 1 / Decimal(params.factor) if params.scaling == "linear" else Decimal(1)  # type: ignore[arg-type]
+        rows = radians_and_turns(base.ln(), Decimal(2) / Decimal(params.d_model), h, scale)
+    attention = 1.0
+    if params.scaling == "yarn":
+        gain, attention = _yarn(params, h)
+        rows = dd.multiply(rows, gain)
+    elif params.scaling == "llama3":
+        rows = dd.multiply(rows, _llama3(params, dd.take(rows, 1)))
+    elif params.scaling == "longrope":
+        extension, attention = _longrope(params, seq_len)
+        rows = dd.divide(rows, extension)
+    return Turns.from_rows(rows), attention
 
 
 def _dynamic_base(params: RopeParams, seq_len: int) -> Decimal:
@@ -198,7 +220,13 @@ def _dynamic_base(params: RopeParams, seq_len: int) -> Decimal:
     return Decimal(params.base) * (d / (d - 2) * growth.ln()).exp()
 
 
-def _yarn(params: RopeParams, omega: list[Decimal]) -> tuple[list[Decimal], float]:
+def _constant(value: Decimal, count: int) -> dd.Triple:
+    limbs = dd.triples([value])
+    return tuple(np.repeat(limb, count) for limb in limbs)  # type: ignore[return-value]
+
+
+def _yarn(params: RopeParams, h: int) -> tuple[dd.Triple, float]:
+    """The factor of each frequency, ``ramp/factor + (1 − ramp)``, and the attention factor."""
     factor = params.factor
     assert factor is not None and params.original_max_position_embeddings is not None
     beta_fast = params.beta_fast or 32.0
@@ -215,59 +243,86 @@ def _yarn(params: RopeParams, omega: list[Decimal]) -> tuple[list[Decimal], floa
     low, high = max(low, 0), min(high, d - 1)
     if low == high:
         high += 0.001  # transformers' guard against a zero-width ramp
-    result = []
-    for i, w in enumerate(omega):
-        ramp = min(
-            max((Decimal(i) - Decimal(low)) / (Decimal(high) - Decimal(low)), Decimal(0)),
-            Decimal(1),
-        )
-        # ramp = 0 keeps ω (extrapolation), ramp = 1 takes ω/factor (interpolation).
-        result.append(w / Decimal(factor) * ramp + w * (1 - ramp))
+    # ramp = 0 keeps ω (extrapolation), ramp = 1 takes ω/factor (interpolation); between,
+    # 1 − ramp·(1 − 1/factor) with ramp = (i − low)/(high − low).
+    index = np.arange(h, dtype=np.float64)
+    with localcontext(prec=60):
+        inverse = 1 / Decimal(factor)
+        slope = (1 - inverse) / (Decimal(high) - Decimal(low))
+    gain = _constant(Decimal(1), h)
+    # The ramp clips at 0 on low's side and at 1 on high's, whichever way round they lie (a
+    # base near 1 sends both ends past d − 1 and the clipped low above the high).
+    if high > low:
+        interpolated, between = index >= high, (index > low) & (index < high)
+    else:
+        interpolated, between = index <= high, (index < low) & (index > high)
+    for limb, value in zip(gain, dd.triples([inverse]), strict=True):
+        limb[interpolated] = value[0]
+    if between.any():
+        # i − low is exact as a double-double; the ramp's product in triple-doubles.
+        difference = dd.two_sum(index[between], np.full(int(between.sum()), -float(low)))
+        ramp = dd.multiply((*difference, np.zeros_like(difference[0])), dd.triples([slope]))
+        ones = _constant(Decimal(1), len(ramp[0]))
+        blended = dd.add(ones, (-ramp[0], -ramp[1], -ramp[2]))
+        for limb, value in zip(gain, blended, strict=True):
+            limb[between] = value
     attention = params.attention_factor
     if attention is None:
         if params.mscale and params.mscale_all_dim:
             attention = _mscale(factor, params.mscale) / _mscale(factor, params.mscale_all_dim)
         else:
             attention = _mscale(factor, 1.0)
-    return result, attention
+    return gain, attention
 
 
 def _mscale(scale: float, mscale: float) -> float:
     return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
 
 
-def _llama3(params: RopeParams, omega: list[Decimal]) -> list[Decimal]:
-    factor = Decimal(params.factor)  # type: ignore[arg-type]
-    low_factor = Decimal(params.low_freq_factor if params.low_freq_factor is not None else 1.0)
-    high_factor = Decimal(params.high_freq_factor if params.high_freq_factor is not None else 4.0)
-    original = Decimal(params.original_max_position_embeddings or 8192)
-    low_wavelength, high_wavelength = original / low_factor, original / high_factor
-    two_pi = 2 * decimal_pi()
-    result = []
-    for w in omega:
-        wavelength = two_pi / w
-        if wavelength < high_wavelength:
-            result.append(w)
-        elif wavelength > low_wavelength:
-            result.append(w / factor)
-        else:
-            smooth = (original / wavelength - low_factor) / (high_factor - low_factor)
-            result.append((1 - smooth) * w / factor + smooth * w)
-    return result
+def _llama3(params: RopeParams, turns: dd.Triple) -> dd.Triple:
+    """The factor of each frequency: 1 for wavelengths ``2π/ω`` below ``L₀/high_freq_factor``
+    (that is ``ν = ω/2π`` above ``high_freq_factor/L₀``), ``1/factor`` above
+    ``L₀/low_freq_factor``, and ``1/factor + smooth·(1 − 1/factor)`` between, with
+    ``smooth = (L₀·ν − low_freq_factor)/(high_freq_factor − low_freq_factor)``."""
+    low_factor = params.low_freq_factor if params.low_freq_factor is not None else 1.0
+    high_factor = params.high_freq_factor if params.high_freq_factor is not None else 4.0
+    original = params.original_max_position_embeddings or 8192
+    h = len(turns[0])
+    with localcontext(prec=60):
+        inverse = 1 / Decimal(params.factor)  # type: ignore[arg-type]
+        above = dd.triples([Decimal(high_factor) / original])
+        below = dd.triples([Decimal(low_factor) / original])
+    keep = dd.greater(turns, above)
+    divide = ~keep & dd.greater(below, turns)
+    between = ~keep & ~divide
+    gain = _constant(Decimal(1), h)
+    for limb, value in zip(gain, dd.triples([inverse]), strict=True):
+        limb[divide] = value[0]
+    if between.any():
+        with localcontext(prec=60):
+            slope = (1 - inverse) / (Decimal(high_factor) - Decimal(low_factor))
+        count = int(between.sum())
+        scaled_turns = dd.multiply(
+            dd.take(turns, between), dd.exact(np.full(count, float(original)))
+        )
+        offset = dd.add(scaled_turns, dd.exact(np.full(count, -low_factor)))
+        smooth = dd.multiply(offset, dd.triples([slope]))
+        blended = dd.add(smooth, _constant(inverse, count))
+        for limb, value in zip(gain, blended, strict=True):
+            limb[between] = value
+    return gain
 
 
-def _longrope(
-    params: RopeParams, omega: list[Decimal], seq_len: int
-) -> tuple[list[Decimal], float]:
+def _longrope(params: RopeParams, seq_len: int) -> tuple[npt.NDArray[np.float64], float]:
+    """The divisor of each frequency and the attention factor."""
     original = params.original_max_position_embeddings
     assert original is not None and params.short_factor and params.long_factor
     ext = params.long_factor if seq_len > original else params.short_factor
-    result = [w / Decimal(e) for w, e in zip(omega, ext, strict=True)]
     attention = params.attention_factor
     if attention is None:
         factor = params.factor or 1.0
         attention = 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(original))
-    return result, attention
+    return np.array(ext, dtype=np.float64), attention
 
 
 def sequence_length(positions: npt.NDArray[np.int64]) -> int:
@@ -305,7 +360,7 @@ def encode(
 def _encode_exact(
     params: RopeParams, positions: npt.NDArray[np.int64], dtype: str, component: str
 ) -> npt.NDArray[np.floating]:
-    turns, attention = scaled(params, sequence_length(positions))
+    turns, attention = frequencies(params, sequence_length(positions))
     if component == "inv_freq":
         return turns.radians.astype(dtype)
     if component == "angle":
@@ -350,7 +405,7 @@ def table(
     positions = consecutive_positions(seq_len, offset)
     if params.recipe != "exact" or not _compiled(component, dtype):
         return encode(params, positions, dtype, component)
-    turns, attention = scaled(params, offset + seq_len)
+    turns, attention = frequencies(params, offset + seq_len)
     sin_plane, cos_plane = _TABLES[component]
     out = np.empty((2 if component == "cos_sin" else 1, seq_len, params.d_model), dtype=dtype)
     mode = kernels.ROPE_SPLIT if params.layout == "split" else kernels.ROPE_INTERLEAVED
@@ -361,8 +416,9 @@ def table(
     return result
 
 
-# Bytes and work of the 60-digit frequencies (a decimal exp each) when they are not cached.
-_FREQUENCY_COST = Cost(bytes=1024, work=30_000)
+# Bytes and work of the frequencies (posenc.doubledouble) when they are not cached: measured
+# 260-425 bytes at the peak (yarn and llama3 blend in triple-doubles too).
+_FREQUENCY_COST = Cost(bytes=1024, work=5_000)
 
 
 def table_cost(
@@ -396,7 +452,7 @@ def table_reference(
     positions = consecutive_positions(seq_len, offset)
     if np.dtype(dtype) == np.float64 or component not in _TABLES:
         return _encode_exact(params, positions, dtype, component)
-    turns, attention = scaled(params, offset + seq_len)
+    turns, attention = frequencies(params, offset + seq_len)
     half = np.empty((2, seq_len, len(turns)))  # sin, cos
 
     def place_rows(start: int, rows: npt.NDArray[np.float64]) -> None:
@@ -432,7 +488,7 @@ def rotate(
     if params.recipe == "framework":
         cos_sin = framework.rope_encode(params, positions, "float64", "cos_sin")
         return rotate_with(params.layout, vectors, cos_sin[0], cos_sin[1])
-    turns, attention = scaled(params, sequence_length(positions))
+    turns, attention = frequencies(params, sequence_length(positions))
     sin, cos = sincos(positions, turns)
     cos, sin = _expand(cos * attention, params.layout), _expand(sin * attention, params.layout)
     return rotate_with(params.layout, vectors, cos, sin)
@@ -459,7 +515,7 @@ def cost(params: Any, count: int, dtype: str, component: str) -> Cost:
     ``count·d_model`` at the peak): whichever costs more. The frequencies alone (``inv_freq``)
     cost nothing that grows with ``count``."""
     if component == "inv_freq":
-        return Cost(params.d_model * 16 + costs.SCRATCH, params.d_model * 30_000)
+        return Cost(params.d_model * 16 + costs.SCRATCH, params.d_model * _FREQUENCY_COST.work)
     pairs = count * params.d_model
     listed = Cost(pairs * 80 + costs.SCRATCH, pairs * costs.TRANSCENDENTAL)
     return costs.larger(table_cost(params, count, dtype, component), listed)
@@ -468,6 +524,6 @@ def cost(params: Any, count: int, dtype: str, component: str) -> Cost:
 def magnitude(params: RopeParams, first: int, last: int, component: str) -> float:
     """The largest |value| of ``component`` for positions up to ``last``: the attention factor
     for cos and sin, the largest frequency, or the largest angle (``last`` times it)."""
-    turns, attention = scaled(params, last + 1)
+    turns, attention = frequencies(params, last + 1)
     top = float(turns.radians.max())
     return {"inv_freq": top, "angle": last * top}.get(component, attention)

@@ -1,0 +1,224 @@
+"""The frequencies against mpmath at 250 bits: random bases and widths, every rope scaling.
+
+Each served frequency is a float64 in radians, which must be the correctly rounded exact value,
+and a double-double ``hi + lo`` in turns per position, which the exact angle reduction needs
+within 2^-104 relative (``hi`` correctly rounded, ``lo`` the correctly rounded rest).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import mpmath
+import numpy as np
+import pytest
+
+from posenc import rope, sinusoidal
+from posenc.exact import Turns
+from posenc.rope import RopeParams
+
+mpmath.mp.prec = 250
+RNG_SEEDS = range(6)
+
+
+def _base(rng: np.random.Generator) -> float:
+    # Bases from just above 1 to the largest allowed, spread in log-log.
+    return float(1 + 10 ** rng.uniform(-6, 12))
+
+
+def _width(rng: np.random.Generator) -> int:
+    return int(2 * rng.integers(1, 600))
+
+
+def _assert_exact(turns: Turns, omega: list[Any]) -> None:
+    assert len(turns) == len(omega)
+    for i, w in enumerate(omega):
+        nu = w / (2 * mpmath.pi)
+        assert turns.radians[i] == float(w), (i, turns.radians[i], w)
+        hi, lo = mpmath.mpf(float(turns.hi[i])), mpmath.mpf(float(turns.lo[i]))
+        assert turns.hi[i] == float(nu), (i, turns.hi[i], nu)
+        assert abs(hi + lo - nu) <= nu * mpmath.mpf(2) ** -104, (i, hi + lo - nu)
+        assert turns.lo[i] == float(nu - hi), (i, turns.lo[i], nu - hi)
+
+
+def _omega(base: Any, d: int) -> list[Any]:
+    return [mpmath.power(base, -mpmath.mpf(2 * i) / d) for i in range(d // 2)]
+
+
+@pytest.mark.parametrize("seed", RNG_SEEDS)
+def test_sinusoid_frequencies_are_correctly_rounded_for_random_bases_and_widths(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    base, d = _base(rng), int(rng.integers(1, 1200))
+    sinusoidal.frequencies.cache_clear()
+    omega = [mpmath.power(base, -mpmath.mpf(2 * i) / d) for i in range((d + 1) // 2)]
+    _assert_exact(sinusoidal.frequencies(d, base), omega)
+    h = max(d // 2, 2)
+    steps = max(h - 1, 1)
+    omega = [mpmath.power(base, -mpmath.mpf(i) / steps) for i in range(h)]
+    _assert_exact(sinusoidal.frequencies(2 * h, base, "fairseq"), omega)
+
+
+def _yarn(params: RopeParams, omega: list[Any]) -> list[Any]:
+    d, original, factor = params.d_model, params.original_max_position_embeddings, params.factor
+    assert original is not None and factor is not None
+
+    def correction_dim(rotations: float) -> float:  # float64, as transformers decides the ends
+        return d * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(params.base))
+
+    low, high = correction_dim(params.beta_fast or 32.0), correction_dim(params.beta_slow or 1.0)
+    if params.truncate is not False:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, d - 1)
+    if low == high:
+        high += 0.001
+    result = []
+    for i, w in enumerate(omega):
+        ramp = min(max((i - mpmath.mpf(low)) / (mpmath.mpf(high) - low), 0), 1)
+        result.append(w / factor * ramp + w * (1 - ramp))
+    return result
+
+
+def _llama3(params: RopeParams, omega: list[Any]) -> list[Any]:
+    factor = mpmath.mpf(params.factor)
+    low = mpmath.mpf(params.low_freq_factor or 1.0)
+    high = mpmath.mpf(params.high_freq_factor or 4.0)
+    original = mpmath.mpf(params.original_max_position_embeddings or 8192)
+    result = []
+    for w in omega:
+        wavelength = 2 * mpmath.pi / w
+        if wavelength < original / high:
+            result.append(w)
+        elif wavelength > original / low:
+            result.append(w / factor)
+        else:
+            smooth = (original / wavelength - low) / (high - low)
+            result.append((1 - smooth) * w / factor + smooth * w)
+    return result
+
+
+def _expected(params: RopeParams, seq_len: int) -> list[Any]:
+    d = params.d_model
+    if params.scaling == "dynamic" and d > 2:  # d = 2 has the one frequency 1, whatever the base
+        factor = mpmath.mpf(params.factor)
+        original = mpmath.mpf(params.original_max_position_embeddings)
+        growth = factor * max(seq_len, original) / original - (factor - 1)
+        base = params.base * mpmath.power(growth, mpmath.mpf(d) / (d - 2))
+        return _omega(base, d)
+    omega = _omega(mpmath.mpf(params.base), d)
+    if params.scaling == "linear":
+        return [w / params.factor for w in omega]
+    if params.scaling == "yarn":
+        return _yarn(params, omega)
+    if params.scaling == "llama3":
+        return _llama3(params, omega)
+    if params.scaling == "longrope":
+        assert params.original_max_position_embeddings is not None
+        long = seq_len > params.original_max_position_embeddings
+        ext = params.long_factor if long else params.short_factor
+        return [w / e for w, e in zip(omega, ext, strict=True)]  # type: ignore[arg-type]
+    return omega
+
+
+def _random_params(scaling: str, rng: np.random.Generator) -> RopeParams:
+    d = _width(rng)
+    base = _base(rng)
+    original = int(rng.integers(16, 65536))
+    factor = float(rng.choice([0.5, 2.0, 4.0, 8.0, 32.0, float(rng.uniform(1, 64))]))
+    extra: dict[str, Any] = {}
+    if scaling == "none":
+        return RopeParams(d_model=d, base=base)
+    if scaling == "linear":
+        extra = {"factor": factor}
+    elif scaling in ("dynamic", "yarn"):
+        extra = {"factor": factor, "original_max_position_embeddings": original}
+        if scaling == "yarn":
+            extra["truncate"] = bool(rng.integers(2))
+            extra["beta_fast"] = float(rng.uniform(2, 64))
+    elif scaling == "llama3":
+        low = float(rng.uniform(0.5, 2))
+        extra = {
+            "factor": factor,
+            "original_max_position_embeddings": original,
+            "low_freq_factor": low,
+            "high_freq_factor": low * float(rng.uniform(1.5, 8)),
+        }
+        # A base and context whose wavelengths fall on both sides of the smoothing band.
+        base = float(rng.uniform(1e4, 1e6))
+    else:
+        extra = {
+            "original_max_position_embeddings": original,
+            "short_factor": tuple(float(x) for x in rng.uniform(0.5, 2, d // 2)),
+            "long_factor": tuple(float(x) for x in rng.uniform(1, 64, d // 2)),
+        }
+    return RopeParams(d_model=d, base=base, scaling=scaling, **extra)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seed", RNG_SEEDS)
+@pytest.mark.parametrize("scaling", ["none", "linear", "dynamic", "yarn", "llama3", "longrope"])
+def test_rope_frequencies_are_correctly_rounded_under_every_scaling(
+    scaling: str, seed: int
+) -> None:
+    rng = np.random.default_rng([seed, len(scaling)])
+    params = _random_params(scaling, rng)
+    original = params.original_max_position_embeddings or 8192
+    for seq_len in (1, original + int(rng.integers(1, 10**6))):
+        rope.scaled.cache_clear()
+        turns, _ = rope.frequencies(params, seq_len)
+        _assert_exact(turns, _expected(params, seq_len))
+
+
+def test_llama3_frequencies_cover_all_three_bands() -> None:
+    params = RopeParams(
+        d_model=128,
+        base=500000.0,
+        scaling="llama3",
+        factor=8.0,
+        original_max_position_embeddings=8192,
+    )
+    turns, _ = rope.frequencies(params, 1)
+    unscaled, _ = rope.frequencies(RopeParams(d_model=128, base=500000.0), 1)
+    ratio = unscaled.radians / turns.radians
+    assert np.any(ratio == 1.0) and np.any(np.isclose(ratio, 8.0, rtol=1e-15))
+    assert np.any((ratio > 1.0001) & (ratio < 7.999))
+    _assert_exact(turns, _expected(params, 1))
+
+
+def test_yarn_frequencies_cover_the_whole_ramp() -> None:
+    params = RopeParams(
+        d_model=128, scaling="yarn", factor=4.0, original_max_position_embeddings=2048
+    )
+    turns, attention = rope.frequencies(params, 1)
+    ratio = rope.frequencies(RopeParams(d_model=128), 1)[0].radians / turns.radians
+    assert np.any(ratio == 1.0) and np.any(np.isclose(ratio, 4.0, rtol=1e-15))
+    assert np.any((ratio > 1.0001) & (ratio < 3.999))
+    assert attention == pytest.approx(0.1 * math.log(4.0) + 1)
+    _assert_exact(turns, _expected(params, 1))
+
+
+@pytest.mark.parametrize("scaling", ["none", "linear", "yarn", "llama3"])
+def test_a_new_offset_or_length_reuses_the_frequencies_of_a_scaling_that_ignores_it(
+    scaling: str,
+) -> None:
+    params = _random_params(scaling, np.random.default_rng(7))
+    first = rope.frequencies(params, 10)
+    assert rope.frequencies(params, 10**6)[0] is first[0]
+    rope.table(params, 3, 12345, "float32")
+    assert rope.frequencies(params, 12348)[0] is first[0]
+
+
+def test_dynamic_and_longrope_frequencies_follow_the_length_past_the_trained_context() -> None:
+    rng = np.random.default_rng(8)
+    dynamic, longrope = _random_params("dynamic", rng), _random_params("longrope", rng)
+    for params in (dynamic, longrope):
+        original = params.original_max_position_embeddings
+        assert original is not None
+        within = rope.frequencies(params, 1)[0]
+        assert rope.frequencies(params, original)[0] is within
+        beyond = rope.frequencies(params, original + 1)[0]
+        assert not np.array_equal(beyond.hi, within.hi)
+    original = dynamic.original_max_position_embeddings
+    assert original is not None
+    further = rope.frequencies(dynamic, 2 * original)[0]
+    assert np.all(further.hi[1:] < rope.frequencies(dynamic, original + 1)[0].hi[1:])
+    assert rope.frequencies(longrope, 10**9)[0] is rope.frequencies(longrope, original + 2)[0]
