@@ -19,22 +19,20 @@ from pathlib import Path
 
 import httpx
 
-from tests.live.conftest import LiveServer, free_port
+from tests.live.conftest import ROOT, LiveServer, allocator_settings, free_port
 
 ADDRESS_SPACE = 3 * 2**30
-# The allocator settings of the image (Dockerfile), so the process behaves as it does there.
-CONTAINER_MALLOC = {"MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": "131072"}
-ROOT = Path(__file__).resolve().parents[2]
 
 
-def start_bounded_server(env: dict[str, str]) -> LiveServer:
+def start_bounded_server(env: dict[str, str], *, via_make: bool = False) -> LiveServer:
     """uvicorn as `make run` starts it, with ``env`` added and at most ``ADDRESS_SPACE`` bytes
-    of virtual memory; the worktree's code is what it imports."""
+    of virtual memory; the worktree's code is what it imports.
+
+    ``via_make``: started by `make run` itself, its exact command and environment (with this
+    interpreter's bin directory as ``BIN``); ``process`` is then make, and ``pid`` the uvicorn
+    it started. Otherwise the same command, with the Makefile's allocator settings."""
     port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "uvicorn",
+    uvicorn = [
         "--factory",
         "app.main:create_app",
         "--host",
@@ -44,6 +42,16 @@ def start_bounded_server(env: dict[str, str]) -> LiveServer:
         "--no-server-header",
         "--no-access-log",
     ]
+    if via_make:
+        # -o install: the install step taken as done, so a test never reinstalls.
+        command = ["make", "--no-print-directory", "-o", "install", "run"]
+        command.append(f"BIN={Path(sys.executable).parent}")
+        # The Makefile's own defaults for these are ?=, so the environment sets them.
+        env = {**env, "POSENC_HOST": "127.0.0.1", "POSENC_PORT": str(port)}
+        base = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    else:
+        command = [sys.executable, "-m", "uvicorn", *uvicorn]
+        base = {**os.environ, **allocator_settings()}
 
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
@@ -51,7 +59,7 @@ def start_bounded_server(env: dict[str, str]) -> LiveServer:
     log = tempfile.TemporaryFile()
     process = subprocess.Popen(
         command,
-        env={**os.environ, **CONTAINER_MALLOC, "POSENC_LOG_LEVEL": "warning", **env},
+        env={**base, "POSENC_LOG_LEVEL": "warning", **env},
         cwd=ROOT,
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -62,14 +70,29 @@ def start_bounded_server(env: dict[str, str]) -> LiveServer:
     while time.monotonic() < deadline:
         if process.poll() is not None:
             log.seek(0)
-            raise RuntimeError(f"uvicorn exited with {process.returncode}:\n{log.read()!r}")
+            raise RuntimeError(f"{command[0]} exited with {process.returncode}:\n{log.read()!r}")
         try:
             if httpx.get(server.url + "/healthz", timeout=1).status_code == 200:
+                if via_make:
+                    server.uvicorn_pid = _serving(process.pid)
                 return server
         except httpx.TransportError:
             time.sleep(0.1)
     process.kill()
     raise RuntimeError("uvicorn did not answer /healthz within 30 s")
+
+
+def _serving(pid: int) -> int:
+    """The uvicorn process among ``pid``'s descendants (make may run it through a shell)."""
+    for _ in range(4):
+        if "app.main:create_app" in Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " "):
+            if "uvicorn" in Path(f"/proc/{pid}/comm").read_text():
+                return pid
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        if len(children) != 1:
+            break
+        pid = int(children[0])
+    raise LookupError(f"no uvicorn process under {pid}")
 
 
 def memory(pid: int) -> dict[str, int]:
