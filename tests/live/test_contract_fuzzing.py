@@ -4,9 +4,10 @@ no death of the server over tens of thousands of requests.
 schemathesis runs again and again, two clients at a time with a seed each, against one server
 that stays up (a heap corruption adds up across requests, and kills a process long after the
 request that did it), until that server has answered ``REQUESTS`` of them; then once against a
-server with the default limits, where the answers are as large as the service allows. Both compile their
-loops with numba's bounds checks on: an index out of range is then an IndexError, a 500 that
-fails the run, instead of memory overwritten in silence (issue 20's segfault was one).
+server with the default limits, where the answers are as large as the service allows. Both
+compile their loops with numba's bounds checks on: an index out of range is then an IndexError,
+a 500 that fails the run, instead of memory overwritten in silence (issue 20's segfault was
+one).
 """
 
 from __future__ import annotations
@@ -61,9 +62,9 @@ def small_live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]
 
 @pytest.fixture(scope="module")
 def default_live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    # The default limits, where issue 20's crash happened; under an address-space limit (and
-    # the image's allocator settings), so a request that allocates far beyond its declared
-    # cost is a MemoryError (a 500, a failure) instead of the shared machine's memory.
+    # The default limits, where issue 20's crash happened; under an address-space limit, so a
+    # request that allocates far beyond its declared cost is a MemoryError (a 500, a failure)
+    # instead of the shared machine's memory.
     server = start_bounded_server(_checked_env(tmp_path_factory.mktemp("numba-default")))
     yield server
     stop_server(server)
