@@ -1551,7 +1551,8 @@ export interface operations {
                         passed: boolean;
                         checks: {
                             name: string;
-                            holds: boolean;
+                            /** @description null when the property cannot apply to these parameters (detail says why) */
+                            holds: boolean | null;
                             statistic: string;
                             value: number | null;
                             tolerance: number;
@@ -1668,6 +1669,8 @@ export interface operations {
                 dtype?: "float32" | "float64" | "float16";
                 /** @description the position of the first row */
                 offset?: number;
+                /** @description the body's number of rows (positions): optional, so that the GET's query can be sent as it is; must then equal them */
+                seq_len?: number | null;
                 /** @description a position is bad when a value is off by more ulps than this */
                 tolerance_ulp?: number;
                 /** @description json: the report; plotly: error by position, log scale */
@@ -2634,7 +2637,8 @@ export interface operations {
                         passed: boolean;
                         checks: {
                             name: string;
-                            holds: boolean;
+                            /** @description null when the property cannot apply to these parameters (detail says why) */
+                            holds: boolean | null;
                             statistic: string;
                             value: number | null;
                             tolerance: number;
@@ -2775,6 +2779,8 @@ export interface operations {
                 component?: "cos_sin" | "cos" | "sin" | "angle" | "inv_freq";
                 /** @description the position of the first row */
                 offset?: number;
+                /** @description the body's number of rows (positions): optional, so that the GET's query can be sent as it is; must then equal them */
+                seq_len?: number | null;
                 /** @description a position is bad when a value is off by more ulps than this */
                 tolerance_ulp?: number;
                 /** @description json: the report; plotly: error by position, log scale */
@@ -3541,7 +3547,8 @@ export interface operations {
                         passed: boolean;
                         checks: {
                             name: string;
-                            holds: boolean;
+                            /** @description null when the property cannot apply to these parameters (detail says why) */
+                            holds: boolean | null;
                             statistic: string;
                             value: number | null;
                             tolerance: number;
@@ -3650,6 +3657,8 @@ export interface operations {
                 component?: "bias" | "slopes";
                 /** @description the position of the first row */
                 offset?: number;
+                /** @description the body's number of rows (positions): optional, so that the GET's query can be sent as it is; must then equal them */
+                seq_len?: number | null;
                 /** @description a position is bad when a value is off by more ulps than this */
                 tolerance_ulp?: number;
                 /** @description json: the report; plotly: error by position, log scale */
@@ -4255,7 +4264,8 @@ export interface operations {
                         passed: boolean;
                         checks: {
                             name: string;
-                            holds: boolean;
+                            /** @description null when the property cannot apply to these parameters (detail says why) */
+                            holds: boolean | null;
                             statistic: string;
                             value: number | null;
                             tolerance: number;
@@ -4364,6 +4374,8 @@ export interface operations {
                 bidirectional?: boolean;
                 /** @description the position of the first row */
                 offset?: number;
+                /** @description the body's number of rows (positions): optional, so that the GET's query can be sent as it is; must then equal them */
+                seq_len?: number | null;
                 /** @description a position is bad when a value is off by more ulps than this */
                 tolerance_ulp?: number;
                 /** @description json: the report; plotly: error by position, log scale */
@@ -5135,7 +5147,8 @@ export interface operations {
                         passed: boolean;
                         checks: {
                             name: string;
-                            holds: boolean;
+                            /** @description null when the property cannot apply to these parameters (detail says why) */
+                            holds: boolean | null;
                             statistic: string;
                             value: number | null;
                             tolerance: number;
@@ -6019,7 +6032,8 @@ export interface operations {
                         passed: boolean;
                         checks: {
                             name: string;
-                            holds: boolean;
+                            /** @description null when the property cannot apply to these parameters (detail says why) */
+                            holds: boolean | null;
                             statistic: string;
                             value: number | null;
                             tolerance: number;
@@ -6873,7 +6887,8 @@ export interface operations {
                         passed: boolean;
                         checks: {
                             name: string;
-                            holds: boolean;
+                            /** @description null when the property cannot apply to these parameters (detail says why) */
+                            holds: boolean | null;
                             statistic: string;
                             value: number | null;
                             tolerance: number;
@@ -6980,6 +6995,8 @@ export interface operations {
                 dtype?: "float32" | "float64" | "float16";
                 /** @description the position of the first row */
                 offset?: number;
+                /** @description the body's number of rows (positions): optional, so that the GET's query can be sent as it is; must then equal them */
+                seq_len?: number | null;
                 /** @description a position is bad when a value is off by more ulps than this */
                 tolerance_ulp?: number;
                 /** @description json: the report; plotly: error by position, log scale */
@@ -7721,7 +7738,8 @@ export interface operations {
                         passed: boolean;
                         checks: {
                             name: string;
-                            holds: boolean;
+                            /** @description null when the property cannot apply to these parameters (detail says why) */
+                            holds: boolean | null;
                             statistic: string;
                             value: number | null;
                             tolerance: number;
@@ -7828,6 +7846,8 @@ export interface operations {
                 dtype?: "float32" | "float64" | "float16";
                 /** @description the position of the first row */
                 offset?: number;
+                /** @description the body's number of rows (positions): optional, so that the GET's query can be sent as it is; must then equal them */
+                seq_len?: number | null;
                 /** @description a position is bad when a value is off by more ulps than this */
                 tolerance_ulp?: number;
                 /** @description json: the report; plotly: error by position, log scale */
@@ -8569,7 +8589,8 @@ export interface operations {
                         passed: boolean;
                         checks: {
                             name: string;
-                            holds: boolean;
+                            /** @description null when the property cannot apply to these parameters (detail says why) */
+                            holds: boolean | null;
                             statistic: string;
                             value: number | null;
                             tolerance: number;
@@ -8676,6 +8697,8 @@ export interface operations {
                 dtype?: "float32" | "float64" | "float16";
                 /** @description the position of the first row */
                 offset?: number;
+                /** @description the body's number of rows (positions): optional, so that the GET's query can be sent as it is; must then equal them */
+                seq_len?: number | null;
                 /** @description a position is bad when a value is off by more ulps than this */
                 tolerance_ulp?: number;
                 /** @description json: the report; plotly: error by position, log scale */

@@ -1547,7 +1547,8 @@ export interface operations {
                         passed: boolean;
                         checks: {
                             name: string;
-                            holds: boolean;
+                            /** @description null when the property cannot apply to these parameters (detail says why) */
+                            holds: boolean | null;
                             statistic: string;
                             value: number | null;
                             tolerance: number;
@@ -1664,6 +1665,8 @@ export interface operations {
                 dtype?: "float32" | "float64" | "float16";
                 /** @description the position of the first row */
                 offset?: number;
+                /** @description the body's number of rows (positions): optional, so that the GET's query can be sent as it is; must then equal them */
+                seq_len?: number | null;
                 /** @description a position is bad when a value is off by more ulps than this */
                 tolerance_ulp?: number;
                 /** @description json: the report; plotly: error by position, log scale */
@@ -2630,7 +2633,8 @@ export interface operations {
                         passed: boolean;
                         checks: {
                             name: string;
-                            holds: boolean;
+                            /** @description null when the property cannot apply to these parameters (detail says why) */
+                            holds: boolean | null;
                             statistic: string;
                             value: number | null;
                             tolerance: number;
@@ -2771,6 +2775,8 @@ export interface operations {
                 component?: "cos_sin" | "cos" | "sin" | "angle" | "inv_freq";
                 /** @description the position of the first row */
                 offset?: number;
+                /** @description the body's number of rows (positions): optional, so that the GET's query can be sent as it is; must then equal them */
+                seq_len?: number | null;
                 /** @description a position is bad when a value is off by more ulps than this */
                 tolerance_ulp?: number;
                 /** @description json: the report; plotly: error by position, log scale */
@@ -3537,7 +3543,8 @@ export interface operations {
                         passed: boolean;
                         checks: {
                             name: string;
-                            holds: boolean;
+                            /** @description null when the property cannot apply to these parameters (detail says why) */
+                            holds: boolean | null;
                             statistic: string;
                             value: number | null;
                             tolerance: number;
@@ -3646,6 +3653,8 @@ export interface operations {
                 component?: "bias" | "slopes";
                 /** @description the position of the first row */
                 offset?: number;
+                /** @description the body's number of rows (positions): optional, so that the GET's query can be sent as it is; must then equal them */
+                seq_len?: number | null;
                 /** @description a position is bad when a value is off by more ulps than this */
                 tolerance_ulp?: number;
                 /** @description json: the report; plotly: error by position, log scale */
@@ -4251,7 +4260,8 @@ export interface operations {
                         passed: boolean;
                         checks: {
                             name: string;
-                            holds: boolean;
+                            /** @description null when the property cannot apply to these parameters (detail says why) */
+                            holds: boolean | null;
                             statistic: string;
                             value: number | null;
                             tolerance: number;
@@ -4360,6 +4370,8 @@ export interface operations {
                 bidirectional?: boolean;
                 /** @description the position of the first row */
                 offset?: number;
+                /** @description the body's number of rows (positions): optional, so that the GET's query can be sent as it is; must then equal them */
+                seq_len?: number | null;
                 /** @description a position is bad when a value is off by more ulps than this */
                 tolerance_ulp?: number;
                 /** @description json: the report; plotly: error by position, log scale */
@@ -5131,7 +5143,8 @@ export interface operations {
                         passed: boolean;
                         checks: {
                             name: string;
-                            holds: boolean;
+                            /** @description null when the property cannot apply to these parameters (detail says why) */
+                            holds: boolean | null;
                             statistic: string;
                             value: number | null;
                             tolerance: number;
@@ -6015,7 +6028,8 @@ export interface operations {
                         passed: boolean;
                         checks: {
                             name: string;
-                            holds: boolean;
+                            /** @description null when the property cannot apply to these parameters (detail says why) */
+                            holds: boolean | null;
                             statistic: string;
                             value: number | null;
                             tolerance: number;
@@ -6869,7 +6883,8 @@ export interface operations {
                         passed: boolean;
                         checks: {
                             name: string;
-                            holds: boolean;
+                            /** @description null when the property cannot apply to these parameters (detail says why) */
+                            holds: boolean | null;
                             statistic: string;
                             value: number | null;
                             tolerance: number;
@@ -6976,6 +6991,8 @@ export interface operations {
                 dtype?: "float32" | "float64" | "float16";
                 /** @description the position of the first row */
                 offset?: number;
+                /** @description the body's number of rows (positions): optional, so that the GET's query can be sent as it is; must then equal them */
+                seq_len?: number | null;
                 /** @description a position is bad when a value is off by more ulps than this */
                 tolerance_ulp?: number;
                 /** @description json: the report; plotly: error by position, log scale */
@@ -7717,7 +7734,8 @@ export interface operations {
                         passed: boolean;
                         checks: {
                             name: string;
-                            holds: boolean;
+                            /** @description null when the property cannot apply to these parameters (detail says why) */
+                            holds: boolean | null;
                             statistic: string;
                             value: number | null;
                             tolerance: number;
@@ -7824,6 +7842,8 @@ export interface operations {
                 dtype?: "float32" | "float64" | "float16";
                 /** @description the position of the first row */
                 offset?: number;
+                /** @description the body's number of rows (positions): optional, so that the GET's query can be sent as it is; must then equal them */
+                seq_len?: number | null;
                 /** @description a position is bad when a value is off by more ulps than this */
                 tolerance_ulp?: number;
                 /** @description json: the report; plotly: error by position, log scale */
@@ -8565,7 +8585,8 @@ export interface operations {
                         passed: boolean;
                         checks: {
                             name: string;
-                            holds: boolean;
+                            /** @description null when the property cannot apply to these parameters (detail says why) */
+                            holds: boolean | null;
                             statistic: string;
                             value: number | null;
                             tolerance: number;
@@ -8672,6 +8693,8 @@ export interface operations {
                 dtype?: "float32" | "float64" | "float16";
                 /** @description the position of the first row */
                 offset?: number;
+                /** @description the body's number of rows (positions): optional, so that the GET's query can be sent as it is; must then equal them */
+                seq_len?: number | null;
                 /** @description a position is bad when a value is off by more ulps than this */
                 tolerance_ulp?: number;
                 /** @description json: the report; plotly: error by position, log scale */
