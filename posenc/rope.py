@@ -37,7 +37,7 @@ from posenc.cancel import checkpoint
 from posenc.cost import Cost
 from posenc.declare import check_ranges, param
 from posenc.errors import InconsistentError
-from posenc.exact import Turns, consecutive_positions, radians_and_turns, sincos
+from posenc.exact import Turns, consecutive_positions, fresh_output, radians_and_turns, sincos
 from posenc.rotation import fill_consecutive
 
 Layout = Literal["interleaved", "split"]
@@ -407,7 +407,7 @@ def table(
         return encode(params, positions, dtype, component)
     turns, attention = frequencies(params, offset + seq_len)
     sin_plane, cos_plane = _TABLES[component]
-    out = np.empty((2 if component == "cos_sin" else 1, seq_len, params.d_model), dtype=dtype)
+    out = fresh_output((2 if component == "cos_sin" else 1, seq_len, params.d_model), dtype)
     mode = kernels.ROPE_SPLIT if params.layout == "split" else kernels.ROPE_INTERLEAVED
     store = kernels.Store(mode, len(turns), sin_plane, cos_plane, attention)
     fill = kernels.exact_table if np.dtype(dtype) == np.float64 else kernels.rotated_table

@@ -24,7 +24,14 @@ from posenc import costs, framework, kernels
 from posenc.cost import Cost
 from posenc.declare import check_ranges, param
 from posenc.errors import InconsistentError, ParameterError
-from posenc.exact import MAX_POSITION, Turns, consecutive_positions, geometric_turns, sincos
+from posenc.exact import (
+    MAX_POSITION,
+    Turns,
+    consecutive_positions,
+    fresh_output,
+    geometric_turns,
+    sincos,
+)
 from posenc.rotation import fill_consecutive
 
 Layout = Literal["interleaved", "split"]
@@ -185,7 +192,7 @@ def table(
     consecutive_positions(seq_len, offset)
     if not _compiled(params, dtype):
         return table_reference(params, seq_len, offset, dtype)
-    out = np.empty((1, seq_len, params.d_model), dtype=dtype)
+    out = fresh_output((1, seq_len, params.d_model), dtype)
     mode = kernels.SIN_COS_INTERLEAVED if params.layout == "interleaved" else kernels.SIN_COS_SPLIT
     store = kernels.Store(mode, cosines=params.d_model // 2)
     fill = kernels.exact_table if np.dtype(dtype) == np.float64 else kernels.rotated_table
