@@ -1,11 +1,13 @@
 """`make bench` (`python -m bench.run`): posenc against its baselines, in one run.
 
-Issue 15 first: the core against its recipes in this process (goals 1, 3, 4), cold tables over
-HTTP against the recipe and the stack's own transfer of as many bytes (goals 0, 2), start-up
-(goal 5). Then issue 4's rows: posenc, a hello-world app and the tutorial-style service
-(bench/baselines.py) as real uvicorn processes on loopback, driven by wrk (or, without it, a
-bounded async httpx loop). Prints one table of goals with their ratios, and writes it to
-bench/results-<date>.md. ``--core``: the in-process rows only.
+Issue 15 first: the core against its recipes in this process (goals 1, 3, 4); then issue 25's
+cold answers as a client sees them (bench/cold.py: new offsets and new bases over HTTP, beside
+the recipe, the transfer of as many pre-built bytes and the replay of the same answer), which
+replace issue 15's goals 0 and 2; start-up (goal 5). Then issue 4's rows: posenc, a hello-world
+app and the tutorial-style service (bench/baselines.py) as real uvicorn processes on loopback,
+driven by wrk (or, without it, a bounded async httpx loop). Prints one table of goals with their
+ratios, and writes it to bench/results-<date>.md. ``--core``: the in-process rows only;
+``--cold``: those and the cold answers.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import asyncio
 import datetime
 import json
 import math
-import mmap
 import os
 import platform
 import re
@@ -244,18 +245,6 @@ def core_table(row: Callable[[str, str, str, str], None]) -> None:
         )
 
 
-# Issue 15's end-to-end rows: (scheme, seq_len, d_model) of a cold float32 table, and the
-# recipe divisor of goal 0 (the exact table at least this much faster than the recipe).
-E2E_TABLES = (
-    ("sinusoidal", 2048, 512),
-    ("sinusoidal", 8192, 1024),
-    ("sinusoidal", 4096, 4096),
-    ("rope", 8192, 128),
-    ("rope", 32768, 128),
-)
-E2E_REPEATS = 7
-
-
 def fetch_seconds(client: httpx.Client, url: str) -> tuple[float, int]:
     start = time.perf_counter()
     response = client.get(url)
@@ -315,101 +304,6 @@ async def _asgi_get(app: Any, path: str, query: str) -> None:
     }
     await app(scope, receive, send)
     assert statuses == [200], statuses
-
-
-def end_to_end(row: Callable[[str, str, str, str], None], posenc: str, hello: str) -> None:
-    """Issue 15's goals 0 and 2: cold tables over HTTP, each against its recipe's compute and
-    the same number of pre-built bytes through the same stack, measured back to back.
-
-    Cold: every request asks for an offset not asked before, so neither the array cache nor
-    the replay of answers has it. Best of ``E2E_REPEATS``, the three kinds interleaved so a
-    burst of load on the shared machine hits them alike. The profile splits each bin answer
-    into the core's compute (in this process, where a freed table's memory is reused at once),
-    the rest of the app (the same request through the ASGI app in this process, minus the
-    compute: a cached table is fresh memory, so its page faults land here) and the wire (the
-    HTTP time minus both).
-    """
-    from app.main import create_app
-    from app.settings import Settings
-    from posenc import rope, sinusoidal
-
-    app = create_app(Settings(log_level="warning"))
-    offsets = iter(range(1000, 10**6, 7))
-    with httpx.Client(timeout=120) as client:
-        for scheme, n, d in E2E_TABLES:
-            query = f"d_model={d}&seq_len={n}"
-            path = f"/v1/{scheme}/table"
-
-            def cold(fmt: str, query: str = query, path: str = path) -> tuple[float, int]:
-                return fetch_seconds(
-                    client, f"{posenc}{path}?{query}&format={fmt}&offset={next(offsets)}"
-                )
-
-            _, size = cold("bin")  # compiled loops loaded, frequencies cached, as in service
-            cold("npy")
-            fetch_seconds(client, f"{hello}/bytes/{size}")
-            times: dict[str, list[float]] = {"bin": [], "npy": [], "transfer": []}
-            for _ in range(E2E_REPEATS):
-                times["bin"].append(cold("bin")[0])
-                times["npy"].append(cold("npy")[0])
-                times["transfer"].append(fetch_seconds(client, f"{hello}/bytes/{size}")[0])
-            best = {kind: min(seconds) for kind, seconds in times.items()}
-            transfer = best["transfer"]
-            if scheme == "sinusoidal":
-                params = sinusoidal.SinusoidalParams(d_model=d)
-                core = partial(sinusoidal.table, params, n, 1000, "float32")
-                recipe, divisor, label = partial(float32_recipe, n, d), 2.0, "sinusoid"
-            else:
-                params_r = rope.RopeParams(d_model=d)
-                core = partial(rope.table, params_r, n, 1000, "float32")
-                recipe, divisor, label = partial(rope_recipe, n, d), 1.5, "rope cos_sin"
-            compute, recipe_s = best_seconds(core), best_seconds(recipe)
-            in_app, faults = asgi_seconds(
-                app,
-                path,
-                [f"{query}&format=bin&offset={next(offsets)}" for _ in range(E2E_REPEATS + 1)],
-            )
-            what = f"cold {label} {n}×{d} float32"
-            bound = recipe_s / divisor + 1.2 * transfer
-            row(
-                f"0. {what}, bin over HTTP",
-                f"{best['bin'] * 1e3:.1f} ms",
-                f"recipe {recipe_s * 1e3:.1f}/{divisor:g} + 1.2 × transfer "
-                f"{transfer * 1e3:.1f} = {bound * 1e3:.1f} ms",
-                _within(best["bin"], bound),
-            )
-            bound = compute + 1.2 * transfer
-            for fmt in ("bin", "npy"):
-                row(
-                    f"2. {what}, {fmt} over HTTP",
-                    f"{best[fmt] * 1e3:.1f} ms",
-                    f"compute {compute * 1e3:.1f} + 1.2 × transfer {transfer * 1e3:.1f} "
-                    f"= {bound * 1e3:.1f} ms",
-                    _within(best[fmt], bound),
-                )
-            row(
-                f"   where a cold bin {n}×{d} goes",
-                f"compute {compute * 1e3:.1f}, app {max(0.0, in_app - compute) * 1e3:.1f} "
-                f"(fresh pages alone {fault_seconds(size) * 1e3:.1f}), "
-                f"wire {max(0.0, best['bin'] - in_app) * 1e3:.1f} ms",
-                f"{size / 2**20:.0f} MiB pre-built: {transfer * 1e3:.1f} ms",
-                f"profile; {faults} page faults per answer in the app",
-            )
-
-
-def fault_seconds(nbytes: int) -> float:
-    """Touching every page of ``nbytes`` of memory fresh from the kernel, as a cold table's
-    output is (the cache keeps every table, so none reuses a freed one): best of 3."""
-
-    def touch() -> None:
-        fresh = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)  # anonymous, as malloc maps it
-        np.frombuffer(fresh, np.uint8)[:: mmap.PAGESIZE] = 1
-
-    return best_seconds(touch)
-
-
-def _within(seconds: float, bound: float) -> str:
-    return f"{seconds / bound:.2f}× the bound: {'met' if seconds <= bound else 'missed'}"
 
 
 @dataclass
@@ -594,11 +488,16 @@ def main() -> None:
     core_table(row)
     if core_only:
         return
+    from bench.cold import cold_answers
+
     with (
         server("--factory app.main:create_app") as (posenc, _),
         server("bench.baselines:hello") as (hello, _),
     ):
-        end_to_end(row, posenc, hello)
+        cold_answers(row, posenc, hello)
+    if "--cold" in sys.argv:
+        write(rows)
+        return
     startup(row)
     with (
         server("--factory app.main:create_app") as (posenc, _),
@@ -690,12 +589,18 @@ def main() -> None:
             "met" if peak <= cache_mib + 150 else "missed",
         )
 
+    write(rows)
+
+
+def write(rows: list[tuple[str, str, str, str]]) -> None:
     results = ROOT / "bench" / f"results-{datetime.date.today()}.md"
+    one, five, fifteen = os.getloadavg()
     lines = [
         f"# posenc benchmark, {datetime.date.today()}",
         "",
         f"{platform.machine()}, {os.cpu_count()} cores, one uvicorn worker, "
-        f"load by {'wrk -t1 -c16 -d5s' if shutil.which('wrk') else 'httpx'} on loopback.",
+        f"load by {'wrk -t1 -c16 -d5s' if shutil.which('wrk') else 'httpx'} on loopback; "
+        f"load average at the end {one:.2f}, {five:.2f}, {fifteen:.2f}.",
         "",
         "| goal | measured | baseline | verdict |",
         "| --- | --- | --- | --- |",
