@@ -130,3 +130,56 @@ def test_sigterm_finishes_the_requests_in_flight_and_stops_within_seconds(
     assert stopped_after < 8
     logs = subprocess.run(["docker", "logs", container.name], capture_output=True, text=True)
     assert "Finished server process" in logs.stdout + logs.stderr
+
+
+def test_the_image_checks_a_cache_in_a_mounted_folder_as_the_readme_shows(
+    image: str, tmp_path: Path
+) -> None:
+    """`docker run … posenc posenc check` for a repository with no Python: the entrypoint runs
+    the given command with the compiled loops in place, and the exit code is the verdict."""
+    config = tmp_path / "config.json"
+    config.write_text(
+        '{"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8,'
+        ' "max_position_embeddings": 256, "rope_theta": 10000.0}'
+    )
+    tmp_path.chmod(0o777)  # the image's user (10001) writes the cache here
+    run = ["run", "--rm", "--network", "none", "-v", f"{tmp_path}:/w", "-w", "/w", image]
+    docker(
+        *run,
+        "posenc",
+        "table",
+        "rope",
+        "--config",
+        "config.json",
+        "--seq-len",
+        "64",
+        "-o",
+        "cos_sin.npy",
+    )
+    verdict = subprocess.run(
+        ["docker", *run, "posenc", "check", "cos_sin.npy", "--config", "config.json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert verdict.returncode == 0, verdict.stdout + verdict.stderr
+    assert "conforms" in verdict.stdout
+    # A cache of another base: exit 1 with the diagnosis.
+    wrong = subprocess.run(
+        [
+            "docker",
+            *run,
+            "posenc",
+            "check",
+            "cos_sin.npy",
+            "--config",
+            "config.json",
+            "--base",
+            "500000",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert wrong.returncode == 1, wrong.stdout + wrong.stderr
+    assert "base_mismatch" in wrong.stdout
