@@ -18,16 +18,12 @@ import httpx
 import pytest
 
 from tests import crowd
-from tests.live.bounded import memory, reset_peak, start_bounded_server
+from tests.live.bounded import SLACK_BYTES, memory, reset_peak, start_bounded_server
 from tests.live.conftest import LiveServer, stop_server
 
 pytestmark = pytest.mark.live
 MEMORY_BYTES = 384 * 2**20
 CACHE_BYTES = 64 * 2**20
-# What the budget does not count: the interpreter's and allocator's overheads that grow with
-# load (thread stacks, connection buffers, free-list fragmentation, the largest request body
-# while it is read). 64 MiB is a sixth of the budget.
-SLACK_BYTES = 64 * 2**20
 REFUSAL_S = 0.050
 # Peak growth allowed across all the refusals: far less than any array they name (the
 # smallest, 2·10⁹ int32, is 8 GB); what ~110 small answers and a few 700 KB bodies cost Python's
@@ -39,14 +35,15 @@ FAR = 2_000_000_000
 @pytest.fixture(scope="module")
 def budgeted() -> Iterator[LiveServer]:
     server = start_bounded_server(
-        {"POSENC_MEMORY_BYTES": str(MEMORY_BYTES), "POSENC_CACHE_BYTES": str(CACHE_BYTES)}
+        {"POSENC_MEMORY_BYTES": str(MEMORY_BYTES), "POSENC_CACHE_BYTES": str(CACHE_BYTES)},
+        via_make=True,
     )
     yield server
     stop_server(server)
 
 
 def test_a_crowd_keeps_the_peak_resident_set_within_the_budget(budgeted: LiveServer) -> None:
-    pid = budgeted.process.pid
+    pid = budgeted.pid
     idle = memory(pid)["VmRSS"]
     reset_peak(pid)
     tally = crowd.run(budgeted.url, crowd.Limits.defaults(), seconds=30)
@@ -125,7 +122,7 @@ def _ask(server: LiveServer, path: str, query: str) -> tuple[int, bytes, str | N
 def test_a_query_for_two_billion_positions_is_refused_at_once_on_every_endpoint(
     plain: LiveServer,
 ) -> None:
-    pid = plain.process.pid
+    pid = plain.pid
     limits = crowd.Limits.defaults()
     slow, wrong = [], []
     schemes = httpx.get(f"{plain.url}/v1/schemes").json()["schemes"]
