@@ -21,7 +21,7 @@ from app import documents, operations, problems
 from app.admission import AdmissionMiddleware, Budget
 from app.metrics import Metrics, MetricsMiddleware
 from app.middleware import BodyLimitMiddleware, FlowControlMiddleware, SecurityHeadersMiddleware
-from app.observability import AccessLogMiddleware, configure_logging
+from app.observability import AccessLogMiddleware, configure_logging, log_warnings_as_json
 from app.replay import ReplayMiddleware
 from app.resources import confine_to_quota
 from app.responses import VERSION
@@ -53,6 +53,7 @@ async def _serving_process(app: FastAPI) -> AsyncIterator[None]:
     # default): /healthz waits at most one interval behind a computation, not five.
     sys.setswitchinterval(0.001)
     confine_to_quota()
+    log_warnings_as_json()
     yield
 
 

@@ -48,6 +48,18 @@ def configure_logging(level: str) -> None:
     """JSON lines on stdout for every ``posenc`` logger, at ``POSENC_LOG_LEVEL``."""
     logger = logging.getLogger("posenc")
     logger.setLevel(level.upper())
+    _in_json_lines(logger)
+
+
+def log_warnings_as_json() -> None:
+    """A Python warning (NumPy's overflow in a cast, a library's deprecation) becomes a JSON
+    line of the log, not free text on stderr between them. For a serving process: pytest
+    turns warnings into errors, and this must not reroute them under a test."""
+    logging.captureWarnings(True)
+    _in_json_lines(logging.getLogger("py.warnings"))
+
+
+def _in_json_lines(logger: logging.Logger) -> None:
     if not any(getattr(h, "posenc", False) for h in logger.handlers):
         handler = _StdoutHandler()
         handler.setFormatter(JsonFormatter())

@@ -57,3 +57,26 @@ def test_log_level_comes_from_settings(client_with: Callable[..., Client]) -> No
     assert logging.getLogger("posenc").level == logging.WARNING
     client_with(log_level="info")
     assert logging.getLogger("posenc").level == logging.INFO
+
+
+def test_a_warning_in_a_serving_process_is_a_json_line_of_the_log(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """A serving process logs Python warnings (NumPy's overflow in a cast once printed plain
+    text between the JSON lines) as JSON lines of their own."""
+    import logging
+    import warnings
+
+    from app.observability import log_warnings_as_json
+
+    log_warnings_as_json()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")  # this suite turns warnings into errors
+            warnings.warn("overflow encountered in cast", RuntimeWarning, stacklevel=1)
+    finally:
+        logging.captureWarnings(False)
+    out, err = capfd.readouterr()
+    assert "overflow" not in err
+    [line] = [json.loads(line) for line in out.splitlines() if "overflow" in line]
+    assert line["level"] == "warning" and line["logger"] == "py.warnings"
