@@ -74,9 +74,10 @@ def check_any(
     axis = row_axis(array.ndim)
     given, wanted = _rows_first(array, axis, count), _rows_first(exact, axis, count)
     abs_error = np.abs(given.astype(np.float64) - wanted)
-    # Integer arrays (T5's buckets) must be equal: their "ulp" is one.
+    # Integer arrays (T5's buckets) must be equal: their "ulp" is one, and none is tolerated.
     integer = np.issubdtype(array.dtype, np.integer)
     ulps = abs_error if integer else ulp_errors(given, wanted)
+    tolerance_ulp = 0.0 if integer else tolerance_ulp
     checkpoint()
     by_position = abs_error.max(axis=1, initial=0.0)
     worst_ulps = ulps.max(axis=1, initial=0.0)

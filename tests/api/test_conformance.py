@@ -273,3 +273,18 @@ def test_an_array_without_rows_takes_no_seq_len(client: Client) -> None:
     given = client.post("/v1/alibi/verify?num_heads=4&component=slopes&seq_len=8", **body)
     assert given.status_code == 422
     assert given.json()["errors"][0]["loc"][-1] == "seq_len"
+
+
+def test_a_bucket_off_by_one_is_found_and_never_called_correct(client: Client) -> None:
+    """Integer tables must be equal: a bucket one off is the first bad position, and the
+    report does not call the table correct (it once said value_rounding, 'the table is
+    correct', beside conforms: false)."""
+    served = client.get("/v1/t5/table?seq_len=12&format=npy")
+    buckets = np.load(io.BytesIO(served.content))
+    buckets[7, 3] += 1
+    report = client.post("/v1/t5/verify", **npy_body(buckets)).json()
+    assert report["conforms"] is False
+    assert report["first_bad_position"] == 7
+    assert "value_rounding" not in [finding["name"] for finding in report["diagnosis"]]
+    exact = client.post("/v1/t5/verify", **npy_body(np.load(io.BytesIO(served.content))))
+    assert exact.json()["conforms"] is True and exact.json()["first_bad_position"] is None
