@@ -4,6 +4,7 @@ and the way every computational GET is served (refuse, 304, admit, run, send).""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 from collections.abc import Callable
 from typing import Any
@@ -128,7 +129,9 @@ def array_for(
     ends: tuple[object, ...] = (
         (positions.offset, positions.count)
         if isinstance(positions, Rows)
-        else (positions.tobytes(),)
+        # Listed positions by a 256-bit digest: the cache counts values, not keys, and 65536
+        # positions as bytes were a 512 KiB key for a 256 KiB table (d_model=1, float32).
+        else (hashlib.blake2b(positions.tobytes(), digest_size=32).digest(),)
     )
     key = ("array", scheme.name, params, dtype, component, isinstance(positions, Rows), *ends)
 

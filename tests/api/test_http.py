@@ -187,3 +187,15 @@ def test_no_response_carries_a_server_banner_or_sniffable_type(client: Client, p
     response = client.get(path + "?d_model=4&seq_len=2")
     assert response.headers["x-content-type-options"] == "nosniff"
     assert "server" not in response.headers
+
+
+def test_a_long_positions_list_is_cached_under_a_short_key(client: Client) -> None:
+    """The cache bounds the bytes of its values, not of its keys: 1200 listed positions as
+    bytes were a 9.6 KiB key for a 4.8 KiB table (d_model=1, float32)."""
+    positions = ",".join(str(p) for p in range(2**31 - 1, 0, -(2**21))[:1200])
+    answer = client.get(f"/v1/sinusoidal/encode?d_model=1&format=npy&positions={positions}")
+    assert answer.status_code == 200
+    # The array's entry (the replayed answer's counts its query: app/replay.py).
+    keys = [k for k in client.app.state.cache._entries if isinstance(k, tuple) and k[0] == "array"]
+    assert keys, "the table was cached"
+    assert max(len(repr(key)) for key in keys) < 1024
