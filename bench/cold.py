@@ -1,7 +1,8 @@
 """Issue 25: cold answers as a client sees them, beside the recipe and the same bytes replayed.
 
-For each of the issue's tables, over HTTP against a real uvicorn, interleaved so that a burst of
-load on a shared machine hits every kind alike:
+For each of the issue's tables, over HTTP against a real uvicorn, fetched by a client as fast
+as the socket (:class:`Client`), interleaved so that a burst of load on a shared machine hits
+every kind alike:
 
 - **cold, new offset**: a table nobody asked for before (neither the array cache nor the replay
   has it), the frequencies of its base cached;
@@ -23,20 +24,15 @@ from __future__ import annotations
 
 import itertools
 import os
+import socket
 import statistics
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
+from urllib.parse import urlsplit
 
-import httpx
-
-from bench.run import (
-    asgi_seconds,
-    best_seconds,
-    fetch_seconds,
-    float32_recipe,
-    rope_recipe,
-)
+from bench.run import asgi_seconds, best_seconds, float32_recipe, rope_recipe
 
 TABLES = (
     ("sinusoidal", 2048, 512, 2.0),
@@ -46,6 +42,56 @@ TABLES = (
     ("rope", 32768, 128, 1.5),
 )
 REPEATS = 9
+
+
+class Client:
+    """HTTP/1.1 GETs over one kept-alive connection per server, each body received into one
+    buffer: a client as fast as the socket, like the Go or Rust server that fetches a table.
+    (httpx took 85-130 ms for 32 MiB that curl and this read in 30 ms: timed through it, the
+    transfer was the client's own.)"""
+
+    def __init__(self) -> None:
+        self.connections: dict[str, socket.socket] = {}
+
+    def get(self, url: str) -> tuple[float, int]:
+        """Seconds from sending the request to the last byte of the body, and its length."""
+        parts = urlsplit(url)
+        connection = self.connections.get(parts.netloc)
+        if connection is None:
+            connection = socket.create_connection((parts.hostname, parts.port))
+            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.connections[parts.netloc] = connection
+        target = f"{parts.path}?{parts.query}" if parts.query else parts.path
+        start = time.perf_counter()
+        connection.sendall(f"GET {target} HTTP/1.1\r\nHost: {parts.netloc}\r\n\r\n".encode())
+        received = bytearray()
+        while b"\r\n\r\n" not in received:
+            chunk = connection.recv(1 << 16)
+            if not chunk:
+                raise ConnectionError(f"{url}: the server closed the connection")
+            received += chunk
+        head, _, rest = bytes(received).partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        status = int(lines[0].split()[1])
+        headers = dict(line.lower().split(b":", 1) for line in lines[1:])
+        length = int(headers[b"content-length"])
+        body = bytearray(length)
+        view = memoryview(body)
+        view[: len(rest)] = rest
+        got = len(rest)
+        while got < length:
+            count = connection.recv_into(view[got:], length - got)
+            if not count:
+                raise ConnectionError(f"{url}: the body ended after {got} of {length} bytes")
+            got += count
+        seconds = time.perf_counter() - start
+        if status != 200:
+            raise RuntimeError(f"{url}: {status} {bytes(body[:300])!r}")
+        return seconds, length
+
+    def close(self) -> None:
+        for connection in self.connections.values():
+            connection.close()
 
 
 def load_average() -> str:
@@ -62,8 +108,6 @@ def fresh_compute(
 ) -> tuple[list[float], list[float]]:
     """The core computing tables into fresh memory, each kept as the cache keeps it: a new
     offset with a cached base, then a new offset and a new base."""
-    import time
-
     kept: list[Any] = []
     offsets, bases = itertools.count(5000, 11), itertools.count(1)
     same: list[float] = []
@@ -87,7 +131,8 @@ def cold_answers(row: Callable[[str, str, str, str], None], posenc: str, hello: 
     app = create_app(Settings(log_level="warning"))
     offsets = itertools.count(1000, 7)
     bases = itertools.count(1)
-    with httpx.Client(timeout=120) as client:
+    client = Client()
+    try:
         for scheme, n, d, divisor in TABLES:
             path = f"/v1/{scheme}/table"
             query = f"d_model={d}&seq_len={n}"
@@ -98,18 +143,18 @@ def cold_answers(row: Callable[[str, str, str, str], None], posenc: str, hello: 
                 chosen = f"&base={base}" if base is not None else ""
                 return f"{posenc}{path}?{query}&format={fmt}&offset={next(offsets)}{chosen}"
 
-            _, size = fetch_seconds(client, url("bin"))  # loops loaded, as in a warm service
-            fetch_seconds(client, f"{hello}/bytes/{size}")
+            _, size = client.get(url("bin"))  # loops loaded, as in a warm service
+            client.get(f"{hello}/bytes/{size}")
             times: dict[str, list[float]] = {
                 k: [] for k in ("offset", "base", "npy", "replay", "transfer")
             }
             for _ in range(REPEATS):
-                times["offset"].append(fetch_seconds(client, url("bin"))[0])
+                times["offset"].append(client.get(url("bin"))[0])
                 fresh = url("bin", 20000.0 + next(bases) / 4)
-                times["base"].append(fetch_seconds(client, fresh)[0])
-                times["replay"].append(fetch_seconds(client, fresh)[0])
-                times["npy"].append(fetch_seconds(client, url("npy", 20000.0 + next(bases) / 4))[0])
-                times["transfer"].append(fetch_seconds(client, f"{hello}/bytes/{size}")[0])
+                times["base"].append(client.get(fresh)[0])
+                times["replay"].append(client.get(fresh)[0])
+                times["npy"].append(client.get(url("npy", 20000.0 + next(bases) / 4))[0])
+                times["transfer"].append(client.get(f"{hello}/bytes/{size}")[0])
             if scheme == "sinusoidal":
                 recipe, label = partial(float32_recipe, n, d), "sinusoid"
 
@@ -167,4 +212,33 @@ def cold_answers(row: Callable[[str, str, str, str], None], posenc: str, hello: 
                 f"core into fresh memory: {_ms(new)}",
                 f"{faults} page faults per answer in the app",
             )
+    finally:
+        client.close()
     row("25. machine after measuring", load_average(), "-", "-")
+
+
+def main() -> None:
+    """``python -m bench.cold [--root DIR]``: these rows alone, as Markdown, with the service
+    run from ``DIR`` (another checkout's code over HTTP; the in-process rows are this tree's)."""
+    import argparse
+    from pathlib import Path
+
+    from bench.run import ROOT, server
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--root", type=Path, default=ROOT)
+    root = parser.parse_args().root
+    print("| goal | measured | baseline | verdict |\n| --- | --- | --- | --- |")
+
+    def row(*cells: str) -> None:
+        print(f"| {' | '.join(cells)} |", flush=True)
+
+    with (
+        server("--factory app.main:create_app", root=root) as (posenc, _),
+        server("bench.baselines:hello") as (hello, _),
+    ):
+        cold_answers(row, posenc, hello)
+
+
+if __name__ == "__main__":
+    main()

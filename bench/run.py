@@ -63,7 +63,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def server(target: str, env: dict[str, str] | None = None) -> Iterator[tuple[str, int]]:
+def server(
+    target: str, env: dict[str, str] | None = None, root: Path = ROOT
+) -> Iterator[tuple[str, int]]:
+    """``uvicorn target`` on a free loopback port, run from ``root`` (another checkout serves
+    its own code), until the block ends."""
     port = free_port()
     args = [
         sys.executable,
@@ -79,7 +83,7 @@ def server(target: str, env: dict[str, str] | None = None) -> Iterator[tuple[str
         "warning",
     ]
     env = {**os.environ, "POSENC_LOG_LEVEL": "warning", **(env or {})}
-    process = subprocess.Popen(args, cwd=ROOT, env=env)
+    process = subprocess.Popen(args, cwd=root, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(300):
