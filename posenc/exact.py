@@ -64,10 +64,12 @@ def consecutive_positions(seq_len: int, offset: int) -> npt.NDArray[np.int64]:
 
 
 # NumPy asks the kernel for transparent huge pages for every array from 4 MiB up, and a table
-# is always fresh memory (the cache keeps the ones before it). Where huge pages are scarce the
-# kernel compacts memory inside the page fault: a fresh 32 MiB took 10-130 ms on the 2-core VM
-# of the benchmarks, 64 MiB up to 210 ms; in 4 KiB pages faulted in by one madvise call
-# (MADV_POPULATE_WRITE, Linux 5.14) it takes 11 ms and 21 ms, every time.
+# is always fresh memory (the cache keeps the ones before it). On the 2-core VM of the benchmarks
+# a huge page comes from memory the hypervisor has not backed yet more often than a small page
+# (no compaction stalled: /proc/vmstat), and a fresh 32 MiB took 10-130 ms, 64 MiB up to 210 ms;
+# in 4 KiB pages faulted in by one madvise call (MADV_POPULATE_WRITE, Linux 5.14) 8-16 ms and
+# 17-30 ms in most runs (tables of 8192×1024 kept as the cache keeps them: median 132 → 29 ms).
+# Where huge pages are cheap (a host with them backed) this costs a few ms per 64 MiB.
 _HUGE_PAGE_ADVISED = 4 * 2**20
 _MADV_NOHUGEPAGE = 15
 _MADV_POPULATE_WRITE = 23
