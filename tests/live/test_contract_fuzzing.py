@@ -109,8 +109,10 @@ class Tally:
             count = re.search(r"(\d+) generated", output)
             assert count is not None, output[-2000:]
             generated += int(count.group(1))
-        # Every test case sends at least one request (each run's schema fetch is another).
-        assert sent >= generated, (sent, generated)
+        # Every test case sends a request, and the server's count is of those its app answered:
+        # a generated URL longer than uvicorn takes is a 400 from h11 that never reaches the app
+        # (3 of 27,958 in one run), so the two agree to within a few per thousand, not exactly.
+        assert sent >= 0.995 * generated, (sent, generated)
         assert errors == 0, f"{errors} answers were 5xx:\n" + "\n".join(o[-3000:] for o in outputs)
 
 
