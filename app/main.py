@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import faulthandler
+import gc
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -54,6 +55,11 @@ async def _serving_process(app: FastAPI) -> AsyncIterator[None]:
     sys.setswitchinterval(0.001)
     confine_to_quota()
     log_warnings_as_json()
+    # What exists now (the imports, the app, its routes and models: ~167k objects) lives as
+    # long as the process: out of the collector's sight, a full collection no longer walks it
+    # (one took 90–116 ms, about once per 100 cold requests, inside whichever one it hit).
+    gc.collect()
+    gc.freeze()
     yield
 
 

@@ -80,3 +80,24 @@ def test_a_warning_in_a_serving_process_is_a_json_line_of_the_log(
     assert "overflow" not in err
     [line] = [json.loads(line) for line in out.splitlines() if "overflow" in line]
     assert line["level"] == "warning" and line["logger"] == "py.warnings"
+
+
+def test_a_serving_process_leaves_what_it_started_with_to_no_collector() -> None:
+    """As the server starts, the objects it holds for good are frozen: a full collection no
+    longer walks the app's ~167k objects inside some request (90–116 ms each time)."""
+    import gc
+    import logging
+    import sys
+
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+
+    interval = sys.getswitchinterval()
+    try:
+        with TestClient(create_app()):  # runs the app's lifespan, as a server starts it
+            assert gc.get_freeze_count() > 10_000
+    finally:  # what the lifespan set for the process, given back to the rest of the suite
+        gc.unfreeze()
+        logging.captureWarnings(False)
+        sys.setswitchinterval(interval)
