@@ -84,6 +84,13 @@ _TAKES: dict[str, frozenset[str]] = {
 }
 
 
+# The smallest factor a frequency may be divided by. The exact angle reduction takes pos·ω mod
+# 2π from ω's turns in double-double (106 bits): at positions near 2^31 that stays correctly
+# rounded up to ω ≈ 2^16 radians per position (measured: a factor of 2^-16 exact, 10^-6 within
+# an ulp, 10^-9 a hundred ulps off, 10^-300 cosines of 10^270). A faster rope has no use.
+SMALLEST_DIVISOR = 2.0**-16
+
+
 @dataclass(frozen=True)
 class RopeParams:
     d_model: int = param(
@@ -101,7 +108,11 @@ class RopeParams:
         "whose description names it",
     )
     factor: float | None = param(
-        None, doc="linear, dynamic, yarn, llama3 (required); longrope", gt=0, le=1e6
+        None,
+        doc="linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides "
+        "frequencies, and angles are served exactly up to 2^16 radians per position",
+        ge=SMALLEST_DIVISOR,
+        le=1e6,
     )
     original_max_position_embeddings: int | None = param(
         None,
@@ -121,16 +132,17 @@ class RopeParams:
     truncate: bool | None = param(None, doc="yarn: round the ramp's ends outwards (default true)")
     short_factor: tuple[float, ...] | None = param(
         None,
-        doc="longrope (required): d_model/2 factors, used up to original_max_position_embeddings",
-        gt=0,
+        doc="longrope (required): d_model/2 factors, used up to original_max_position_embeddings; "
+        "each at least 2^-16",
+        ge=SMALLEST_DIVISOR,
         le=1e6,
         min_items=1,
         max_items=32768,
     )
     long_factor: tuple[float, ...] | None = param(
         None,
-        doc="longrope (required): d_model/2 factors, used beyond it",
-        gt=0,
+        doc="longrope (required): d_model/2 factors, used beyond it; each at least 2^-16",
+        ge=SMALLEST_DIVISOR,
         le=1e6,
         min_items=1,
         max_items=32768,

@@ -222,3 +222,41 @@ def test_dynamic_and_longrope_frequencies_follow_the_length_past_the_trained_con
     further = rope.frequencies(dynamic, 2 * original)[0]
     assert np.all(further.hi[1:] < rope.frequencies(dynamic, original + 1)[0].hi[1:])
     assert rope.frequencies(longrope, 10**9)[0] is rope.frequencies(longrope, original + 2)[0]
+
+
+@pytest.mark.parametrize("scaling", ["linear", "longrope"])
+def test_the_fastest_rope_served_is_correctly_rounded_near_2_31(scaling: str) -> None:
+    """A divisor of 2^-16 (65536 radians per position): float32 cos and sin within half an ulp
+    (+ 2^-14, the README's bound for tables) of mpmath at positions just below 2^31."""
+    d, tiny = 4, rope.SMALLEST_DIVISOR
+    if scaling == "linear":
+        params = RopeParams(d_model=d, scaling="linear", factor=tiny)
+        divisors = [tiny, tiny]
+    else:
+        params = RopeParams(
+            d_model=d,
+            scaling="longrope",
+            original_max_position_embeddings=8,
+            short_factor=(1.0, 1.0),
+            long_factor=(tiny, 3.0),
+        )
+        divisors = [tiny, 3.0]
+    first = 2**31 - 6
+    served = rope.table(params, 5, first, "float32", "cos_sin")
+    with mpmath.workprec(250):
+        for row, position in enumerate(range(first, first + 5)):
+            for i, divisor in enumerate(divisors):
+                omega = mpmath.power(10000, mpmath.mpf(-2 * i) / d) / mpmath.mpf(divisor)
+                for plane, f in enumerate((mpmath.cos, mpmath.sin)):
+                    exact = f(position * omega)
+                    value = np.float32(served[plane, row, i])
+                    ulp = float(np.spacing(np.abs(value)))
+                    assert abs(float(value) - float(exact)) <= (0.5 + 2**-14) * ulp
+
+
+def test_a_faster_rope_is_refused_naming_its_divisor() -> None:
+    from posenc.errors import ParameterError
+
+    with pytest.raises(ParameterError) as refused:
+        RopeParams(d_model=4, scaling="linear", factor=rope.SMALLEST_DIVISOR / 2)
+    assert refused.value.param == "factor"

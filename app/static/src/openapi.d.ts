@@ -1804,7 +1804,7 @@ export interface operations {
                 layout?: "interleaved" | "split";
                 /** @description long-context scaling, as transformers computes it; each takes the parameters whose description names it */
                 scaling?: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
-                /** @description linear, dynamic, yarn, llama3 (required); longrope */
+                /** @description linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides frequencies, and angles are served exactly up to 2^16 radians per position */
                 factor?: number | null;
                 /** @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192) */
                 original_max_position_embeddings?: number | null;
@@ -1824,9 +1824,9 @@ export interface operations {
                 mscale_all_dim?: number | null;
                 /** @description yarn: round the ramp's ends outwards (default true) */
                 truncate?: boolean | null;
-                /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings */
+                /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings; each at least 2^-16 */
                 short_factor?: number[] | null;
-                /** @description longrope (required): d_model/2 factors, used beyond it */
+                /** @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16 */
                 long_factor?: number[] | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
@@ -1977,7 +1977,7 @@ export interface operations {
                 layout?: "interleaved" | "split";
                 /** @description long-context scaling, as transformers computes it; each takes the parameters whose description names it */
                 scaling?: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
-                /** @description linear, dynamic, yarn, llama3 (required); longrope */
+                /** @description linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides frequencies, and angles are served exactly up to 2^16 radians per position */
                 factor?: number | null;
                 /** @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192) */
                 original_max_position_embeddings?: number | null;
@@ -1997,9 +1997,9 @@ export interface operations {
                 mscale_all_dim?: number | null;
                 /** @description yarn: round the ramp's ends outwards (default true) */
                 truncate?: boolean | null;
-                /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings */
+                /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings; each at least 2^-16 */
                 short_factor?: number[] | null;
-                /** @description longrope (required): d_model/2 factors, used beyond it */
+                /** @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16 */
                 long_factor?: number[] | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
@@ -2177,7 +2177,7 @@ export interface operations {
                     scaling?: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
                     /**
                      * Factor
-                     * @description linear, dynamic, yarn, llama3 (required); longrope
+                     * @description linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides frequencies, and angles are served exactly up to 2^16 radians per position
                      */
                     factor?: number | null;
                     /**
@@ -2227,12 +2227,12 @@ export interface operations {
                     truncate?: boolean | null;
                     /**
                      * Short Factor
-                     * @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings
+                     * @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings; each at least 2^-16
                      */
                     short_factor?: number[] | null;
                     /**
                      * Long Factor
-                     * @description longrope (required): d_model/2 factors, used beyond it
+                     * @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16
                      */
                     long_factor?: number[] | null;
                     /**
@@ -2399,7 +2399,7 @@ export interface operations {
                 layout?: "interleaved" | "split";
                 /** @description long-context scaling, as transformers computes it; each takes the parameters whose description names it */
                 scaling?: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
-                /** @description linear, dynamic, yarn, llama3 (required); longrope */
+                /** @description linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides frequencies, and angles are served exactly up to 2^16 radians per position */
                 factor?: number | null;
                 /** @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192) */
                 original_max_position_embeddings?: number | null;
@@ -2419,9 +2419,9 @@ export interface operations {
                 mscale_all_dim?: number | null;
                 /** @description yarn: round the ramp's ends outwards (default true) */
                 truncate?: boolean | null;
-                /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings */
+                /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings; each at least 2^-16 */
                 short_factor?: number[] | null;
-                /** @description longrope (required): d_model/2 factors, used beyond it */
+                /** @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16 */
                 long_factor?: number[] | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
@@ -2578,7 +2578,7 @@ export interface operations {
                 layout?: "interleaved" | "split";
                 /** @description long-context scaling, as transformers computes it; each takes the parameters whose description names it */
                 scaling?: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
-                /** @description linear, dynamic, yarn, llama3 (required); longrope */
+                /** @description linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides frequencies, and angles are served exactly up to 2^16 radians per position */
                 factor?: number | null;
                 /** @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192) */
                 original_max_position_embeddings?: number | null;
@@ -2598,9 +2598,9 @@ export interface operations {
                 mscale_all_dim?: number | null;
                 /** @description yarn: round the ramp's ends outwards (default true) */
                 truncate?: boolean | null;
-                /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings */
+                /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings; each at least 2^-16 */
                 short_factor?: number[] | null;
-                /** @description longrope (required): d_model/2 factors, used beyond it */
+                /** @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16 */
                 long_factor?: number[] | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
@@ -2743,7 +2743,7 @@ export interface operations {
                 layout?: "interleaved" | "split";
                 /** @description long-context scaling, as transformers computes it; each takes the parameters whose description names it */
                 scaling?: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
-                /** @description linear, dynamic, yarn, llama3 (required); longrope */
+                /** @description linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides frequencies, and angles are served exactly up to 2^16 radians per position */
                 factor?: number | null;
                 /** @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192) */
                 original_max_position_embeddings?: number | null;
@@ -2763,9 +2763,9 @@ export interface operations {
                 mscale_all_dim?: number | null;
                 /** @description yarn: round the ramp's ends outwards (default true) */
                 truncate?: boolean | null;
-                /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings */
+                /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings; each at least 2^-16 */
                 short_factor?: number[] | null;
-                /** @description longrope (required): d_model/2 factors, used beyond it */
+                /** @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16 */
                 long_factor?: number[] | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
