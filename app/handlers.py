@@ -311,8 +311,8 @@ async def _read_body(request: Request) -> bytearray:
 
 async def conformance(request: Request, scheme: Scheme, query: BaseModel) -> Response:
     """A client's array against the served one, diagnosed by the scheme's conformance model."""
-    check, cost_of = scheme.conformance, scheme.conformance_cost
-    assert check is not None and cost_of is not None, "only declared for such schemes"
+    cost_of = scheme.conformance_cost
+    assert cost_of is not None, "only declared for such schemes"
     params = params_of(scheme, query)
     dtype, component = dtype_of(scheme, query), component_of(scheme, query)
     offset, tolerance = getattr(query, "offset"), getattr(query, "tolerance_ulp")  # noqa: B009
@@ -326,7 +326,7 @@ async def conformance(request: Request, scheme: Scheme, query: BaseModel) -> Res
     given_dtype = "dtype" in query.model_fields_set
     if given_dtype and dtype != "int32" and str(array.dtype) != dtype:
         raise InconsistentError("dtype", f"the body holds {array.dtype}, the query says {dtype}")
-    count = _rows_in(array, scheme, params, component)
+    count = scheme.rows_in(params, array.shape, component)
     _same_rows(query, scheme.follows_rows(params, component), count, component)
     expected = scheme.shape(params, count, component)
     if array.shape != expected:
@@ -338,7 +338,9 @@ async def conformance(request: Request, scheme: Scheme, query: BaseModel) -> Res
     Rows(count, offset)
     compute = cost_of(params, count, component)
     await admit(request, Estimate(compute, array.size, False, "body", "the conformance check"))
-    result = await run(request, check, params, array, component, offset, tolerance)
+    conforms, result = await run(
+        request, scheme.conforms, params, array, component, offset, tolerance
+    )
     document = {
         "scheme": scheme.name,
         "params": canonical(
@@ -350,10 +352,7 @@ async def conformance(request: Request, scheme: Scheme, query: BaseModel) -> Res
             offset=offset,
             tolerance_ulp=tolerance,
         ),
-        # Integer arrays (buckets) conform only when equal.
-        "conforms": result.max_abs_error == 0
-        if np.issubdtype(array.dtype, np.integer)
-        else result.max_ulp_error <= tolerance,
+        "conforms": conforms,
         **dataclasses.asdict(result),
     }
     gzip = responses.accepts_gzip(request)
@@ -379,12 +378,3 @@ def _same_rows(query: BaseModel, follows: bool, count: int, component: str) -> N
         raise InconsistentError("seq_len", f"the {component} array has no rows: leave it out")
     if given != count:
         raise InconsistentError("seq_len", f"is {given}, the body holds {count} rows")
-
-
-def _rows_in(array: npt.NDArray[Any], scheme: Scheme, params: Any, component: str) -> int:
-    """How many positions a client's array covers: the axis whose length follows the count."""
-    one, two = scheme.shape(params, 1, component), scheme.shape(params, 2, component)
-    growing = [axis for axis, (a, b) in enumerate(zip(one, two, strict=True)) if a != b]
-    if not growing or len(one) != array.ndim:
-        return 1
-    return int(array.shape[growing[0]])

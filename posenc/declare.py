@@ -34,7 +34,7 @@ import numpy.typing as npt
 
 from posenc.conformance import Conformance
 from posenc.cost import Cost
-from posenc.errors import ParameterError
+from posenc.errors import InconsistentError, ParameterError
 from posenc.verify import Report
 
 Positions = npt.NDArray[np.int64]
@@ -206,6 +206,31 @@ class Scheme:
         ``seq_len`` of 2^31 costs it nothing (tests/core/test_scheme_contract.py holds every
         scheme to this)."""
         return self.shape(params, 1, component) != self.shape(params, 2, component)
+
+    def rows_in(self, params: Any, shape: tuple[int, ...], component: str) -> int:
+        """How many positions an array of ``shape`` covers: the length of the axis that grows
+        with the count (one position when no axis does, or the rank differs)."""
+        one, two = self.shape(params, 1, component), self.shape(params, 2, component)
+        growing = [axis for axis, (a, b) in enumerate(zip(one, two, strict=True)) if a != b]
+        if not growing or len(one) != len(shape):
+            return 1
+        return int(shape[growing[0]])
+
+    def conforms(
+        self, params: Any, array: Array, component: str, offset: int, tolerance_ulp: float
+    ) -> tuple[bool, Conformance]:
+        """A client's array (of the shape these parameters give) against the served one, and
+        whether it conforms: within ``tolerance_ulp`` everywhere, or equal for integers. The
+        one rule behind ``POST /verify``, ``posenc check`` and ``posenc.testing``."""
+        assert self.conformance is not None, "only for schemes that declare a conformance check"
+        count = self.rows_in(params, array.shape, component)
+        why = self.unholdable(params, offset, offset + count - 1, str(array.dtype), component)
+        if why:  # its ulps would be measured against infinities
+            raise InconsistentError("dtype", f"{why}: no table in it can conform")
+        result = self.conformance(params, array, component, offset, tolerance_ulp)
+        if np.issubdtype(array.dtype, np.integer):
+            return result.max_abs_error == 0, result
+        return result.max_ulp_error <= tolerance_ulp, result
 
     def unholdable(self, params: Any, first: int, last: int, dtype: str, component: str) -> str:
         """Why ``dtype`` cannot hold the array for positions first … last ("" when it can).

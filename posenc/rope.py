@@ -525,9 +525,13 @@ def cost(params: Any, count: int, dtype: str, component: str) -> Cost:
     """A table by the compiled loops (:func:`posenc.rope.table_cost`), or sin and cos of every
     (position, pair) in float64, scaled, expanded and stacked (measured 69 bytes per
     ``count·d_model`` at the peak): whichever costs more. The frequencies alone (``inv_freq``)
-    cost nothing that grows with ``count``."""
+    cost their computation, nothing that grows with ``count``."""
     if component == "inv_freq":
-        return Cost(params.d_model * 16 + costs.SCRATCH, params.d_model * _FREQUENCY_COST.work)
+        h = params.d_model // 2
+        return Cost(
+            _FREQUENCY_COST.bytes * h + params.d_model * 16 + costs.SCRATCH,
+            _FREQUENCY_COST.work * h,
+        )
     pairs = count * params.d_model
     listed = Cost(pairs * 80 + costs.SCRATCH, pairs * costs.TRANSCENDENTAL)
     return costs.larger(table_cost(params, count, dtype, component), listed)

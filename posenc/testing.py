@@ -153,7 +153,7 @@ def conformance(
         raise InconsistentError(
             "array", f"must be 1-, 2- or 3-D and non-empty, got shape {list(array.shape)}"
         )
-    count = rows_in(declared, stated, array.shape, chosen)
+    count = declared.rows_in(stated, array.shape, chosen)
     expected = declared.shape(stated, count, chosen)
     if array.shape != expected:
         raise InconsistentError(
@@ -165,19 +165,17 @@ def conformance(
     if not finite.all():
         raise InconsistentError("array", f"row {int(np.argmin(finite))} holds NaN or infinity")
     Rows(count, offset)
-    result = declared.conformance(stated, array, chosen, offset, tolerance_ulp)
+    conforms, result = declared.conforms(stated, array, chosen, offset, tolerance_ulp)
     canonical = {k: v for k, v in dataclasses.asdict(stated).items() if v is not None}
     canonical.update(
         dtype=str(array.dtype), seq_len=count, offset=offset, tolerance_ulp=tolerance_ulp
     )
     if declared.components:
         canonical["component"] = chosen
-    integer = np.issubdtype(array.dtype, np.integer)
     return {
         "scheme": declared.name,
         "params": canonical,
-        # Integer arrays (buckets) conform only when equal.
-        "conforms": result.max_abs_error == 0 if integer else result.max_ulp_error <= tolerance_ulp,
+        "conforms": conforms,
         **dataclasses.asdict(result),
     }
 
@@ -195,16 +193,6 @@ def params_of(declared: Any, values: Mapping[str, Any]) -> Any:
             raise ParameterError(name, f"is required by scheme {declared.name!r}")
     given = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
     return declared.params(**given)
-
-
-def rows_in(declared: Any, params: Any, shape: tuple[int, ...], component: str) -> int:
-    """How many positions an array of ``shape`` covers: the length of the axis that grows with
-    the count (one position when no axis does, or the rank differs)."""
-    one, two = declared.shape(params, 1, component), declared.shape(params, 2, component)
-    growing = [axis for axis, (a, b) in enumerate(zip(one, two, strict=True)) if a != b]
-    if not growing or len(one) != len(shape):
-        return 1
-    return int(shape[growing[0]])
 
 
 def report_text(document: Mapping[str, Any]) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
+import math
 import resource
 import time
 import tracemalloc
@@ -35,7 +36,9 @@ import orjson
 
 from app.main import create_app
 from app.settings import Settings
+from posenc import alibi, kernels, rope, rotation, sinusoidal
 from posenc.declare import Scheme, spec
+from posenc.errors import PosencError
 from posenc.exact import MAX_POSITION
 from posenc.registry import SCHEMES
 from posenc.warm import compile_kernels
@@ -87,18 +90,32 @@ def _widest(value: Any, limit: Any) -> Any:
     return float(top)
 
 
+def _narrowest(value: Any, limit: Any) -> Any:
+    if isinstance(value, tuple):
+        return tuple(_narrowest(v, limit) for v in value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    if limit.ge is not None:
+        return type(value)(limit.ge)
+    if limit.gt is not None:
+        return limit.gt + 1 if isinstance(value, int) else float(np.nextafter(limit.gt, np.inf))
+    return value
+
+
 def parameter_sets(scheme: Scheme) -> list[dict[str, Any]]:
     """The scheme's examples, and each with its numeric parameters (and every required one) at
-    the schema's maximum."""
+    the schema's maximum, and at its minimum (a factor of 10^-300 once served cosines of
+    10^270: the smallest values are extremes too)."""
     sets: list[dict[str, Any]] = []
     for example in scheme.examples:
         sets.append(dict(example))
-        widened = dict(example)
-        for f in scheme.fields():
-            required = f.default is dataclasses.MISSING
-            if f.name in example or required:
-                widened[f.name] = _widest(example.get(f.name, 1), spec(f))
-        sets.append(widened)
+        for extreme in (_widest, _narrowest):
+            moved = dict(example)
+            for f in scheme.fields():
+                required = f.default is dataclasses.MISSING
+                if f.name in example or required:
+                    moved[f.name] = extreme(example.get(f.name, 1), spec(f))
+            sets.append(moved)
     return sets
 
 
@@ -214,20 +231,38 @@ def _encode_body(scheme: Scheme, params: dict[str, Any], axes: dict[str, Any]) -
 
 
 def _conformance(scheme: Scheme, params: dict[str, Any], axes: dict[str, Any]) -> Iterator[Walked]:
-    """A client's array at the far end, and a header that announces the largest array while
-    the body holds a few bytes."""
+    """A client's array of the shape these parameters give, at the far end (a float16 one there
+    once conformed though the served values were infinite); a header that announces the largest
+    array while the body holds a few bytes; and one whose shape fits nothing."""
     path = f"/v1/{scheme.name}/verify"
     values = {**params, **FARTHEST, **axes}
     query = _query(path, "POST", values)
     dtype = axes["dtype"] or "int32"
-    body = np.zeros(8, dtype=dtype).tobytes()
-    for shape in ("2,2,2", f"{MAX_POSITION + 1},65536"):
+    shapes = ["2,2,2", f"{MAX_POSITION + 1},65536"]
+    fitting = _served_shape(scheme, params, axes["component"] or "")
+    if fitting is not None:
+        shapes.append(",".join(map(str, fitting)))
+    for shape in shapes:
+        size = int(np.prod([int(n) for n in shape.split(",")], dtype=object))
+        body = np.zeros(size if size <= 2**20 else 8, dtype=dtype).tobytes()
         headers = (
             ("content-type", "application/octet-stream"),
             ("x-array-shape", shape),
             ("x-array-dtype", dtype),
         )
         yield Walked("POST", path, query, body, headers)
+
+
+def _served_shape(scheme: Scheme, params: dict[str, Any], component: str) -> tuple[int, ...] | None:
+    """The shape of the array for FARTHEST's rows (every cell of a grid), if the parameters
+    are valid and it holds at most 2^20 values."""
+    try:
+        declared = scheme.params(**params)
+    except PosencError:
+        return None
+    count = math.prod(declared.grid) if scheme.rows == "grid" else FARTHEST["seq_len"]
+    shape = scheme.shape(declared, count, component)
+    return shape if math.prod(shape) <= 2**20 else None
 
 
 def _extra_bodies(schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -270,6 +305,7 @@ def walk_in_process() -> list[Outcome]:
         transport = httpx.ASGITransport(app=probe, raise_app_exceptions=False)
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
             for walked in requests():
+                _forget_derived_vectors()
                 started = time.perf_counter()
                 response = await client.request(
                     walked.method,
@@ -290,6 +326,19 @@ def walk_in_process() -> list[Outcome]:
         finally:
             tracemalloc.stop()
     return outcomes
+
+
+def _forget_derived_vectors() -> None:
+    """Each request is measured cold: frequencies, twiddles and slopes are small caches of
+    their own (lru_cache), which an earlier request of the walk may have filled."""
+    for cached in (
+        rope.scaled,
+        sinusoidal.frequencies,
+        alibi.slopes,
+        rotation._conjugate_twiddles,
+        kernels._twiddles,
+    ):
+        cached.cache_clear()
 
 
 @contextmanager

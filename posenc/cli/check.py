@@ -154,7 +154,7 @@ def _compute(
             )
         array = np.memmap(cache, dtype=np.dtype(dtype).newbyteorder("<"), mode="r", shape=shape)
     if scheme.conformance_cost is not None:
-        count = testing.rows_in(scheme, params, array.shape, chosen)
+        count = scheme.rows_in(params, array.shape, chosen)
         cost = scheme.conformance_cost(params, count, chosen)
         budget.admit(size + cost.bytes, f"checking {cache}", "cache")
     return testing.conformance(array, scheme.name, component=component, **settings, **values)

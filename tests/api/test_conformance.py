@@ -288,3 +288,22 @@ def test_a_bucket_off_by_one_is_found_and_never_called_correct(client: Client) -
     assert "value_rounding" not in [finding["name"] for finding in report["diagnosis"]]
     exact = client.post("/v1/t5/verify", **npy_body(np.load(io.BytesIO(served.content))))
     assert exact.json()["conforms"] is True and exact.json()["first_bad_position"] is None
+
+
+@pytest.mark.parametrize(
+    ("url", "data"),
+    [
+        ("/v1/rope/verify?d_model=4&offset=70000&dtype=float16&component=angle", [[0.0, 0.0]]),
+        ("/v1/index/verify?d_model=1&offset=70000&dtype=float16", [[0.0]]),
+    ],
+)
+def test_a_float16_table_of_values_past_65504_is_refused_not_called_conforming(
+    client: Client, url: str, data: list[list[float]]
+) -> None:
+    """The served values are infinite in float16, so no ulp can be measured: it once answered
+    conforms: true for zeros (and a null max_ulp_error for the index)."""
+    response = client.post(url, json={"data": data})
+    assert response.status_code == 422, response.text
+    problem = response.json()
+    assert problem["type"] == "urn:posenc:problem:inconsistent-parameters"
+    assert problem["errors"][0]["loc"][-1] == "dtype"

@@ -140,3 +140,14 @@ def test_importing_the_helper_needs_no_server_and_no_torch() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_helper_refuses_a_float16_table_it_cannot_measure() -> None:
+    """An all-zero float16 angle table at positions past 65504 once passed."""
+    from posenc.errors import InconsistentError
+    from posenc.testing import assert_table_matches
+
+    with pytest.raises(InconsistentError):
+        assert_table_matches(
+            np.zeros((3, 2), np.float16), "rope", component="angle", offset=70000, d_model=4
+        )
