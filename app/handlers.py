@@ -259,13 +259,16 @@ async def encode_post(
     def compute() -> Body:
         if vectors is not None and rotate is not None:
             turned = _matrix(vectors, "vectors", (count, shape[-1]))
-            array = rotate(params, turned, positions).astype(dtype)
+            with np.errstate(over="ignore", invalid="ignore"):  # refused just below
+                array = rotate(params, turned, positions).astype(dtype)
+            _finite(array, "vectors", dtype)
         elif embeddings is not None:
             added = _matrix(embeddings, "embeddings", (count, shape[1]))
             scale = np.sqrt(shape[1]) if members.scale else 1.0
             encoded = scheme.encode(params, positions, "float64", component)
-            with np.errstate(over="ignore"):  # float16 overflow: Body.of refuses it
+            with np.errstate(over="ignore", invalid="ignore"):  # refused just below
                 array = (added * scale + encoded).astype(dtype)
+            _finite(array, "embeddings", dtype)
         else:
             first, last = int(positions.min()), int(positions.max())
             check_holdable(scheme, params, first, last, dtype, component)
@@ -274,6 +277,13 @@ async def encode_post(
 
     await admit(request, need)
     return responses.send(await run(request, compute), None)
+
+
+def _finite(array: npt.NDArray[Any], given: str, dtype: str) -> None:
+    """Values the client sent can take a sum or a rotation past what ``dtype`` holds (1e300
+    in float32): refused, never served as JSON nulls or binary infinities."""
+    if not np.isfinite(array).all():
+        raise InconsistentError(given, f"the answer would hold values beyond {dtype}'s range")
 
 
 def _members(scheme: Scheme, small: dict[str, Any]) -> Any:

@@ -150,3 +150,25 @@ def test_a_dtype_that_cannot_hold_the_array_is_refused_before_computing(
 def test_what_float16_holds_is_served(client: Client, url: str) -> None:
     # ALiBi's bias follows the distances, not the positions: far rows are fine.
     assert client.get(url + "&format=npy").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"d_model": 2, "positions": [1], "dtype": "float32", "embeddings": [[1e300, 0.0]]},
+        {"d_model": 2, "positions": [1], "dtype": "float16", "embeddings": [[7e4, 0.0]]},
+        {"d_model": 4, "positions": [1], "dtype": "float32", "vectors": [[1e300, 0, 1e300, 0]]},
+        {"d_model": 4, "positions": [1], "dtype": "float16", "vectors": [[7e4, 0, 7e4, 0]]},
+    ],
+)
+def test_given_data_that_the_dtype_cannot_hold_is_refused_by_name(
+    client: Client, body: dict[str, object]
+) -> None:
+    """Embeddings or vectors past the dtype's range: a 422 naming them (float32 answered
+    JSON nulls; a float16 rotation warned, a 500 under this suite)."""
+    scheme = "rope" if "vectors" in body else "sinusoidal"
+    response = client.post(f"/v1/{scheme}/encode", json=body)
+    assert response.status_code == 422, response.text
+    problem = response.json()
+    assert problem["type"] == "urn:posenc:problem:inconsistent-parameters"
+    assert problem["errors"][0]["loc"][-1] in ("embeddings", "vectors")
