@@ -32,6 +32,24 @@ class Client:
         return self.request("POST", url, **kwargs)
 
 
+def get_scope(path: str, query: bytes, host: str = "testserver") -> dict[str, Any]:
+    """The ASGI scope of a plain GET, for tests that drive the app without a client."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query,
+        "root_path": "",
+        "headers": [(b"host", host.encode())],
+        "client": ("127.0.0.1", 1),
+        "server": (host, 80),
+    }
+
+
 @pytest.fixture
 def client() -> Client:
     return Client()

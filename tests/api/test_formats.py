@@ -16,7 +16,7 @@ from app.formats import raw
 from app.models import Format
 from posenc import SinusoidalParams, encode, table
 from posenc.similarity import against, matrix
-from tests.conftest import Client
+from tests.conftest import Client, get_scope
 
 PARAMS = SinusoidalParams(d_model=6)
 ENDPOINTS: dict[str, Callable[[], np.ndarray]] = {
@@ -216,20 +216,7 @@ def _asgi_body_messages(client: Client, path: str, query: bytes) -> list[bytes |
     async def send(message: Message) -> None:
         sent.append(message)
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": query,
-        "root_path": "",
-        "headers": [(b"host", b"testserver")],
-        "client": ("127.0.0.1", 1),
-        "server": ("testserver", 80),
-    }
+    scope = get_scope(path, query)
     asyncio.run(client.app(scope, receive, send))
     assert sent[0]["status"] == 200
     bodies = [m["body"] for m in sent if m["type"] == "http.response.body"]

@@ -17,6 +17,7 @@ import pytest
 
 from app.main import create_app
 from app.settings import Settings
+from tests.conftest import get_scope
 
 SPELLINGS = 200
 
@@ -24,20 +25,7 @@ SPELLINGS = 200
 async def _get(app: Any, path: str, query: bytes) -> int:
     """One GET straight through the ASGI app: no client whose own objects tracemalloc would
     count with the server's."""
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": query,
-        "root_path": "",
-        "headers": [(b"host", b"test")],
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 80),
-    }
+    scope = get_scope(path, query)
     status = 0
     requested, answered = False, asyncio.Event()
 
