@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from posenc.declare import spec
 from posenc.errors import InconsistentError, ParameterError
 from posenc.rope import Layout, RopeParams, Scaling
 
@@ -329,7 +330,24 @@ def describe(
 
 
 _NUMBER = {"type": "number"}
-_POSITIVE = {"type": "number", "exclusiveMinimum": 0, "maximum": 1e6}
+
+
+def _ranged(name: str) -> dict[str, Any]:
+    """A scaling number as RopeParams declares its range: one source, so that a config the
+    schema admits is never refused for a range the schema did not state."""
+    limits = spec(next(f for f in dataclasses.fields(RopeParams) if f.name == name))
+    schema: dict[str, Any] = {"type": "number"}
+    for key, bound in (
+        ("minimum", limits.ge),
+        ("exclusiveMinimum", limits.gt),
+        ("maximum", limits.le),
+        ("exclusiveMaximum", limits.lt),
+    ):
+        if bound is not None:
+            schema[key] = bound
+    return schema
+
+
 _ROPE: dict[str, Any] = {
     "type": ["object", "null"],
     "additionalProperties": False,
@@ -344,9 +362,9 @@ _ROPE: dict[str, Any] = {
             "maximum": 2**31 - 1,
         },
         "truncate": {"type": "boolean"},
-        "short_factor": {"type": "array", "items": _POSITIVE},
-        "long_factor": {"type": "array", "items": _POSITIVE},
-        **{name: _POSITIVE for name in _NUMBERS},
+        "short_factor": {"type": "array", "items": _ranged("short_factor")},
+        "long_factor": {"type": "array", "items": _ranged("long_factor")},
+        **{name: _ranged(name) for name in _NUMBERS},
     },
 }
 # What the document says of a config.json: the fields read, and a real one as the example.
