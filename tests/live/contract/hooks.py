@@ -129,8 +129,10 @@ def _rope(fixed: dict[str, Any]) -> None:
     half = int(fixed.get("d_model", 2)) // 2
     for name in _NEEDS[scaling] - set(fixed):
         fixed[name] = 2.0 if "factor" in name else 16
+    # Only for a d_model in the schema's range: the negative phase sends others (10^12 once
+    # made this list 23 GB, and the kernel's OOM killer took the client).
     for name in ("short_factor", "long_factor"):
-        if name in fixed:
+        if name in fixed and 1 <= half <= 2**15:
             fixed[name] = [1.0] * half
     if scaling == "llama3":
         low = float(fixed.get("low_freq_factor", 1.0))
