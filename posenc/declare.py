@@ -235,8 +235,9 @@ class Scheme:
     def unholdable(self, params: Any, first: int, last: int, dtype: str, component: str) -> str:
         """Why ``dtype`` cannot hold the array for positions first … last ("" when it can).
 
-        Only float16 can fail: every scheme's values stay below 10^16 (a position below 2^31
-        times a frequency of at most 10^6), far inside float32 and float64."""
+        Only float16 can fail: every scheme's values stay below 2^47 (a position below 2^31
+        times a frequency of at most 2^16, rope's smallest divisor being 2^-16), far inside
+        float32 and float64."""
         if dtype != "float16" or self.magnitude is None:
             return ""
         largest = self.magnitude(params, first, last, component)
