@@ -33,7 +33,7 @@ from app.admission import check_size
 from app.models import SHAPE_PATTERN
 from posenc.cost import Cost
 from posenc.errors import InconsistentError, ParameterError
-from posenc.exact import MAX_POSITION
+from posenc.numerics.exact import MAX_POSITION
 
 # int32 for integer arrays (relative buckets), compared for equality.
 DTYPES = ("float16", "float32", "float64", "int32")

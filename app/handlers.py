@@ -31,11 +31,11 @@ from app.models import (
 )
 from app.responses import Body
 from app.serving import array_for, canonical, check_holdable, estimate, labels, serve, state
-from posenc import costs
 from posenc import similarity as similarity_core
 from posenc.cost import Cost
 from posenc.declare import Scheme
 from posenc.errors import InconsistentError, NotApplicableError
+from posenc.numerics import costs
 from posenc.rows import Rows
 
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, 
 from pydantic_core import PydanticCustomError
 
 from posenc.declare import Scheme, hints, spec
-from posenc.exact import MAX_POSITION
+from posenc.numerics.exact import MAX_POSITION
 from posenc.rows import Rows
 
 Format = Literal["json", "npy", "bin", "csv", "plotly", "png"]

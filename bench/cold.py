@@ -127,7 +127,8 @@ def fresh_compute(
 def cold_answers(row: Callable[[str, str, str, str], None], posenc: str, hello: str) -> None:
     from app.main import create_app
     from app.settings import Settings
-    from posenc import rope, sinusoidal
+    from posenc.schemes.rope import maths as rope
+    from posenc.schemes.sinusoidal import maths as sinusoidal
 
     row("25. machine while measuring", load_average(), "-", "-")
     app = create_app(Settings(log_level="warning"))

@@ -183,7 +183,8 @@ def core_table(row: Callable[[str, str, str, str], None]) -> None:
     output every time on both sides; frequencies cached, as for a service's second table)."""
     import tracemalloc
 
-    from posenc import rope, sinusoidal
+    from posenc.schemes.rope import maths as rope
+    from posenc.schemes.sinusoidal import maths as sinusoidal
 
     def ratio(ours: Callable[[], object], recipe: Callable[[], object]) -> tuple[float, float]:
         return best_seconds(ours), best_seconds(recipe)

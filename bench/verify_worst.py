@@ -18,22 +18,20 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from posenc import (
-    alibi,
-    alibi_verify,
-    baselines,
-    baselines_verify,
-    grid,
-    grid_verify,
-    rope,
-    rope_verify,
-    sinusoidal,
-    sinusoidal_verify,
-    t5,
-    t5_verify,
-)
-from posenc import sinusoidal_conformance as conformance
 from posenc.cost import Cost
+from posenc.schemes.alibi import maths as alibi
+from posenc.schemes.alibi import verify as alibi_verify
+from posenc.schemes.baselines import maths as baselines
+from posenc.schemes.baselines import verify as baselines_verify
+from posenc.schemes.grid import maths as grid
+from posenc.schemes.grid import verify as grid_verify
+from posenc.schemes.rope import maths as rope
+from posenc.schemes.rope import verify as rope_verify
+from posenc.schemes.sinusoidal import conformance
+from posenc.schemes.sinusoidal import maths as sinusoidal
+from posenc.schemes.sinusoidal import verify as sinusoidal_verify
+from posenc.schemes.t5 import maths as t5
+from posenc.schemes.t5 import verify as t5_verify
 from posenc.verify import Report
 
 WORK = 2 * 10**9

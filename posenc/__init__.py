@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from posenc.declare import Scheme
     from posenc.errors import NotApplicableError, ParameterError, PosencError
     from posenc.registry import SCHEMES, get
-    from posenc.sinusoidal import SinusoidalParams, encode, frequencies, table
+    from posenc.schemes.sinusoidal.maths import SinusoidalParams, encode, frequencies, table
     from posenc.verify import Check, Report, Statistic
 
 # Each public name is imported where it lives on first use: the registry loads numba and every
@@ -27,12 +27,12 @@ _HOMES = {
     "PosencError": "posenc.errors",
     "Report": "posenc.verify",
     "Scheme": "posenc.declare",
-    "SinusoidalParams": "posenc.sinusoidal",
+    "SinusoidalParams": "posenc.schemes.sinusoidal.maths",
     "Statistic": "posenc.verify",
-    "encode": "posenc.sinusoidal",
-    "frequencies": "posenc.sinusoidal",
+    "encode": "posenc.schemes.sinusoidal.maths",
+    "frequencies": "posenc.schemes.sinusoidal.maths",
     "get": "posenc.registry",
-    "table": "posenc.sinusoidal",
+    "table": "posenc.schemes.sinusoidal.maths",
 }
 
 

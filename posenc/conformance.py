@@ -3,7 +3,7 @@
 The report types every scheme's conformance returns, and what any scheme can say of an array
 (:func:`check_any`): errors by position in absolute terms and in ulps, rows that repeat
 (``collapsed_positions``), and ``value_rounding`` when the array is the exact one rounded.
-Schemes that know their faults (:mod:`posenc.sinusoidal_conformance`, rope's) add diagnoses.
+Schemes that know their faults (:mod:`posenc.schemes.sinusoidal.conformance`, rope's) add diagnoses.
 """
 
 from __future__ import annotations

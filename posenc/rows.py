@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc.errors import LimitError, ParameterError
-from posenc.exact import MAX_POSITION
+from posenc.numerics.exact import MAX_POSITION
 
 
 @dataclass(frozen=True, slots=True)

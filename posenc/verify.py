@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from posenc.cancel import checkpoint
 from posenc.cost import FREE, Cost
-from posenc.exact import decimal_pi
+from posenc.numerics.exact import decimal_pi
 
 StatisticValue = float | int | list[int] | None
 
@@ -366,7 +366,7 @@ def ulp_error(served: npt.NDArray[np.floating], exact: Sequence[Decimal]) -> flo
 def decimal_sin_cos(angle: Decimal, digits: int = 50) -> tuple[Decimal, Decimal]:
     """``sin`` and ``cos`` of ``angle`` by Taylor series at ``digits`` digits, after reduction.
 
-    An independent reference for the float paths: it shares no code with :mod:`posenc.exact`
+    An independent reference for the float paths: it shares no code with :mod:`.numerics.exact`
     but the value of π.
 
     >>> [round(float(v), 12) for v in decimal_sin_cos(Decimal(10) ** 6)]

@@ -36,11 +36,14 @@ import orjson
 
 from app.main import create_app
 from app.settings import Settings
-from posenc import alibi, kernels, rope, rotation, sinusoidal
 from posenc.declare import Scheme, spec
 from posenc.errors import PosencError
-from posenc.exact import MAX_POSITION
+from posenc.numerics import kernels, rotation
+from posenc.numerics.exact import MAX_POSITION
 from posenc.registry import SCHEMES
+from posenc.schemes.alibi import maths as alibi
+from posenc.schemes.rope import maths as rope
+from posenc.schemes.sinusoidal import maths as sinusoidal
 from posenc.warm import compile_kernels
 from tests.api.test_costs import PeakOfEachRequest
 

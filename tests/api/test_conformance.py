@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from posenc import SinusoidalParams, table
-from posenc.sinusoidal_conformance import check
+from posenc.schemes.sinusoidal.conformance import check
 from tests import faulty_tables as faulty
 from tests.conftest import Client
 

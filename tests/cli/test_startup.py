@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.cli.conftest import check_args
 
-HEAVY = {"numba", "numpy", "httpx", "posenc.registry", "posenc.kernels"}
+HEAVY = {"numba", "numpy", "httpx", "posenc.registry", "posenc.numerics.kernels"}
 WEB = {"fastapi", "starlette", "pydantic", "uvicorn", "httpx", "app"}
 
 

@@ -8,8 +8,8 @@ from functools import partial
 import numpy as np
 import pytest
 
-from posenc import sinusoidal
 from posenc.cache import ByteBoundedCache
+from posenc.schemes.sinusoidal import maths as sinusoidal
 
 
 def test_a_cached_view_of_a_writable_buffer_cannot_be_made_writable_again() -> None:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from posenc.errors import ParameterError
-from posenc.exact import MAX_POSITION, Turns, geometric_turns, sincos
-from posenc.sinusoidal import SinusoidalParams, encode, frequencies
+from posenc.numerics.exact import MAX_POSITION, Turns, geometric_turns, sincos
+from posenc.schemes.sinusoidal.maths import SinusoidalParams, encode, frequencies
 
 
 def test_frequency_in_turns_carries_106_bits() -> None:

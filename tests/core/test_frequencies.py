@@ -14,9 +14,10 @@ import mpmath
 import numpy as np
 import pytest
 
-from posenc import rope, sinusoidal
-from posenc.exact import Turns
-from posenc.rope import RopeParams
+from posenc.numerics.exact import Turns
+from posenc.schemes.rope import maths as rope
+from posenc.schemes.rope.maths import RopeParams
+from posenc.schemes.sinusoidal import maths as sinusoidal
 
 mpmath.mp.prec = 250
 RNG_SEEDS = range(6)

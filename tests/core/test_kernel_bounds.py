@@ -12,7 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from posenc import kernels, rope, sinusoidal
+from posenc.numerics import kernels
+from posenc.schemes.rope import maths as rope
+from posenc.schemes.sinusoidal import maths as sinusoidal
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # up to 2h float64 values past the end of a heap block (issue 20's segfault). Also the odd
 # and split layouts, every rope component, and two threads.
 CASES = """
-from posenc import rope, sinusoidal
+from posenc.schemes.rope import maths as rope
+from posenc.schemes.sinusoidal import maths as sinusoidal
 cases = [
     (rope.table, rope.table_reference, rope.RopeParams(d_model=8192, base=1e9), "cos_sin"),
     (rope.table, rope.table_reference, rope.RopeParams(d_model=8192, base=1e12), "sin"),
@@ -36,7 +39,7 @@ for d_model, layout in ((8193, "interleaved"), (8193, "split"), (9000, "split"))
 
 CHECK = """
 import numpy as np
-from posenc import sinusoidal
+from posenc.schemes.sinusoidal import maths as sinusoidal
 for fast, reference, params, component in cases:
     for dtype in ("float32", "float64"):
         extra = () if component is None else (component,)

@@ -10,8 +10,10 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from posenc import kernels, rope, rotation, sinusoidal
 from posenc.cancel import CancelToken, WorkCancelledError, scope
+from posenc.numerics import kernels, rotation
+from posenc.schemes.rope import maths as rope
+from posenc.schemes.sinusoidal import maths as sinusoidal
 
 TOP = 2**31 - 1
 

@@ -10,10 +10,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from posenc import rope, rope_conformance
 from posenc.cancel import CancelToken, WorkCancelledError, scope
 from posenc.errors import ParameterError
-from posenc.rope import RopeParams
+from posenc.schemes.rope import conformance as rope_conformance
+from posenc.schemes.rope import maths as rope
+from posenc.schemes.rope.maths import RopeParams
 
 N = 512
 COMPONENTS = ["cos_sin", "cos", "sin", "angle"]

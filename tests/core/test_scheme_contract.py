@@ -10,8 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import posenc
-from posenc import alibi, rope, t5
 from posenc.errors import ParameterError
+from posenc.schemes.alibi import maths as alibi
+from posenc.schemes.rope import maths as rope
+from posenc.schemes.t5 import maths as t5
 
 EXAMPLES: dict[str, dict[str, Any]] = {
     "sinusoidal": {"d_model": 7},

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from posenc import SinusoidalParams, encode, frequencies, table
-from posenc.exact import MAX_POSITION
+from posenc.numerics.exact import MAX_POSITION
 
 d_models = st.integers(1, 96)
 bases = st.floats(1.5, 1e6)

@@ -109,7 +109,7 @@ def test_odd_d_model_keeps_the_last_sine_and_has_no_padded_column() -> None:
 def test_rotated_tables_stay_within_the_bound_against_mpmath(
     offset: int, layout: str, dtype: type[np.floating]
 ) -> None:
-    # Consecutive float32/float16 tables come from rotation of exact anchors (posenc.rotation).
+    # Consecutive float32/float16 tables come from rotation of exact anchors (numerics.rotation).
     d_model, seq_len = 97, 700
     params = SinusoidalParams(d_model=d_model, layout=layout)  # type: ignore[arg-type]
     served = table(params, seq_len, offset, np.dtype(dtype).name)  # type: ignore[arg-type]

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from posenc import registry as schemes
-from posenc import sinusoidal
-from posenc import sinusoidal_conformance as conformance
-from posenc.grid import Grid2DParams, Grid3DParams
-from posenc.rope import RopeParams
+from posenc.schemes.grid.maths import Grid2DParams, Grid3DParams
+from posenc.schemes.rope.maths import RopeParams
+from posenc.schemes.sinusoidal import conformance
+from posenc.schemes.sinusoidal import maths as sinusoidal
 
 PARAMS: dict[str, Any] = {
     "sinusoidal": sinusoidal.SinusoidalParams(d_model=48),

@@ -13,7 +13,8 @@ import httpx
 import numpy as np
 import pytest
 
-from posenc import rope, sinusoidal
+from posenc.schemes.rope import maths as rope
+from posenc.schemes.sinusoidal import maths as sinusoidal
 from tests.live.conftest import LiveServer, start_server, stop_server
 
 pytestmark = pytest.mark.live

@@ -27,9 +27,9 @@ from transformers import LlamaConfig
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 from transformers.models.m2m_100.modeling_m2m_100 import M2M100SinusoidalPositionalEmbedding
 
-from posenc import framework
-from posenc.rope import RopeParams
-from posenc.sinusoidal import SinusoidalParams
+from posenc.schemes.rope import framework
+from posenc.schemes.rope.maths import RopeParams
+from posenc.schemes.sinusoidal.maths import SinusoidalParams
 from tests.conftest import Client
 
 ROWS = {

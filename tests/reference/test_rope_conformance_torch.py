@@ -15,8 +15,9 @@ from transformers.models.gpt_neox.modeling_gpt_neox import GPTNeoXRotaryEmbeddin
 from transformers.models.gptj.modeling_gptj import create_sinusoidal_positions
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
-from posenc import rope, rope_conformance
-from posenc.rope import RopeParams
+from posenc.schemes.rope import conformance as rope_conformance
+from posenc.schemes.rope import maths as rope
+from posenc.schemes.rope.maths import RopeParams
 
 D = 128
 N = 1024

@@ -1,6 +1,6 @@
 """The /verify report of the teaching baselines (index, normalized, binary).
 
-See :mod:`posenc.scheme_checks` for the tolerances and the costs beside each check.
+See :mod:`posenc.checks` for the tolerances and the costs beside each check.
 """
 
 from __future__ import annotations
@@ -8,15 +8,15 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from posenc import baselines
-from posenc.cost import Cost
-from posenc.scheme_checks import (
+from posenc.checks import (
     FIXED_BYTES,
     FloatArray,
     chunk_values,
     relative_map,
     relative_map_cost,
 )
+from posenc.cost import Cost
+from posenc.schemes.baselines import maths as baselines
 from posenc.verify import (
     PairwiseFigures,
     Report,

@@ -1,8 +1,8 @@
 """Compiled loops for whole tables: one pass per block, written straight into the output.
 
-The NumPy paths (:func:`posenc.rotation.fill_consecutive`, :func:`posenc.exact.sincos`) are
-the reference; these loops repeat their arithmetic operation for operation (no fused
-multiply-add, no reassociation: numba compiles without ``fastmath``), so a table built here is
+The NumPy paths (:func:`posenc.numerics.rotation.fill_consecutive`,
+:func:`posenc.numerics.exact.sincos`) are the reference; these loops repeat their arithmetic
+operation for operation (no fused multiply-add, no reassociation: numba compiles without ``fastmath``), so a table built here is
 bit for bit the table built there, and every bound proved for the reference holds. What they
 save is memory traffic: the reference makes ~10 passes over float64 temporaries the size of a
 block and then casts into the output; here a row is rotated, scanned for values near zero and
@@ -35,8 +35,8 @@ import numpy.typing as npt
 
 from posenc.cancel import checkpoint
 from posenc.cost import Cost
-from posenc.exact import _SPLITTER, _TWO_PI_A, _TWO_PI_B, _TWO_PI_HI, _TWO_PI_LO, Turns
-from posenc.rotation import BLOCK, SMALL
+from posenc.numerics.exact import _SPLITTER, _TWO_PI_A, _TWO_PI_B, _TWO_PI_HI, _TWO_PI_LO, Turns
+from posenc.numerics.rotation import BLOCK, SMALL
 
 SIN_COS_INTERLEAVED, SIN_COS_SPLIT, ROPE_SPLIT, ROPE_INTERLEAVED = 0, 1, 2, 3
 _SPAN = BLOCK * BLOCK
@@ -163,8 +163,8 @@ def _rotate_rows(
     anchor_r: Any,
     anchor_i: Any,
 ) -> tuple[int, int]:
-    """Rows ``first …`` up to ``stop`` by two rotations (see :mod:`posenc.rotation`); returns
-    the next row and how many codes ``row·2h + 2j + is_cos`` of values below SMALL it left in
+    """Rows ``first …`` up to ``stop`` by two rotations (:mod:`.rotation`); returns the
+    next row and how many codes ``row·2h + 2j + is_cos`` of values below SMALL it left in
     ``small``. Stops early, at a row boundary, when ``small`` could not hold another row.
 
     In bounds: ``r < stop ≤`` the rows of ``out`` (a view starting at the part's first row),
@@ -210,7 +210,7 @@ def _rotate_rows(
 
 @_jit
 def _reduce(p: float, hi: float, lo: float, hi_a: float, hi_b: float) -> tuple[float, float, float]:
-    # posenc.exact._sincos up to np.sin/np.cos, operation for operation.
+    # posenc.numerics.exact._sincos up to np.sin/np.cos, operation for operation.
     p_a = np.floor(p * 2.0**-16) * 2.0**16
     p_b = p - p_a
     whole = p * hi
@@ -276,7 +276,7 @@ def _reduce_codes(
 
 @_jit
 def _unfold(sin_a: Any, cos_a: Any, a_lo: Any, q: Any, count: int) -> None:
-    # The first-order correction and posenc.exact._rotate_by_quarters, in place. In bounds:
+    # The first-order correction and posenc.numerics.exact._rotate_by_quarters, in place. In bounds:
     # count values were just written by _reduce_grid or _reduce_codes, within the buffers.
     for k in range(count):
         s, c, t = sin_a[k], cos_a[k], a_lo[k]
@@ -410,8 +410,8 @@ def _store_args(out: npt.NDArray[Any], h: int, store: Store) -> tuple[int, int, 
 # Bounded small: the twiddles of a d_model of 65536 take 8 MB.
 @lru_cache(maxsize=4)
 def _twiddles(turns: Turns, stride: int) -> npt.NDArray[np.float64]:
-    """:func:`posenc.rotation._conjugate_twiddles` as real and imaginary parts ``(2, BLOCK, h)``,
-    each contiguous so that the loops run in SIMD registers; computed block by block."""
+    """``rotation._conjugate_twiddles`` as real and imaginary parts ``(2, BLOCK, h)``, each
+    contiguous so that the loops run in SIMD registers; computed block by block."""
     exact = _Exact(turns, max(EXACT_BLOCK, len(turns)))
     twiddles = np.empty((2, BLOCK, len(turns)))
     for k in range(BLOCK):
@@ -447,7 +447,8 @@ def rotated_table(
     out: npt.NDArray[Any], offset: int, turns: Turns, store: Store, threads: int = 1
 ) -> None:
     """Fill ``out`` (planes, rows, columns) with positions ``offset …`` by rotation, exactly as
-    :func:`posenc.rotation.fill_consecutive` would (values below SMALL recomputed exactly)."""
+    :func:`posenc.numerics.rotation.fill_consecutive` would (values below SMALL recomputed
+    exactly)."""
     rows, h = out.shape[1], len(turns)
     fine, coarse = _twiddles(turns, 1), _twiddles(turns, BLOCK)
     args = _store_args(out, h, store)
@@ -493,7 +494,7 @@ def exact_table(
     out: npt.NDArray[Any], offset: int, turns: Turns, store: Store, threads: int = 1
 ) -> None:
     """Fill ``out`` with positions ``offset …`` on the exact path, block by block: the values
-    of :func:`posenc.exact.sincos`, bit for bit."""
+    of :func:`posenc.numerics.exact.sincos`, bit for bit."""
     rows, h = out.shape[1], len(turns)
     args = _store_args(out, h, store)
     per_block = max(1, EXACT_BLOCK // h)

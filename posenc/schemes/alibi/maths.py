@@ -16,10 +16,10 @@ from typing import Any, Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
-from posenc import costs
 from posenc.cancel import checkpoint
 from posenc.cost import Cost
 from posenc.declare import check_ranges, param
+from posenc.numerics import costs
 
 Component = Literal["bias", "slopes"]
 COMPONENTS: tuple[str, ...] = get_args(Component)

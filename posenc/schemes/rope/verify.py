@@ -1,6 +1,6 @@
 """The /verify report of RoPE: frequencies, rounding, and rotation by relative offset.
 
-See :mod:`posenc.scheme_checks` for the tolerances and the costs beside each check.
+See :mod:`posenc.checks` for the tolerances and the costs beside each check.
 """
 
 from __future__ import annotations
@@ -10,16 +10,16 @@ from decimal import Decimal, localcontext
 import numpy as np
 import numpy.typing as npt
 
-from posenc import rope
-from posenc.cost import Cost
-from posenc.exact import Turns, decimal_pi
-from posenc.scheme_checks import (
+from posenc.checks import (
     ARITHMETIC,
     FIXED_BYTES,
     ROUNDED_ULPS,
     FloatArray,
     chunk_values,
 )
+from posenc.cost import Cost
+from posenc.numerics.exact import Turns, decimal_pi
+from posenc.schemes.rope import maths as rope
 from posenc.verify import (
     CHUNK_ELEMENTS,
     MAX_SHIFTS,

@@ -1,12 +1,12 @@
 """What the /verify reports of several schemes share: chunking, and the relative map.
 
-Tolerances use ``u``, the unit roundoff of the served dtype (see :mod:`posenc.sinusoidal_verify`
-for the reasoning): a value within ``u·|v|`` of the exact one, identities over ``m`` terms
-within about ``m·u``. Every check states its work in its docstring and runs in chunks of rows
-(:func:`posenc.verify.row_chunks`), so that a cancelled verify stops within one chunk; next to
-each scheme's ``verify_*`` is its ``verify_*_cost(params, n)``: the bytes it holds at its peak,
-the served array included (counted at 8 bytes a value), and its work in units of ~1 ns,
-calibrated by ``python -m bench.verify_worst``.
+Tolerances use ``u``, the unit roundoff of the served dtype (see
+:mod:`posenc.schemes.sinusoidal.verify` for the reasoning): a value within ``u·|v|`` of the exact
+one, identities over ``m`` terms within about ``m·u``. Every check states its work in its docstring
+and runs in chunks of rows (:func:`posenc.verify.row_chunks`), so that a cancelled verify stops
+within one chunk; next to each scheme's ``verify_*`` is its ``verify_*_cost(params, n)``: the bytes
+it holds at its peak, the served array included (counted at 8 bytes a value), and its work in units
+of ~1 ns, calibrated by ``python -m bench.verify_worst``.
 """
 
 from __future__ import annotations

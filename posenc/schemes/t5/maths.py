@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from posenc import costs
 from posenc.cancel import checkpoint
 from posenc.cost import Cost
 from posenc.declare import check_ranges, param
 from posenc.errors import InconsistentError
+from posenc.numerics import costs
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The /verify report of the 2-D and 3-D sinusoids: each axis its 1-D table.
 
-See :mod:`posenc.scheme_checks` for the tolerances and the costs beside each check.
+See :mod:`posenc.checks` for the tolerances and the costs beside each check.
 """
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from posenc import grid
-from posenc.cost import Cost
-from posenc.scheme_checks import (
+from posenc.checks import (
     FIXED_BYTES,
     FloatArray,
     chunk_values,
 )
-from posenc.sinusoidal import encode as encode_1d
+from posenc.cost import Cost
+from posenc.schemes.grid import maths as grid
+from posenc.schemes.sinusoidal.maths import encode as encode_1d
 from posenc.verify import (
     Check,
     PairwiseFigures,

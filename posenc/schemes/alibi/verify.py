@@ -1,6 +1,6 @@
 """The /verify report of ALiBi: its slopes, and biases linear in the distance.
 
-See :mod:`posenc.scheme_checks` for the tolerances and the costs beside each check.
+See :mod:`posenc.checks` for the tolerances and the costs beside each check.
 """
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from posenc import alibi
-from posenc.cost import Cost
-from posenc.scheme_checks import (
+from posenc.checks import (
     FIXED_BYTES,
     FloatArray,
     chunk_values,
     is_consecutive,
 )
+from posenc.cost import Cost
+from posenc.schemes.alibi import maths as alibi
 from posenc.verify import (
     Check,
     Report,

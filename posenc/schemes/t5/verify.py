@@ -1,6 +1,6 @@
 """The /verify report of T5's relative buckets.
 
-See :mod:`posenc.scheme_checks` for the tolerances and the costs beside each check.
+See :mod:`posenc.checks` for the tolerances and the costs beside each check.
 """
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ import itertools
 import numpy as np
 import numpy.typing as npt
 
-from posenc import t5
-from posenc.cost import Cost
-from posenc.scheme_checks import (
+from posenc.checks import (
     FIXED_BYTES,
     chunk_values,
     is_consecutive,
 )
+from posenc.cost import Cost
+from posenc.schemes.t5 import maths as t5
 from posenc.verify import (
     Check,
     Report,

@@ -37,8 +37,8 @@ from posenc.cancel import checkpoint
 from posenc.cost import Cost
 
 if TYPE_CHECKING:
-    from posenc.rope import RopeParams
-    from posenc.sinusoidal import SinusoidalParams
+    from posenc.schemes.rope.maths import RopeParams
+    from posenc.schemes.sinusoidal.maths import SinusoidalParams
 
 Recipe = Literal["exact", "framework"]
 F32 = np.float32
@@ -80,7 +80,7 @@ def rope_inv_freq(params: RopeParams, seq_len: int) -> tuple[Float32Array, float
     ``original_max_position_embeddings`` — there in float32 tensor arithmetic, as the module's
     dynamic update computes it from ``max(position_ids) + 1``.
 
-    >>> from posenc.rope import RopeParams
+    >>> from posenc.schemes.rope.maths import RopeParams
     >>> rope_inv_freq(RopeParams(d_model=4, base=100.0), 1)[0].tolist()
     [1.0, 0.10000000149011612]
     """
@@ -202,7 +202,7 @@ def rope_encode(
     ``cos_sin`` is ``(2, n, d)``, ``cos``/``sin`` ``(n, d)`` expanded to the layout, ``angle``
     ``(n, d/2)`` the float32 angles, ``inv_freq`` ``(d/2,)``.
 
-    >>> from posenc.rope import RopeParams
+    >>> from posenc.schemes.rope.maths import RopeParams
     >>> rope_encode(RopeParams(d_model=2), np.array([1]), "float64", "sin").tolist()
     [[0.8414709568023682, 0.8414709568023682]]
     """
@@ -241,7 +241,7 @@ def sinusoidal_frequencies(params: SinusoidalParams) -> Float32Array:
     The ``exp`` form lands where the rounding of ``−ln base / d`` takes it: here one float32 ulp
     below ``fl32(0.1)``, which rope's ``1 / base^(2i/d)`` gives.
 
-    >>> from posenc.sinusoidal import SinusoidalParams
+    >>> from posenc.schemes.sinusoidal.maths import SinusoidalParams
     >>> sinusoidal_frequencies(SinusoidalParams(d_model=4, base=100.0)).tolist()
     [1.0, 0.09999999403953552]
     """
@@ -262,7 +262,7 @@ def sinusoidal_encode(
 ) -> npt.NDArray[np.floating]:
     """The library's float32 table for ``params.convention``, cast to ``dtype``: ``(n, d_model)``.
 
-    >>> from posenc.sinusoidal import SinusoidalParams
+    >>> from posenc.schemes.sinusoidal.maths import SinusoidalParams
     >>> sinusoidal_encode(SinusoidalParams(d_model=2), np.array([1]), "float64").tolist()
     [[0.8414709568023682, 0.5403022766113281]]
     """

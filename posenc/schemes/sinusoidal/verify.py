@@ -15,8 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc.cost import Cost
-from posenc.exact import sincos
-from posenc.sinusoidal import SinusoidalParams, frequencies_of
+from posenc.numerics.exact import sincos
+from posenc.schemes.sinusoidal.maths import SinusoidalParams, frequencies_of
 from posenc.verify import (
     CHUNK_ELEMENTS,
     MAX_SHIFTS,

@@ -31,14 +31,21 @@ from typing import Any, Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
-from posenc import costs, framework, kernels
-from posenc import doubledouble as dd
 from posenc.cancel import checkpoint
 from posenc.cost import Cost
 from posenc.declare import check_ranges, param
 from posenc.errors import InconsistentError
-from posenc.exact import Turns, consecutive_positions, fresh_output, radians_and_turns, sincos
-from posenc.rotation import fill_consecutive
+from posenc.numerics import costs, kernels
+from posenc.numerics import doubledouble as dd
+from posenc.numerics.exact import (
+    Turns,
+    consecutive_positions,
+    fresh_output,
+    radians_and_turns,
+    sincos,
+)
+from posenc.numerics.rotation import fill_consecutive
+from posenc.schemes.rope import framework
 
 Layout = Literal["interleaved", "split"]
 Scaling = Literal["none", "linear", "dynamic", "yarn", "llama3", "longrope"]
@@ -197,7 +204,7 @@ def scaled(params: RopeParams, seq_len: int) -> tuple[Turns, float]:
     """The effective frequencies (exact) and the attention factor, for sequences up to ``seq_len``.
 
     Scalars (logarithms, the scalings' constants) at 60 digits, the frequencies themselves in
-    triple-doubles (:mod:`posenc.doubledouble`), rounded once to the served doubles.
+    triple-doubles (:mod:`posenc.numerics.doubledouble`), rounded once to the served doubles.
 
     >>> turns, factor = scaled(RopeParams(d_model=4, scaling="linear", factor=2.0), 1)
     >>> turns.radians.tolist(), factor
@@ -409,7 +416,7 @@ def table(
     computed and each is written twice. float32 tables are built by rotation from exact
     anchors, as the sinusoid's (within ``0.5 + 2^-14`` ulp of the exact values, values below
     2^-10 recomputed exactly); float64 ones on the exact path. Both by the compiled loops of
-    :mod:`posenc.kernels`, bit for bit :func:`table_reference`; ``threads`` splits the rows.
+    :mod:`.kernels`, bit for bit :func:`table_reference`; ``threads`` splits the rows.
 
     >>> table(RopeParams(d_model=4), 2, 0, "float32", "cos")[1].tolist()
     [0.5403022766113281, 0.9999499917030334, 0.5403022766113281, 0.9999499917030334]
@@ -428,7 +435,7 @@ def table(
     return result
 
 
-# Bytes and work of the frequencies (posenc.doubledouble) when they are not cached: measured
+# Bytes and work of the frequencies (numerics.doubledouble) when they are not cached: measured
 # 260-425 bytes at the peak (yarn and llama3 blend in triple-doubles too).
 _FREQUENCY_COST = Cost(bytes=1024, work=5_000)
 
@@ -522,7 +529,7 @@ def rotate_with(
 
 
 def cost(params: Any, count: int, dtype: str, component: str) -> Cost:
-    """A table by the compiled loops (:func:`posenc.rope.table_cost`), or sin and cos of every
+    """A table by the compiled loops (:func:`table_cost`), or sin and cos of every
     (position, pair) in float64, scaled, expanded and stacked (measured 69 bytes per
     ``count·d_model`` at the peak): whichever costs more. The frequencies alone (``inv_freq``)
     cost their computation, nothing that grows with ``count``."""

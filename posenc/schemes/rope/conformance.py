@@ -1,12 +1,12 @@
 """What is wrong with a client's rope cache: compare it with the exact one and name the fault.
 
-The cache is a component of :mod:`posenc.rope` for positions ``offset … offset + n − 1``:
+The cache is a component of :mod:`.maths` for positions ``offset … offset + n − 1``:
 ``cos_sin`` ``(2, n, d)`` (cos, then sin), ``cos`` or ``sin`` ``(n, d)``, or ``angle``
 ``(n, d/2)``. Each finding is claimed from evidence measured on the cache, and only when the
 cache is not already within ``tolerance_ulp`` of the exact table:
 
 - ``matches_framework_recipe`` — every value within 2 float32 ulps of transformers' float32
-  recipe (:func:`posenc.framework.rope_encode`) in all but ``max(2, h/16)`` pairs (torch's
+  recipe (:func:`.framework.rope_encode`) in all but ``max(2, h/16)`` pairs (torch's
   ``pow`` is not correctly rounded in a few); the other findings then stay silent;
 - ``partial_rotary`` — the trailing columns do not rotate (cos 1, sin 0, angle 0), or the
   frequencies are those of a wider head ``D`` at the stated base (``ω_i = base^(−2i/D)``);
@@ -35,11 +35,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from posenc import framework, rope
 from posenc.conformance import Conformance, Finding, angle_precision, ulp_errors
 from posenc.cost import Cost
 from posenc.errors import ParameterError
-from posenc.exact import sincos
+from posenc.numerics.exact import sincos
+from posenc.schemes.rope import framework
+from posenc.schemes.rope import maths as rope
 from posenc.verify import CHUNK_ELEMENTS, duplicate_rows, row_chunks
 
 FloatArray = npt.NDArray[np.floating]
@@ -374,7 +375,7 @@ def _collapsed_positions(array: FloatArray, component: str, positions: IntArray)
 def _recipe_rows(
     params: rope.RopeParams, component: str, n: int, offset: int, rows: slice
 ) -> npt.NDArray[np.float32]:
-    """transformers' float32 rows (:func:`posenc.framework.rope_encode`, operation for
+    """transformers' float32 rows (:func:`.framework.rope_encode`, operation for
     operation) with the sequence length of the whole cache, as :func:`_rows` lays them out."""
     recipe = replace(params, recipe="framework")
     inv_freq, attention = framework.rope_inv_freq(recipe, offset + n)

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from posenc import costs
 from posenc.cost import Cost
 from posenc.declare import check_ranges, param
+from posenc.numerics import costs
 
 
 @dataclass(frozen=True)

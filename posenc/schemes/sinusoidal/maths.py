@@ -6,7 +6,7 @@ With ``h = ceil(d_model / 2)`` frequencies ``ω_i = base^(-2i/d_model)`` and ``�
 - ``split``: columns ``0 … h-1`` hold the sines, columns ``h … d_model-1`` the cosines.
 
 An odd ``d_model`` keeps the sine of the last frequency and drops its cosine: the paper's formula
-extended, not a padded table. Values come from :func:`posenc.exact.sincos` and are rounded once to
+extended, not a padded table. Values come from :func:`.exact.sincos` and are rounded once to
 the requested dtype.
 """
 
@@ -20,11 +20,11 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from posenc import costs, framework, kernels
 from posenc.cost import Cost
 from posenc.declare import check_ranges, param
 from posenc.errors import InconsistentError, ParameterError
-from posenc.exact import (
+from posenc.numerics import costs, kernels
+from posenc.numerics.exact import (
     MAX_POSITION,
     Turns,
     consecutive_positions,
@@ -32,7 +32,8 @@ from posenc.exact import (
     geometric_turns,
     sincos,
 )
-from posenc.rotation import fill_consecutive
+from posenc.numerics.rotation import fill_consecutive
+from posenc.schemes.rope import framework
 
 Layout = Literal["interleaved", "split"]
 Convention = Literal["vaswani", "tensor2tensor", "fairseq"]
@@ -180,10 +181,10 @@ def table(
 ) -> npt.NDArray[np.floating]:
     """The encodings of positions ``offset … offset + seq_len - 1``.
 
-    float32 and float16 tables are built by rotation from exact anchors (:mod:`posenc.rotation`),
+    float32 and float16 tables are built by rotation from exact anchors (:mod:`.rotation`),
     several times faster than the exact path and within ``0.5 + 2^-14`` ulp of the exact values;
     float64 tables on the exact path. float32 and float64 tables of the paper's convention come
-    from the compiled loops of :mod:`posenc.kernels`, bit for bit :func:`table_reference`;
+    from the compiled loops of :mod:`posenc.numerics.kernels`, bit for bit :func:`table_reference`;
     ``threads`` splits the rows between that many threads.
 
     >>> table(SinusoidalParams(d_model=4, base=100.0), 4, dtype="float32")[3].tolist()
@@ -207,7 +208,7 @@ def _compiled(params: SinusoidalParams, dtype: DType) -> bool:
     return exact_vaswani and np.dtype(dtype) != np.float16
 
 
-# Bytes and work of computing the frequencies (posenc.doubledouble) when they are not cached:
+# Bytes and work of computing the frequencies (numerics.doubledouble) when they are not cached:
 # measured 260 bytes at the peak.
 _FREQUENCY_COST = Cost(bytes=512, work=5_000)
 
@@ -282,9 +283,9 @@ def table_reference(
 
 
 def cost(params: Any, count: int, dtype: str, component: str) -> Cost:
-    """A table by the compiled loops (:func:`posenc.sinusoidal.table_cost`), or listed
+    """A table by the compiled loops (:func:`posenc.schemes.sinusoidal.maths.table_cost`), or listed
     positions in blocks of fixed size straight into the output (for ``recipe=framework`` the
-    framework's float32 blocks, :func:`posenc.framework.sinusoidal_cost`): whichever costs
+    framework's float32 blocks, :func:`.framework.cost`): whichever costs
     more."""
     values = count * params.d_model
     listed = Cost(values * costs.itemsize(dtype) + costs.SCRATCH, values * costs.TRANSCENDENTAL)

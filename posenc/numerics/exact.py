@@ -10,7 +10,8 @@ is left is a fraction of a turn accurate to ~2^-76 absolute, which is folded int
 around the nearest multiple of π/2, where sine and cosine are well conditioned.
 
 Error budget for an integer position ``p < 2^31`` (|angle| up to ~2^31 rad):
-- ``nu`` to 2^-106 relative (the nearest double-double, :mod:`posenc.doubledouble`) → 2^-78 turns;
+- ``nu`` to 2^-106 relative (the nearest double-double, :mod:`posenc.numerics.doubledouble`) → 2^-78
+turns;
 - ``p · nu_lo`` rounded once → 2^-78 turns;
 - the reduced angle ``a`` (|a| ≤ π/4) as a double-double → its own rounding error ~2^-104·|a|;
 - ``sin``/``cos`` of the leading double from NumPy (≤ 1 ulp), corrected to first order by the
@@ -33,9 +34,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from posenc import doubledouble
 from posenc.cancel import checkpoint
 from posenc.errors import ParameterError
+from posenc.numerics import doubledouble
 
 Float64Array = npt.NDArray[np.float64]
 
@@ -170,7 +171,7 @@ def radians_and_turns(
     log_base: Decimal, exponent_step: Decimal, count: int, scale: Decimal = Decimal(1)
 ) -> doubledouble.Triple:
     """``scale · base^(-exponent_step · i)`` in radians (row 0) and in turns per position
-    (row 1), as triple-doubles ``(2, count)`` (:func:`posenc.doubledouble.geometric`)."""
+    (row 1), as triple-doubles ``(2, count)`` (:func:`posenc.numerics.doubledouble.geometric`)."""
     with localcontext(prec=_DIGITS):
         scales = [scale, scale * _per_turn()]
     return doubledouble.geometric(log_base, exponent_step, count, scales)

@@ -5,9 +5,9 @@
 ``sin, cos, sin, cos …``), the rotation is one complex product: ``z(a+k) = z(a) · conj(w_k)``
 with ``w_k = cos kω + i·sin kω``, written out in real arithmetic as
 ``(zr·tr − zi·ti) + i·(zr·ti + zi·tr)``: NumPy's own complex product fuses multiply-adds on
-some CPUs and not on others, and the compiled path (:mod:`posenc.kernels`) must repeat this
+some CPUs and not on others, and the compiled path (:mod:`.kernels`) must repeat this
 one bit for bit. Super-anchors every ``BLOCK²`` positions and the twiddles
-come from the exact path (:func:`posenc.exact.sincos`), so errors never accumulate: each value
+come from the exact path (:func:`.exact.sincos`), so errors never accumulate: each value
 is two rotations away from exact float64 numbers.
 
 Error: each rotation of unit complex numbers adds at most ~2^-50 absolute (four float64
@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc.cancel import checkpoint
-from posenc.exact import Float64Array, Turns, sincos, sincos_pairs
+from posenc.numerics.exact import Float64Array, Turns, sincos, sincos_pairs
 
 BLOCK = 16
 SMALL = 2.0**-10

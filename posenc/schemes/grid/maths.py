@@ -19,12 +19,12 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import numpy.typing as npt
 
-from posenc import costs
 from posenc.cost import Cost
 from posenc.declare import check_ranges, param
 from posenc.errors import InconsistentError, LimitError, ParameterError
-from posenc.sinusoidal import SinusoidalParams
-from posenc.sinusoidal import encode as encode_1d
+from posenc.numerics import costs
+from posenc.schemes.sinusoidal.maths import SinusoidalParams
+from posenc.schemes.sinusoidal.maths import encode as encode_1d
 
 Convention = Literal["mae", "positional-encodings"]
 MAX_CELLS = 2**24
