@@ -128,7 +128,9 @@ def cold_answers(row: Callable[[str, str, str, str], None], posenc: str, hello: 
     from app.main import create_app
     from app.settings import Settings
     from posenc.schemes.rope import maths as rope
+    from posenc.schemes.rope.params import RopeParams
     from posenc.schemes.sinusoidal import maths as sinusoidal
+    from posenc.schemes.sinusoidal.params import SinusoidalParams
 
     row("25. machine while measuring", load_average(), "-", "-")
     app = create_app(Settings(log_level="warning"))
@@ -162,14 +164,14 @@ def cold_answers(row: Callable[[str, str, str, str], None], posenc: str, hello: 
                 recipe, label = partial(float32_recipe, n, d), "sinusoid"
 
                 def core(offset: int, base: float, n: int = n, d: int = d) -> Any:
-                    params = sinusoidal.SinusoidalParams(d_model=d, base=base)
+                    params = SinusoidalParams(d_model=d, base=base)
                     return sinusoidal.table(params, n, offset, "float32")
 
             else:
                 recipe, label = partial(rope_recipe, n, d), "rope cos_sin"
 
                 def core(offset: int, base: float, n: int = n, d: int = d) -> Any:
-                    return rope.table(rope.RopeParams(d_model=d, base=base), n, offset, "float32")
+                    return rope.table(RopeParams(d_model=d, base=base), n, offset, "float32")
 
             recipe_s = best_seconds(recipe)
             same, new = fresh_compute(core, REPEATS)

@@ -184,14 +184,16 @@ def core_table(row: Callable[[str, str, str, str], None]) -> None:
     import tracemalloc
 
     from posenc.schemes.rope import maths as rope
+    from posenc.schemes.rope.params import RopeParams
     from posenc.schemes.sinusoidal import maths as sinusoidal
+    from posenc.schemes.sinusoidal.params import SinusoidalParams
 
     def ratio(ours: Callable[[], object], recipe: Callable[[], object]) -> tuple[float, float]:
         return best_seconds(ours), best_seconds(recipe)
 
     for n, d in ((2048, 512), (8192, 1024), (4096, 4096)):
         for layout in ("interleaved", "split"):
-            params = sinusoidal.SinusoidalParams(d_model=d, layout=layout)
+            params = SinusoidalParams(d_model=d, layout=layout)
             ours, f32 = ratio(
                 partial(sinusoidal.table, params, n, 0, "float32"), partial(float32_recipe, n, d)
             )
@@ -201,7 +203,7 @@ def core_table(row: Callable[[str, str, str, str], None]) -> None:
                 f"float32 recipe {n * d * 4 / f32 / 1e9:.2f} GB/s ({f32 * 1e3:.1f} ms)",
                 _ratio(f32 / ours, 2),
             )
-        params = sinusoidal.SinusoidalParams(d_model=d)
+        params = SinusoidalParams(d_model=d)
         ours, f64 = ratio(
             partial(sinusoidal.table, params, n, 0, "float64"), partial(float64_recipe, n, d)
         )
@@ -212,7 +214,7 @@ def core_table(row: Callable[[str, str, str, str], None]) -> None:
             _ratio(f64 / ours, 1),
         )
     for n in (8192, 32768):
-        params_r = rope.RopeParams(d_model=128)
+        params_r = RopeParams(d_model=128)
         ours, recipe = ratio(
             partial(rope.table, params_r, n, 0, "float32"), partial(rope_recipe, n, 128)
         )
@@ -223,7 +225,7 @@ def core_table(row: Callable[[str, str, str, str], None]) -> None:
             _ratio(recipe / ours, 1.5),
         )
     for n, d in ((8192, 1024), (4096, 4096)):
-        params = sinusoidal.SinusoidalParams(d_model=d)
+        params = SinusoidalParams(d_model=d)
         one, two = ratio(
             partial(sinusoidal.table, params, n, 0, "float32", 1),
             partial(sinusoidal.table, params, n, 0, "float32", 2),
@@ -235,7 +237,7 @@ def core_table(row: Callable[[str, str, str, str], None]) -> None:
             f"{one / two:.2f}× faster with 2; the service: one thread per request",
         )
     for n, d in ((2048, 512), (8192, 1024)):
-        params = sinusoidal.SinusoidalParams(d_model=d)
+        params = SinusoidalParams(d_model=d)
         tracemalloc.start()
         out = sinusoidal.table(params, n, 10**6, "float32")
         peak = tracemalloc.get_traced_memory()[1]

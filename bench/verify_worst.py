@@ -27,9 +27,11 @@ from posenc.schemes.grid import maths as grid
 from posenc.schemes.grid import verify as grid_verify
 from posenc.schemes.rope import maths as rope
 from posenc.schemes.rope import verify as rope_verify
+from posenc.schemes.rope.params import RopeParams
 from posenc.schemes.sinusoidal import conformance
 from posenc.schemes.sinusoidal import maths as sinusoidal
 from posenc.schemes.sinusoidal import verify as sinusoidal_verify
+from posenc.schemes.sinusoidal.params import SinusoidalParams
 from posenc.schemes.t5 import maths as t5
 from posenc.schemes.t5 import verify as t5_verify
 from posenc.verify import Report
@@ -88,14 +90,14 @@ def _grid_params(d: int, axes: int, n: int) -> grid.GridParams:
 CASES = [
     Case(
         "sinusoidal d=512",
-        sinusoidal.SinusoidalParams(512),
+        SinusoidalParams(512),
         sinusoidal_verify.verify,
         sinusoidal_verify.verify_cost,
         _sinusoid,
     ),
     Case(
         "sinusoidal d=2",
-        sinusoidal.SinusoidalParams(2),
+        SinusoidalParams(2),
         sinusoidal_verify.verify,
         sinusoidal_verify.verify_cost,
         _sinusoid,
@@ -103,7 +105,7 @@ CASES = [
     *(
         Case(
             f"POST conformance d={d}",
-            sinusoidal.SinusoidalParams(d),
+            SinusoidalParams(d),
             _conformance,
             lambda p, n: conformance.conformance_cost(p, n, p.d_model),
             _faulty,
@@ -112,14 +114,14 @@ CASES = [
     ),
     Case(
         "rope d=2",
-        rope.RopeParams(2),
+        RopeParams(2),
         rope_verify.verify_rope,
         rope_verify.verify_rope_cost,
         _encoder(rope.encode),
     ),
     Case(
         "rope d=128",
-        rope.RopeParams(128),
+        RopeParams(128),
         rope_verify.verify_rope,
         rope_verify.verify_rope_cost,
         _encoder(rope.encode),

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from posenc.declare import Scheme
     from posenc.errors import NotApplicableError, ParameterError, PosencError
     from posenc.registry import SCHEMES, get
-    from posenc.schemes.sinusoidal.maths import SinusoidalParams, encode, frequencies, table
+    from posenc.schemes.sinusoidal.maths import encode, frequencies, table
+    from posenc.schemes.sinusoidal.params import SinusoidalParams
     from posenc.verify import Check, Report, Statistic
 
 # Each public name is imported where it lives on first use: the registry loads numba and every

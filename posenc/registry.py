@@ -28,9 +28,11 @@ from posenc.schemes.rope import config as rope_config
 from posenc.schemes.rope import conformance as rope_conformance
 from posenc.schemes.rope import maths as rope
 from posenc.schemes.rope import verify as rope_verify
+from posenc.schemes.rope.params import COMPONENTS, RopeParams
 from posenc.schemes.sinusoidal import conformance as sinusoidal_conformance
 from posenc.schemes.sinusoidal import maths as sinusoidal
 from posenc.schemes.sinusoidal import verify as sinusoidal_verify
+from posenc.schemes.sinusoidal.params import SinusoidalParams
 from posenc.schemes.t5 import maths as t5
 from posenc.schemes.t5 import verify as t5_verify
 
@@ -106,7 +108,7 @@ def _sinusoidal_conformance_cost(params: Any, count: int, component: str) -> Cos
 
 
 def _rope_vectors(
-    params: rope.RopeParams, positions: Positions, vector: tuple[float, ...] | None
+    params: RopeParams, positions: Positions, vector: tuple[float, ...] | None
 ) -> npt.NDArray[np.float64]:
     """``R_p u`` for every position: ``u`` given, or the unit vector with equal entries."""
     if vector is None:
@@ -145,7 +147,7 @@ def _rope_servable(limits: Limits) -> Any:
     ``app/serving.py`` and ``app/handlers.py`` make of those requests, with its values, work
     and bytes held to the limits as ``app/admission.decide`` holds them."""
 
-    def fits(params: rope.RopeParams, n: int, verify: bool) -> bool:
+    def fits(params: RopeParams, n: int, verify: bool) -> bool:
         values = 2 * n * params.d_model
         # The exact table and the framework's: the links offer both.
         framework = dataclasses.replace(params, recipe="framework")
@@ -161,7 +163,7 @@ def _rope_servable(limits: Limits) -> Any:
             and cost.bytes <= limits.max_bytes
         )
 
-    def servable(params: rope.RopeParams, wanted: int, verify: bool) -> int:
+    def servable(params: RopeParams, wanted: int, verify: bool) -> int:
         if not fits(params, 1, verify):
             return 0
         low, high = 1, wanted  # costs grow with the rows: the largest that fits, by bisection
@@ -197,7 +199,7 @@ SCHEMES: tuple[Scheme, ...] = (
         "sinusoidal",
         "Vaswani et al. 2017: sin/cos of pos·base^(-2i/d_model), correctly rounded; or the "
         "tables of tensor2tensor and fairseq",
-        sinusoidal.SinusoidalParams,
+        SinusoidalParams,
         lambda p, n, c: (n, p.d_model),
         _sinusoidal_encode,
         sinusoidal.cost,
@@ -219,7 +221,7 @@ SCHEMES: tuple[Scheme, ...] = (
     Scheme(
         "rope",
         "RoFormer rotary embedding with the long-context scalings of Hugging Face transformers",
-        rope.RopeParams,
+        RopeParams,
         rope.shape,
         rope.encode,
         rope.cost,
@@ -241,7 +243,7 @@ SCHEMES: tuple[Scheme, ...] = (
         vectors=_rope_vectors,
         conformance=_rope_conformance,
         conformance_cost=_rope_conformance_cost,
-        components=rope.COMPONENTS,
+        components=COMPONENTS,
         rotate=rope.rotate,
         extras=(_ROPE_CONFIG,),
         magnitude=rope.magnitude,

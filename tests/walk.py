@@ -42,7 +42,7 @@ from posenc.numerics import kernels, rotation
 from posenc.numerics.exact import MAX_POSITION
 from posenc.registry import SCHEMES
 from posenc.schemes.alibi import maths as alibi
-from posenc.schemes.rope import maths as rope
+from posenc.schemes.rope.scaling import scaled
 from posenc.schemes.sinusoidal import maths as sinusoidal
 from posenc.warm import compile_kernels
 from tests.api.test_costs import PeakOfEachRequest
@@ -335,7 +335,7 @@ def _forget_derived_vectors() -> None:
     """Each request is measured cold: frequencies, twiddles and slopes are small caches of
     their own (lru_cache), which an earlier request of the walk may have filled."""
     for cached in (
-        rope.scaled,
+        scaled,
         sinusoidal.frequencies,
         alibi.slopes,
         rotation._conjugate_twiddles,

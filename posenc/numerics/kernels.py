@@ -2,11 +2,12 @@
 
 The NumPy paths (:func:`posenc.numerics.rotation.fill_consecutive`,
 :func:`posenc.numerics.exact.sincos`) are the reference; these loops repeat their arithmetic
-operation for operation (no fused multiply-add, no reassociation: numba compiles without ``fastmath``), so a table built here is
-bit for bit the table built there, and every bound proved for the reference holds. What they
-save is memory traffic: the reference makes ~10 passes over float64 temporaries the size of a
-block and then casts into the output; here a row is rotated, scanned for values near zero and
-rounded into the output while it is still in registers.
+operation for operation (no fused multiply-add, no reassociation: numba compiles without
+``fastmath``), so a table built here is bit for bit the table built there, and every bound
+proved for the reference holds. What they save is memory traffic: the reference makes ~10 passes
+over float64 temporaries the size of a block and then casts into the output; here a row is
+rotated, scanned for values near zero and rounded into the output while it is still in
+registers.
 
 Sines and cosines of the reduced angle still come from NumPy (``np.sin``/``np.cos`` on a
 block that stays in the L2 cache): a compiled ``sin`` is the platform's libm, which need not

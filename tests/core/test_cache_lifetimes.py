@@ -10,6 +10,7 @@ import pytest
 
 from posenc.cache import ByteBoundedCache
 from posenc.schemes.sinusoidal import maths as sinusoidal
+from posenc.schemes.sinusoidal.params import SinusoidalParams
 
 
 def test_a_cached_view_of_a_writable_buffer_cannot_be_made_writable_again() -> None:
@@ -29,14 +30,14 @@ def test_a_cached_view_of_a_writable_buffer_cannot_be_made_writable_again() -> N
 
 def test_a_served_table_cannot_be_made_writable_through_the_cache() -> None:
     cache = ByteBoundedCache(capacity=2**20)
-    params = sinusoidal.SinusoidalParams(d_model=6)
+    params = SinusoidalParams(d_model=6)
     table = cache.get_or_compute("s", lambda: sinusoidal.table(params, 5, 0, "float32"))
     with pytest.raises(ValueError, match="WRITEABLE"):
         table.flags.writeable = True
 
 
 def test_a_handed_out_array_and_a_view_of_its_bytes_outlive_its_eviction() -> None:
-    params = sinusoidal.SinusoidalParams(d_model=64)
+    params = SinusoidalParams(d_model=64)
     cache = ByteBoundedCache(capacity=64 * 64 * 4)
     held = cache.get_or_compute("a", lambda: sinusoidal.table(params, 64, 0, "float32"))
     sent = held.data.cast("B")  # what an npy answer hands the transport

@@ -11,7 +11,8 @@ import pytest
 
 from posenc.errors import ParameterError
 from posenc.numerics.exact import MAX_POSITION, Turns, geometric_turns, sincos
-from posenc.schemes.sinusoidal.maths import SinusoidalParams, encode, frequencies
+from posenc.schemes.sinusoidal.maths import encode, frequencies
+from posenc.schemes.sinusoidal.params import SinusoidalParams
 
 
 def test_frequency_in_turns_carries_106_bits() -> None:

@@ -16,7 +16,8 @@ import pytest
 
 from posenc.numerics.exact import Turns
 from posenc.schemes.rope import maths as rope
-from posenc.schemes.rope.maths import RopeParams
+from posenc.schemes.rope.params import SMALLEST_DIVISOR, RopeParams
+from posenc.schemes.rope.scaling import frequencies, scaled
 from posenc.schemes.sinusoidal import maths as sinusoidal
 
 mpmath.mp.prec = 250
@@ -164,8 +165,8 @@ def test_rope_frequencies_are_correctly_rounded_under_every_scaling(
     params = _random_params(scaling, rng)
     original = params.original_max_position_embeddings or 8192
     for seq_len in (1, original + int(rng.integers(1, 10**6))):
-        rope.scaled.cache_clear()
-        turns, _ = rope.frequencies(params, seq_len)
+        scaled.cache_clear()
+        turns, _ = frequencies(params, seq_len)
         _assert_exact(turns, _expected(params, seq_len))
 
 
@@ -177,8 +178,8 @@ def test_llama3_frequencies_cover_all_three_bands() -> None:
         factor=8.0,
         original_max_position_embeddings=8192,
     )
-    turns, _ = rope.frequencies(params, 1)
-    unscaled, _ = rope.frequencies(RopeParams(d_model=128, base=500000.0), 1)
+    turns, _ = frequencies(params, 1)
+    unscaled, _ = frequencies(RopeParams(d_model=128, base=500000.0), 1)
     ratio = unscaled.radians / turns.radians
     assert np.any(ratio == 1.0) and np.any(np.isclose(ratio, 8.0, rtol=1e-15))
     assert np.any((ratio > 1.0001) & (ratio < 7.999))
@@ -189,8 +190,8 @@ def test_yarn_frequencies_cover_the_whole_ramp() -> None:
     params = RopeParams(
         d_model=128, scaling="yarn", factor=4.0, original_max_position_embeddings=2048
     )
-    turns, attention = rope.frequencies(params, 1)
-    ratio = rope.frequencies(RopeParams(d_model=128), 1)[0].radians / turns.radians
+    turns, attention = frequencies(params, 1)
+    ratio = frequencies(RopeParams(d_model=128), 1)[0].radians / turns.radians
     assert np.any(ratio == 1.0) and np.any(np.isclose(ratio, 4.0, rtol=1e-15))
     assert np.any((ratio > 1.0001) & (ratio < 3.999))
     assert attention == pytest.approx(0.1 * math.log(4.0) + 1)
@@ -202,10 +203,10 @@ def test_a_new_offset_or_length_reuses_the_frequencies_of_a_scaling_that_ignores
     scaling: str,
 ) -> None:
     params = _random_params(scaling, np.random.default_rng(7))
-    first = rope.frequencies(params, 10)
-    assert rope.frequencies(params, 10**6)[0] is first[0]
+    first = frequencies(params, 10)
+    assert frequencies(params, 10**6)[0] is first[0]
     rope.table(params, 3, 12345, "float32")
-    assert rope.frequencies(params, 12348)[0] is first[0]
+    assert frequencies(params, 12348)[0] is first[0]
 
 
 def test_dynamic_and_longrope_frequencies_follow_the_length_past_the_trained_context() -> None:
@@ -214,22 +215,22 @@ def test_dynamic_and_longrope_frequencies_follow_the_length_past_the_trained_con
     for params in (dynamic, longrope):
         original = params.original_max_position_embeddings
         assert original is not None
-        within = rope.frequencies(params, 1)[0]
-        assert rope.frequencies(params, original)[0] is within
-        beyond = rope.frequencies(params, original + 1)[0]
+        within = frequencies(params, 1)[0]
+        assert frequencies(params, original)[0] is within
+        beyond = frequencies(params, original + 1)[0]
         assert not np.array_equal(beyond.hi, within.hi)
     original = dynamic.original_max_position_embeddings
     assert original is not None
-    further = rope.frequencies(dynamic, 2 * original)[0]
-    assert np.all(further.hi[1:] < rope.frequencies(dynamic, original + 1)[0].hi[1:])
-    assert rope.frequencies(longrope, 10**9)[0] is rope.frequencies(longrope, original + 2)[0]
+    further = frequencies(dynamic, 2 * original)[0]
+    assert np.all(further.hi[1:] < frequencies(dynamic, original + 1)[0].hi[1:])
+    assert frequencies(longrope, 10**9)[0] is frequencies(longrope, original + 2)[0]
 
 
 @pytest.mark.parametrize("scaling", ["linear", "longrope"])
 def test_the_fastest_rope_served_is_correctly_rounded_near_2_31(scaling: str) -> None:
     """A divisor of 2^-16 (65536 radians per position): float32 cos and sin within half an ulp
     (+ 2^-14, the README's bound for tables) of mpmath at positions just below 2^31."""
-    d, tiny = 4, rope.SMALLEST_DIVISOR
+    d, tiny = 4, SMALLEST_DIVISOR
     if scaling == "linear":
         params = RopeParams(d_model=d, scaling="linear", factor=tiny)
         divisors = [tiny, tiny]
@@ -259,5 +260,5 @@ def test_a_faster_rope_is_refused_naming_its_divisor() -> None:
     from posenc.errors import ParameterError
 
     with pytest.raises(ParameterError) as refused:
-        RopeParams(d_model=4, scaling="linear", factor=rope.SMALLEST_DIVISOR / 2)
+        RopeParams(d_model=4, scaling="linear", factor=SMALLEST_DIVISOR / 2)
     assert refused.value.param == "factor"

@@ -14,7 +14,9 @@ import pytest
 
 from posenc.numerics import kernels
 from posenc.schemes.rope import maths as rope
+from posenc.schemes.rope.params import Layout, RopeParams
 from posenc.schemes.sinusoidal import maths as sinusoidal
+from posenc.schemes.sinusoidal.params import SinusoidalParams
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,14 +28,16 @@ ROOT = Path(__file__).resolve().parents[2]
 CASES = """
 from posenc.schemes.rope import maths as rope
 from posenc.schemes.sinusoidal import maths as sinusoidal
+from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.sinusoidal.params import SinusoidalParams
 cases = [
-    (rope.table, rope.table_reference, rope.RopeParams(d_model=8192, base=1e9), "cos_sin"),
-    (rope.table, rope.table_reference, rope.RopeParams(d_model=8192, base=1e12), "sin"),
+    (rope.table, rope.table_reference, RopeParams(d_model=8192, base=1e9), "cos_sin"),
+    (rope.table, rope.table_reference, RopeParams(d_model=8192, base=1e12), "sin"),
     (rope.table, rope.table_reference,
-     rope.RopeParams(d_model=8194, base=1e12, layout="interleaved"), "cos"),
+     RopeParams(d_model=8194, base=1e12, layout="interleaved"), "cos"),
 ]
 for d_model, layout in ((8193, "interleaved"), (8193, "split"), (9000, "split")):
-    params = sinusoidal.SinusoidalParams(d_model=d_model, base=1e12, layout=layout)
+    params = SinusoidalParams(d_model=d_model, base=1e12, layout=layout)
     cases.append((sinusoidal.table, sinusoidal.table_reference, params, None))
 """
 
@@ -46,7 +50,7 @@ for fast, reference, params, component in cases:
         got = fast(params, 24, 0, dtype, *extra)
         want = reference(params, 24, 0, dtype, *extra)
         assert got.tobytes() == want.tobytes(), (params, dtype, component)
-params = sinusoidal.SinusoidalParams(d_model=6, layout="split")
+params = SinusoidalParams(d_model=6, layout="split")
 got = sinusoidal.table(params, 3 * 256 + 5, 7, "float32", threads=2)
 assert got.tobytes() == sinusoidal.table_reference(params, 3 * 256 + 5, 7, "float32").tobytes()
 print("in bounds")
@@ -80,7 +84,7 @@ def test_wide_tables_with_many_values_near_zero_stay_in_bounds_under_numbas_chec
 
 
 def test_the_exact_buffers_refuse_more_values_than_they_hold() -> None:
-    turns = sinusoidal.frequencies_of(sinusoidal.SinusoidalParams(d_model=8))
+    turns = sinusoidal.frequencies_of(SinusoidalParams(d_model=8))
     exact = kernels._Exact(turns, 8)
     with pytest.raises(IndexError, match="9 exact values"):
         exact.codes(0, np.arange(9, dtype=np.int64))
@@ -106,7 +110,7 @@ def test_the_exact_buffers_refuse_more_values_than_they_hold() -> None:
 def test_an_output_that_is_not_exactly_what_the_store_writes_is_refused(
     shape: tuple[int, ...], store: kernels.Store
 ) -> None:
-    turns = sinusoidal.frequencies_of(sinusoidal.SinusoidalParams(d_model=8))
+    turns = sinusoidal.frequencies_of(SinusoidalParams(d_model=8))
     out = np.zeros(shape, dtype=np.float32)
     for fill in (kernels.rotated_table, kernels.exact_table):
         with pytest.raises(ValueError, match=r"does not match|every frequency"):
@@ -118,10 +122,10 @@ def test_every_output_the_schemes_build_is_accepted() -> None:
     # The check above must not refuse the real callers: odd and even widths, every layout.
     for d_model in (1, 2, 7, 8):
         for layout in ("interleaved", "split"):
-            params = sinusoidal.SinusoidalParams(d_model=d_model, layout=layout)
+            params = SinusoidalParams(d_model=d_model, layout=layout)
             assert sinusoidal.table(params, 3, 0, "float32").shape == (3, d_model)
-    layouts: tuple[rope.Layout, ...] = ("interleaved", "split")
+    layouts: tuple[Layout, ...] = ("interleaved", "split")
     for component in ("cos_sin", "cos", "sin"):
         for layout in layouts:
-            rotary = rope.RopeParams(d_model=6, layout=layout)
+            rotary = RopeParams(d_model=6, layout=layout)
             assert np.isfinite(rope.table(rotary, 3, 0, "float32", component)).all()

@@ -13,7 +13,10 @@ import pytest
 from posenc.cancel import CancelToken, WorkCancelledError, scope
 from posenc.numerics import kernels, rotation
 from posenc.schemes.rope import maths as rope
+from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.rope.scaling import scaled
 from posenc.schemes.sinusoidal import maths as sinusoidal
+from posenc.schemes.sinusoidal.params import DType, Layout, SinusoidalParams
 
 TOP = 2**31 - 1
 
@@ -29,10 +32,10 @@ def same_bits(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
     [(512, 700, 0, 1e4), (7, 600, 12345, 1e4), (64, 513, TOP - 512, 1e12), (1, 300, 5, 2.0)],
 )
 def test_sinusoid_tables_equal_the_numpy_reference_bit_for_bit(
-    dtype: sinusoidal.DType, layout: sinusoidal.Layout, d_model: int, seq_len: int, offset: int,
+    dtype: DType, layout: Layout, d_model: int, seq_len: int, offset: int,
     base: float,
 ) -> None:  # fmt: skip
-    params = sinusoidal.SinusoidalParams(d_model=d_model, base=base, layout=layout)
+    params = SinusoidalParams(d_model=d_model, base=base, layout=layout)
     fast = sinusoidal.table(params, seq_len, offset, dtype)
     assert same_bits(fast, sinusoidal.table_reference(params, seq_len, offset, dtype))
 
@@ -42,16 +45,14 @@ def test_sinusoid_tables_equal_the_numpy_reference_bit_for_bit(
 @pytest.mark.parametrize(
     "params",
     [
-        rope.RopeParams(d_model=128),
-        rope.RopeParams(d_model=64, layout="interleaved", base=1e12),
-        rope.RopeParams(
-            d_model=16, scaling="yarn", factor=4.0, original_max_position_embeddings=100
-        ),
+        RopeParams(d_model=128),
+        RopeParams(d_model=64, layout="interleaved", base=1e12),
+        RopeParams(d_model=16, scaling="yarn", factor=4.0, original_max_position_embeddings=100),
     ],
     ids=["split", "interleaved", "yarn"],
 )
 def test_rope_tables_equal_the_numpy_reference_bit_for_bit(
-    dtype: str, component: str, params: rope.RopeParams
+    dtype: str, component: str, params: RopeParams
 ) -> None:
     for offset in (0, TOP - 299):
         fast = rope.table(params, 300, offset, dtype, component)
@@ -59,16 +60,16 @@ def test_rope_tables_equal_the_numpy_reference_bit_for_bit(
 
 
 def test_rope_encode_of_consecutive_positions_is_the_table() -> None:
-    params = rope.RopeParams(d_model=32)
+    params = RopeParams(d_model=32)
     positions = np.arange(1000, 1400, dtype=np.int64)
     assert same_bits(rope.encode(params, positions, "float32"), rope.table(params, 400, 1000))
 
 
 def test_threads_split_the_rows_without_changing_a_bit() -> None:
-    params = sinusoidal.SinusoidalParams(d_model=96, layout="split")
+    params = SinusoidalParams(d_model=96, layout="split")
     one = sinusoidal.table(params, 2000, 77, "float32", threads=1)
     assert same_bits(sinusoidal.table(params, 2000, 77, "float32", threads=2), one)
-    rope_params = rope.RopeParams(d_model=32)
+    rope_params = RopeParams(d_model=32)
     assert same_bits(
         rope.table(rope_params, 1000, 5, "float64", threads=3),
         rope.table(rope_params, 1000, 5, "float64"),
@@ -76,17 +77,17 @@ def test_threads_split_the_rows_without_changing_a_bit() -> None:
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_a_cancelled_table_stops_at_its_next_checkpoint(dtype: sinusoidal.DType) -> None:
+def test_a_cancelled_table_stops_at_its_next_checkpoint(dtype: DType) -> None:
     token = CancelToken(deadline=time.monotonic() - 1)
     with scope(token), pytest.raises(WorkCancelledError):
-        sinusoidal.table(sinusoidal.SinusoidalParams(d_model=64), 1024, 0, dtype, threads=2)
+        sinusoidal.table(SinusoidalParams(d_model=64), 1024, 0, dtype, threads=2)
 
 
 @pytest.mark.parametrize("layout", ["interleaved", "split"])
 def test_a_float32_table_needs_at_most_a_quarter_more_than_its_bytes(
-    layout: sinusoidal.Layout,
+    layout: Layout,
 ) -> None:
-    params = sinusoidal.SinusoidalParams(d_model=512, layout=layout)
+    params = SinusoidalParams(d_model=512, layout=layout)
     sinusoidal.table(params, 16, 0, "float32")  # frequencies and twiddles: cached once
     tracemalloc.start()
     try:
@@ -98,7 +99,7 @@ def test_a_float32_table_needs_at_most_a_quarter_more_than_its_bytes(
 
 
 def _cold_peak(compute: Any) -> tuple[int, npt.NDArray[Any]]:
-    for cache in (sinusoidal.frequencies, rope.scaled, kernels._twiddles):
+    for cache in (sinusoidal.frequencies, scaled, kernels._twiddles):
         cache.cache_clear()
     rotation._conjugate_twiddles.cache_clear()
     tracemalloc.start()
@@ -112,18 +113,18 @@ def _cold_peak(compute: Any) -> tuple[int, npt.NDArray[Any]]:
 @pytest.mark.parametrize(
     ("params", "seq_len", "dtype", "threads"),
     [
-        (sinusoidal.SinusoidalParams(d_model=512), 2048, "float32", 1),
-        (sinusoidal.SinusoidalParams(d_model=512, layout="split"), 2048, "float32", 2),
-        (sinusoidal.SinusoidalParams(d_model=256), 1000, "float64", 2),
-        (sinusoidal.SinusoidalParams(d_model=65536, base=1e12), 3, "float32", 1),
-        (sinusoidal.SinusoidalParams(d_model=1), 5000, "float32", 1),
-        (sinusoidal.SinusoidalParams(d_model=2, base=1e12), 1, "float64", 1),
-        (sinusoidal.SinusoidalParams(d_model=300, base=1e12), 600, "float16", 1),
-        (sinusoidal.SinusoidalParams(d_model=31, convention="fairseq"), 700, "float32", 1),
+        (SinusoidalParams(d_model=512), 2048, "float32", 1),
+        (SinusoidalParams(d_model=512, layout="split"), 2048, "float32", 2),
+        (SinusoidalParams(d_model=256), 1000, "float64", 2),
+        (SinusoidalParams(d_model=65536, base=1e12), 3, "float32", 1),
+        (SinusoidalParams(d_model=1), 5000, "float32", 1),
+        (SinusoidalParams(d_model=2, base=1e12), 1, "float64", 1),
+        (SinusoidalParams(d_model=300, base=1e12), 600, "float16", 1),
+        (SinusoidalParams(d_model=31, convention="fairseq"), 700, "float32", 1),
     ],
 )
 def test_a_sinusoid_table_stays_within_its_declared_memory(
-    params: sinusoidal.SinusoidalParams, seq_len: int, dtype: sinusoidal.DType, threads: int
+    params: SinusoidalParams, seq_len: int, dtype: DType, threads: int
 ) -> None:
     peak, out = _cold_peak(lambda: sinusoidal.table(params, seq_len, 10**6, dtype, threads))
     assert out.nbytes <= peak <= sinusoidal.table_cost(params, seq_len, dtype, threads).bytes
@@ -132,15 +133,15 @@ def test_a_sinusoid_table_stays_within_its_declared_memory(
 @pytest.mark.parametrize(
     ("params", "seq_len", "dtype", "component"),
     [
-        (rope.RopeParams(d_model=128), 8192, "float32", "cos_sin"),
-        (rope.RopeParams(d_model=128, layout="interleaved"), 3000, "float64", "cos"),
-        (rope.RopeParams(d_model=4096, base=1e12), 3, "float32", "sin"),
-        (rope.RopeParams(d_model=64), 700, "float16", "cos_sin"),
-        (rope.RopeParams(d_model=64), 700, "float32", "angle"),
+        (RopeParams(d_model=128), 8192, "float32", "cos_sin"),
+        (RopeParams(d_model=128, layout="interleaved"), 3000, "float64", "cos"),
+        (RopeParams(d_model=4096, base=1e12), 3, "float32", "sin"),
+        (RopeParams(d_model=64), 700, "float16", "cos_sin"),
+        (RopeParams(d_model=64), 700, "float32", "angle"),
     ],
 )
 def test_a_rope_table_stays_within_its_declared_memory(
-    params: rope.RopeParams, seq_len: int, dtype: str, component: str
+    params: RopeParams, seq_len: int, dtype: str, component: str
 ) -> None:
     peak, out = _cold_peak(lambda: rope.table(params, seq_len, 10**6, dtype, component))
     assert out.nbytes <= peak <= rope.table_cost(params, seq_len, dtype, component).bytes

@@ -14,7 +14,8 @@ from posenc.cancel import CancelToken, WorkCancelledError, scope
 from posenc.errors import ParameterError
 from posenc.schemes.rope import conformance as rope_conformance
 from posenc.schemes.rope import maths as rope
-from posenc.schemes.rope.maths import RopeParams
+from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.rope.scaling import scaled
 
 N = 512
 COMPONENTS = ["cos_sin", "cos", "sin", "angle"]
@@ -140,7 +141,7 @@ def test_a_cache_left_unscaled_is_named_against_its_stated_scaling(component: st
 
 @pytest.mark.parametrize("component", PLANES)
 def test_a_missing_attention_factor_is_fitted(component: str) -> None:
-    attention = rope.scaled(YARN, N)[1]
+    attention = scaled(YARN, N)[1]
     array = (cache(YARN, component) / np.float32(attention)).astype(np.float32)
     result = rope_conformance.check(YARN, array, component)
     assert [f.name for f in result.diagnosis] == ["attention_factor_mismatch"]

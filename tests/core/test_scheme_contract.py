@@ -13,6 +13,7 @@ import posenc
 from posenc.errors import ParameterError
 from posenc.schemes.alibi import maths as alibi
 from posenc.schemes.rope import maths as rope
+from posenc.schemes.rope.params import RopeParams
 from posenc.schemes.t5 import maths as t5
 
 EXAMPLES: dict[str, dict[str, Any]] = {
@@ -124,7 +125,7 @@ def test_rope_inner_product_depends_on_the_offset_alone(
     d: int, layout: str, scaling: str, start: int, m: int, n: int
 ) -> None:
     factor = None if scaling == "none" else 4.0
-    params = rope.RopeParams(d_model=d, layout=layout, scaling=scaling, factor=factor)  # type: ignore[arg-type]
+    params = RopeParams(d_model=d, layout=layout, scaling=scaling, factor=factor)  # type: ignore[arg-type]
     rng = np.random.default_rng(d + m)
     q, k = rng.normal(size=(2, d))
     positions = np.array([start + m, start + n, start + 60 + m, start + 60 + n])

@@ -12,12 +12,12 @@ import pytest
 
 from posenc import registry as schemes
 from posenc.schemes.grid.maths import Grid2DParams, Grid3DParams
-from posenc.schemes.rope.maths import RopeParams
+from posenc.schemes.rope.params import RopeParams
 from posenc.schemes.sinusoidal import conformance
-from posenc.schemes.sinusoidal import maths as sinusoidal
+from posenc.schemes.sinusoidal.params import SinusoidalParams
 
 PARAMS: dict[str, Any] = {
-    "sinusoidal": sinusoidal.SinusoidalParams(d_model=48),
+    "sinusoidal": SinusoidalParams(d_model=48),
     "rope": RopeParams(d_model=48, scaling="yarn", factor=4.0, original_max_position_embeddings=64),
     "sinusoidal2d": Grid2DParams(d_model=16, grid=(12, 20)),
     "sinusoidal3d": Grid3DParams(d_model=18, grid=(4, 5, 6)),
@@ -62,7 +62,7 @@ def test_declared_verify_bytes_hold_above_the_measured_peak(name: str, n: int) -
 
 @pytest.mark.parametrize(("n", "d"), [(1, 4), (64, 33), (400, 64)])
 def test_declared_conformance_bytes_hold_above_the_measured_peak(n: int, d: int) -> None:
-    params = sinusoidal.SinusoidalParams(d_model=d)
+    params = SinusoidalParams(d_model=d)
     # A faulty table (float32 angles at a large offset) takes the diagnosis's longest road.
     positions = np.arange(10**6, 10**6 + n)
 

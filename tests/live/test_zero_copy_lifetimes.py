@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 
 from posenc.schemes.rope import maths as rope
+from posenc.schemes.rope.params import RopeParams
 from posenc.schemes.sinusoidal import maths as sinusoidal
+from posenc.schemes.sinusoidal.params import SinusoidalParams
 from tests.live.conftest import LiveServer, start_server, stop_server
 
 pytestmark = pytest.mark.live
@@ -75,7 +77,7 @@ def test_a_table_read_slowly_arrives_as_computed_while_it_is_evicted_and_replaye
         f"/v1/sinusoidal/table?d_model={D_MODEL}&seq_len={SEQ_LEN}&offset=0"
         "&dtype=float32&format=npy"
     )
-    expected = sinusoidal.table(sinusoidal.SinusoidalParams(d_model=D_MODEL), SEQ_LEN, 0, "float32")
+    expected = sinusoidal.table(SinusoidalParams(d_model=D_MODEL), SEQ_LEN, 0, "float32")
     stop, statuses = threading.Event(), list[int]()
     churners = [
         threading.Thread(target=_churn, args=(small_cache, stop, statuses)) for _ in range(2)
@@ -108,7 +110,7 @@ def test_a_rope_table_sent_while_it_is_verified_is_the_one_computed(
     small_cache: LiveServer,
 ) -> None:
     # The same cached array read by a verification in a worker thread and sent zero-copy.
-    params = rope.RopeParams(d_model=256)
+    params = RopeParams(d_model=256)
     expected = rope.table(params, 1024, 7, "float32", "cos_sin")
     query = "d_model=256&seq_len=1024&offset=7&dtype=float32"
     results: list[bytes | int] = []

@@ -27,9 +27,11 @@ from transformers import LlamaConfig
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 from transformers.models.m2m_100.modeling_m2m_100 import M2M100SinusoidalPositionalEmbedding
 
+from posenc.numerics import float32
 from posenc.schemes.rope import framework
-from posenc.schemes.rope.maths import RopeParams
-from posenc.schemes.sinusoidal.maths import SinusoidalParams
+from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.sinusoidal import framework as sinusoidal_framework
+from posenc.schemes.sinusoidal.params import SinusoidalParams
 from tests.conftest import Client
 
 ROWS = {
@@ -116,7 +118,7 @@ def test_rope_framework_recipe_matches_llama_rotary_embedding(
     positions = ROWS[rows]
     cos, sin = module(torch.zeros(1, 1, d), torch.from_numpy(positions)[None])
     theirs_freq = module.inv_freq.numpy()  # after the forward's dynamic/longrope update
-    ours_freq, attention = framework.rope_inv_freq(params, int(positions[-1]) + 1)
+    ours_freq, attention = framework.frequencies(params, int(positions[-1]) + 1)
     assert attention == module.attention_scaling
 
     # Where our correctly rounded pow agrees with torch's, every later float32 step is exact.
@@ -124,13 +126,13 @@ def test_rope_framework_recipe_matches_llama_rotary_embedding(
     if params.scaling == "dynamic" and positions[-1] + 1 > TRAINED:
         base_used = framework._dynamic_base(params, int(positions[-1]) + 1)
     torch_pow = (torch.tensor(base_used) ** (torch.arange(0, d, 2).float() / d)).numpy()
-    pow_differs = ulps(framework._pow(base_used, framework._exponents(d)), torch_pow)
+    pow_differs = ulps(float32.power(base_used, framework._exponents(d)), torch_pow)
     assert pow_differs.max() <= 1
     freq_ulps = ulps(ours_freq, theirs_freq)
     assert not freq_ulps[pow_differs == 0].any()
     assert freq_ulps.max() <= 2
 
-    table = framework.rope_encode(params, positions, "float32", "cos_sin")
+    table = framework.encode(params, positions, "float32", "cos_sin")
     same = np.concatenate([freq_ulps == 0, freq_ulps == 0])
     bound = 1 if attention == 1.0 else 2
     assert ulps(table[0], cos[0].numpy())[:, same].max() <= bound
@@ -140,7 +142,7 @@ def test_rope_framework_recipe_matches_llama_rotary_embedding(
 def test_correctly_rounded_cos_differs_from_torch_by_at_most_one_ulp() -> None:
     # Why we round the float64 value rather than call np.cos on float32: measured here.
     angles = torch.rand(200_000, generator=torch.Generator().manual_seed(0)) * 2.0**24
-    ours_sin, ours_cos = framework._sincos_f32(angles.numpy())
+    ours_sin, ours_cos = float32.sincos(angles.numpy())
     assert ulps(ours_cos, torch.cos(angles).numpy()).max() <= 1
     assert ulps(ours_sin, torch.sin(angles).numpy()).max() <= 1
 
@@ -170,7 +172,7 @@ def test_rope_recipe_over_http_serves_the_float32_recipe(client: Client) -> None
     # At 2^24 the float32 recipe is far from exact: the reason both are served.
     assert np.abs(recipe - exact).max() > 1e-2
     inv_freq = fetch(client, query + "&recipe=framework&component=inv_freq")
-    assert np.array_equal(inv_freq, framework.rope_inv_freq(RopeParams(d_model=d, base=5e5), n)[0])
+    assert np.array_equal(inv_freq, framework.frequencies(RopeParams(d_model=d, base=5e5), n)[0])
 
 
 SIN_ROWS = np.concatenate([ROWS["start"], ROWS["2^24"], ROWS["2^31"]])
@@ -192,9 +194,9 @@ def test_vaswani_recipe_matches_the_pytorch_module_form(d: int, base: float) -> 
     div_term = torch.exp(torch.arange(0, d, 2) * (-math.log(base) / d))
     angles = torch.from_numpy(SIN_ROWS)[:, None] * div_term
     theirs = (torch.sin(angles).numpy(), torch.cos(angles).numpy()[:, : d // 2])
-    ours = framework.sinusoidal_encode(params, SIN_ROWS, "float32")
-    same = ulps(framework.sinusoidal_frequencies(params), div_term.numpy()) == 0
-    assert ulps(framework.sinusoidal_frequencies(params), div_term.numpy()).max() <= 1
+    ours = sinusoidal_framework.encode(params, SIN_ROWS, "float32")
+    same = ulps(sinusoidal_framework.frequencies(params), div_term.numpy()) == 0
+    assert ulps(sinusoidal_framework.frequencies(params), div_term.numpy()).max() <= 1
     _columns_agree((ours[:, 0::2], ours[:, 1::2]), theirs, same, same[: d // 2])
 
 
@@ -212,14 +214,14 @@ def test_fairseq_recipe_matches_get_embedding(d: int) -> None:
     params = SinusoidalParams(d_model=d, convention="fairseq", recipe="framework")
     n = 64
     port = M2M100SinusoidalPositionalEmbedding.get_embedding(n, d, 1).numpy()
-    ours = framework.sinusoidal_encode(params, np.arange(n), "float32")
+    ours = sinusoidal_framework.encode(params, np.arange(n), "float32")
     *_, omega = _fairseq_ops(SIN_ROWS, d)
-    same = ulps(framework.sinusoidal_frequencies(params), omega) == 0
+    same = ulps(sinusoidal_framework.frequencies(params), omega) == 0
     h = d // 2
     _columns_agree((ours[:, :h], ours[:, h : 2 * h]), (port[:, :h], port[:, h : 2 * h]), same, same)
     assert not ours[1].any() and not ours[:, 2 * h :].any()  # padding row, odd column
     sin, cos, _ = _fairseq_ops(SIN_ROWS, d)
-    far = framework.sinusoidal_encode(params, SIN_ROWS, "float32")
+    far = sinusoidal_framework.encode(params, SIN_ROWS, "float32")
     keep = SIN_ROWS != 1  # the padding row is zero by design
     _columns_agree((far[keep, :h], far[keep, h : 2 * h]), (sin[keep], cos[keep]), same, same)
 
@@ -233,8 +235,8 @@ def test_tensor2tensor_recipe_matches_its_timing_signal_ops(d: int, base: float)
     step = torch.tensor(math.log(base)).float() / torch.clamp(torch.tensor(float(h)) - 1, min=1)
     omega = 1.0 * torch.exp(torch.arange(h).float() * -step)
     angles = torch.from_numpy(SIN_ROWS).float()[:, None] * omega[None]
-    ours = framework.sinusoidal_encode(params, SIN_ROWS, "float32")
-    same = ulps(framework.sinusoidal_frequencies(params), omega.numpy()) == 0
+    ours = sinusoidal_framework.encode(params, SIN_ROWS, "float32")
+    same = ulps(sinusoidal_framework.frequencies(params), omega.numpy()) == 0
     theirs = (torch.sin(angles).numpy(), torch.cos(angles).numpy())
     _columns_agree((ours[:, :h], ours[:, h : 2 * h]), theirs, same, same)
     assert not ours[:, 2 * h :].any()

@@ -21,7 +21,7 @@ from transformers.models.qwen2.modeling_qwen2 import Qwen2RotaryEmbedding
 
 from posenc.schemes.rope import config as rope_config
 from posenc.schemes.rope import framework
-from posenc.schemes.rope.maths import RopeParams
+from posenc.schemes.rope.params import RopeParams
 from tests.api.test_rope_config import FAMILIES
 from tests.reference.test_framework_recipe import ulps
 
@@ -56,14 +56,14 @@ def test_canonical_parameters_build_the_rope_transformers_builds(family: str, at
 
     framework_params = RopeParams(**{**params.__dict__, "recipe": "framework"})
     # The sequence ends at the last position: longrope's short factors at the start.
-    ours_freq, attention = framework.rope_inv_freq(framework_params, int(positions[-1]) + 1)
+    ours_freq, attention = framework.frequencies(framework_params, int(positions[-1]) + 1)
     theirs_freq = module.inv_freq.numpy()
     assert attention == pytest.approx(module.attention_scaling, rel=1e-15)
     freq_ulps = ulps(ours_freq, theirs_freq)
     assert freq_ulps.max() <= 2  # torch's float32 pow is within 1 ulp; see test_framework_recipe
     assert (freq_ulps == 0).mean() >= 0.95
 
-    table = framework.rope_encode(framework_params, positions, "float32", "cos_sin")
+    table = framework.encode(framework_params, positions, "float32", "cos_sin")
     assert table.shape[2] == cos.shape[2] == params.d_model
     same = np.concatenate([freq_ulps == 0, freq_ulps == 0])
     bound = 1 if attention == 1.0 else 2

@@ -16,8 +16,8 @@ from transformers.models.gptj.modeling_gptj import create_sinusoidal_positions
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
 from posenc.schemes.rope import conformance as rope_conformance
-from posenc.schemes.rope import maths as rope
-from posenc.schemes.rope.maths import RopeParams
+from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.rope.scaling import scaled
 
 D = 128
 N = 1024
@@ -129,7 +129,7 @@ def test_yarn_without_its_attention_factor_is_fitted() -> None:
     ours = RopeParams(
         d_model=D, base=1e6, scaling="yarn", factor=4.0, original_max_position_embeddings=32768
     )
-    attention = float(rope.scaled(ours, N)[1])
+    attention = float(scaled(ours, N)[1])
     unscaled = (cache / np.float32(attention)).astype(np.float32)
     result = diagnosis(ours, unscaled, "cos_sin", 0)
     assert "attention_factor_mismatch" in named(result)

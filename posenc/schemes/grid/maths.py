@@ -23,8 +23,8 @@ from posenc.cost import Cost
 from posenc.declare import check_ranges, param
 from posenc.errors import InconsistentError, LimitError, ParameterError
 from posenc.numerics import costs
-from posenc.schemes.sinusoidal.maths import SinusoidalParams
 from posenc.schemes.sinusoidal.maths import encode as encode_1d
+from posenc.schemes.sinusoidal.params import SinusoidalParams
 
 Convention = Literal["mae", "positional-encodings"]
 MAX_CELLS = 2**24

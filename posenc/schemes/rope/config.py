@@ -24,7 +24,7 @@ from typing import Any
 
 from posenc.declare import spec
 from posenc.errors import InconsistentError, ParameterError
-from posenc.schemes.rope.maths import Layout, RopeParams, Scaling
+from posenc.schemes.rope.params import Layout, RopeParams, Scaling
 
 # transformers' rope_type → our scaling.
 _SCALINGS: dict[str, Scaling] = {

@@ -6,7 +6,7 @@ The cache is a component of :mod:`.maths` for positions ``offset … offset + n 
 cache is not already within ``tolerance_ulp`` of the exact table:
 
 - ``matches_framework_recipe`` — every value within 2 float32 ulps of transformers' float32
-  recipe (:func:`.framework.rope_encode`) in all but ``max(2, h/16)`` pairs (torch's
+  recipe (:func:`.framework.encode`) in all but ``max(2, h/16)`` pairs (torch's
   ``pow`` is not correctly rounded in a few); the other findings then stay silent;
 - ``partial_rotary`` — the trailing columns do not rotate (cos 1, sin 0, angle 0), or the
   frequencies are those of a wider head ``D`` at the stated base (``ω_i = base^(−2i/D)``);
@@ -38,9 +38,12 @@ import numpy.typing as npt
 from posenc.conformance import Conformance, Finding, angle_precision, ulp_errors
 from posenc.cost import Cost
 from posenc.errors import ParameterError
+from posenc.numerics import float32
 from posenc.numerics.exact import sincos
 from posenc.schemes.rope import framework
 from posenc.schemes.rope import maths as rope
+from posenc.schemes.rope.params import Layout, RopeParams
+from posenc.schemes.rope.scaling import scaled
 from posenc.verify import CHUNK_ELEMENTS, duplicate_rows, row_chunks
 
 FloatArray = npt.NDArray[np.floating]
@@ -71,7 +74,7 @@ class _Model:
     """How the cache may have been built: parameters, first position, sin/cos exchanged, and an
     attention factor in place of the scaling's."""
 
-    params: rope.RopeParams
+    params: RopeParams
     offset: int
     swapped: bool = False
     attention: float | None = None
@@ -99,7 +102,7 @@ class _Reading:
 
 
 def check(
-    params: rope.RopeParams,
+    params: RopeParams,
     array: FloatArray,
     component: str,
     offset: int = 0,
@@ -118,7 +121,7 @@ def check(
     frequencies: about 700 candidate spectra of O(d) each. Memory: the client's array, O(n)
     per-position vectors and chunk-sized temporaries; :func:`conformance_cost` states both.
 
-    >>> p = rope.RopeParams(d_model=8, base=500000.0)
+    >>> p = RopeParams(d_model=8, base=500000.0)
     >>> cache = rope.table(p.__class__(d_model=8), 64, 0, "float32", "cos_sin")
     >>> [f.name for f in check(p, cache, "cos_sin").diagnosis]
     ['base_mismatch']
@@ -141,7 +144,7 @@ def check(
     )
 
 
-def conformance_cost(params: rope.RopeParams, n: int, component: str) -> Cost:
+def conformance_cost(params: RopeParams, n: int, component: str) -> Cost:
     """What :func:`check` holds and does for a cache of ``n`` positions, the cache included.
 
     Bytes: the cache (counted at 8 bytes a value, the widest dtype), ten per-position float64
@@ -179,7 +182,7 @@ def _rows(array: FloatArray, component: str, rows: slice) -> FloatArray:
     return array[rows]
 
 
-def _width(params: rope.RopeParams, component: str) -> int:
+def _width(params: RopeParams, component: str) -> int:
     return {"cos_sin": 2 * params.d_model, "angle": params.d_model // 2}.get(
         component, params.d_model
     )
@@ -192,7 +195,7 @@ def _length(model: _Model, n: int) -> int:
 
 def _model_rows(model: _Model, component: str, n: int, rows: slice) -> Float64Array:
     """The exact ``(r, W)`` rows of ``model`` in float64, as :func:`_rows` lays out the cache."""
-    turns, attention = rope.scaled(model.params, _length(model, n))
+    turns, attention = scaled(model.params, _length(model, n))
     if model.attention is not None:
         attention = model.attention
     positions = np.arange(model.offset + rows.start, model.offset + rows.stop, dtype=np.int64)
@@ -305,7 +308,7 @@ def _diagnose(
 
 
 def _angle(
-    params: rope.RopeParams,
+    params: RopeParams,
     component: str,
     array: FloatArray,
     positions: IntArray,
@@ -373,24 +376,24 @@ def _collapsed_positions(array: FloatArray, component: str, positions: IntArray)
 
 
 def _recipe_rows(
-    params: rope.RopeParams, component: str, n: int, offset: int, rows: slice
+    params: RopeParams, component: str, n: int, offset: int, rows: slice
 ) -> npt.NDArray[np.float32]:
-    """transformers' float32 rows (:func:`.framework.rope_encode`, operation for
+    """transformers' float32 rows (:func:`.framework.encode`, operation for
     operation) with the sequence length of the whole cache, as :func:`_rows` lays them out."""
     recipe = replace(params, recipe="framework")
-    inv_freq, attention = framework.rope_inv_freq(recipe, offset + n)
+    inv_freq, attention = framework.frequencies(recipe, offset + n)
     positions = np.arange(offset + rows.start, offset + rows.stop, dtype=np.int64)
-    angles = framework._angles(positions, inv_freq)
+    angles = float32.angles(positions, inv_freq)
     if component == "angle":
         return angles
-    sin, cos = framework._sincos_f32(angles)
+    sin, cos = float32.sincos(angles)
     scale = np.float32(attention)
     cos = _expand((cos * scale).astype(np.float32), params.layout).astype(np.float32)
     sin = _expand((sin * scale).astype(np.float32), params.layout).astype(np.float32)
     return {"cos": cos, "sin": sin}.get(component, np.concatenate([cos, sin], axis=1))
 
 
-def _pair_of_columns(params: rope.RopeParams, component: str) -> npt.NDArray[np.intp]:
+def _pair_of_columns(params: RopeParams, component: str) -> npt.NDArray[np.intp]:
     """The pair ``i`` each column of :func:`_rows` belongs to."""
     h = params.d_model // 2
     if component == "angle":
@@ -483,9 +486,7 @@ def _identity_tail(
     )
 
 
-def _duplicated(
-    params: rope.RopeParams, array: FloatArray, component: str, n: int, layout: str
-) -> bool:
+def _duplicated(params: RopeParams, array: FloatArray, component: str, n: int, layout: str) -> bool:
     """Every value written twice as ``layout`` expands cos and sin."""
     h = params.d_model // 2
     for rows in row_chunks(n, _width(params, component)):
@@ -502,13 +503,13 @@ def _duplicated(
 
 def _layout(
     stated: _Model, array: FloatArray, component: str, n: int
-) -> tuple[rope.Layout, Finding | None]:
+) -> tuple[Layout, Finding | None]:
     layout = stated.params.layout
     if component == "angle" or stated.params.d_model == 2:
         return layout, None
     if _duplicated(stated.params, array, component, n, layout):
         return layout, None
-    other: rope.Layout = "interleaved" if layout == "split" else "split"
+    other: Layout = "interleaved" if layout == "split" else "split"
     if not _duplicated(stated.params, array, component, n, other):
         return layout, None
     name = {"split": "split (rotate_half)", "interleaved": "interleaved (GPT-J, every two)"}
@@ -680,10 +681,10 @@ def _read_single(
 # --- fits: frequencies, attention factor, first position --------------------------------------
 
 
-def _spectrum(params: rope.RopeParams, length: int) -> Float64Array:
+def _spectrum(params: RopeParams, length: int) -> Float64Array:
     """A candidate's frequencies by transformers' float32 recipe: fast, and 2^-24 from exact,
     far inside what a reading can tell apart."""
-    inv_freq, _ = framework.rope_inv_freq(replace(params, recipe="framework"), length)
+    inv_freq, _ = framework.frequencies(replace(params, recipe="framework"), length)
     return inv_freq.astype(np.float64)
 
 
@@ -696,12 +697,12 @@ def _misfit(reading: _Reading, usable: npt.NDArray[np.bool_], omega: Float64Arra
     return result if math.isfinite(result) else math.inf
 
 
-def _with(params: rope.RopeParams, **changes: Any) -> rope.RopeParams:
+def _with(params: RopeParams, **changes: Any) -> RopeParams:
     """``params`` with another scaling (its own fields only) or another base."""
     scaling = changes.get("scaling", params.scaling)
     if scaling == params.scaling:
         return replace(params, **changes)
-    return rope.RopeParams(
+    return RopeParams(
         d_model=params.d_model,
         base=changes.get("base", params.base),
         layout=params.layout,
@@ -721,8 +722,8 @@ def _shortest(value: float, fits: Any) -> float:
 
 
 def _candidates(
-    params: rope.RopeParams, reading: _Reading, usable: npt.NDArray[np.bool_], length: int
-) -> Iterator[rope.RopeParams]:
+    params: RopeParams, reading: _Reading, usable: npt.NDArray[np.bool_], length: int
+) -> Iterator[RopeParams]:
     """Parameters that may have built the cache, simplest first."""
     d = params.d_model
     i = np.arange(d // 2, dtype=np.float64)
@@ -784,7 +785,7 @@ def _fit(
         )
     fitted = params
     if usable.any() and _misfit(reading, usable, _spectrum(params, length)) > 1:
-        best: tuple[int, float, rope.RopeParams] | None = None
+        best: tuple[int, float, RopeParams] | None = None
         for candidate in _valid(_candidates(params, reading, usable, length)):
             misfit = _misfit(reading, usable, _spectrum(candidate, length))
             changes = _changes(params, candidate)
@@ -794,7 +795,7 @@ def _fit(
             fitted = _rounded(best[2], reading, usable, length)
             findings.extend(_spectrum_findings(params, fitted, usable))
     model = replace(frame, params=fitted)
-    expected = framework.rope_inv_freq(replace(fitted, recipe="framework"), length)[1]
+    expected = framework.frequencies(replace(fitted, recipe="framework"), length)[1]
     if reading.amplitude is not None and component != "angle":
         eps = float(np.finfo(dtype).eps)
         if abs(reading.amplitude - expected) > max(16 * eps, 1e-4) * max(expected, 1.0):
@@ -818,7 +819,7 @@ def _fit(
     return model, findings
 
 
-def _valid(candidates: Iterator[rope.RopeParams]) -> Iterator[rope.RopeParams]:
+def _valid(candidates: Iterator[RopeParams]) -> Iterator[RopeParams]:
     """The candidates that are valid parameters (a fitted factor may fall out of range)."""
     while True:
         try:
@@ -829,7 +830,7 @@ def _valid(candidates: Iterator[rope.RopeParams]) -> Iterator[rope.RopeParams]:
             continue
 
 
-def _changes(stated: rope.RopeParams, candidate: rope.RopeParams) -> int:
+def _changes(stated: RopeParams, candidate: RopeParams) -> int:
     scaling = (
         candidate.scaling != stated.scaling
         or candidate.factor != stated.factor
@@ -839,11 +840,11 @@ def _changes(stated: rope.RopeParams, candidate: rope.RopeParams) -> int:
 
 
 def _rounded(
-    params: rope.RopeParams, reading: _Reading, usable: npt.NDArray[np.bool_], length: int
-) -> rope.RopeParams:
+    params: RopeParams, reading: _Reading, usable: npt.NDArray[np.bool_], length: int
+) -> RopeParams:
     """Fitted base and factor with the fewest digits that still fit the readings."""
 
-    def fits(candidate: rope.RopeParams) -> bool:
+    def fits(candidate: RopeParams) -> bool:
         return _misfit(reading, usable, _spectrum(candidate, length)) <= 1
 
     base = _shortest(params.base, lambda b: 1.0 < b <= 1e12 and fits(replace(params, base=b)))
@@ -855,7 +856,7 @@ def _rounded(
 
 
 def _spectrum_findings(
-    stated: rope.RopeParams, fitted: rope.RopeParams, usable: npt.NDArray[np.bool_]
+    stated: RopeParams, fitted: RopeParams, usable: npt.NDArray[np.bool_]
 ) -> list[Finding]:
     findings = []
     pairs = np.flatnonzero(usable)
@@ -912,7 +913,7 @@ def _spectrum_findings(
     return findings
 
 
-def _describe(params: rope.RopeParams) -> str:
+def _describe(params: RopeParams) -> str:
     if params.scaling == "none":
         return "no scaling"
     text = f"{params.scaling} scaling with factor {params.factor:g}"
@@ -946,7 +947,7 @@ def _fit_offset(model: _Model, reading: _Reading, component: str, n: int) -> int
     """
     if not reading.first_phases:
         return None
-    omega = rope.scaled(model.params, _length(model, n))[0].radians
+    omega = scaled(model.params, _length(model, n))[0].radians
     if component == "angle":
         k = int(np.argmax(omega))
         position = round(float(reading.first_phases[0][k]) / float(omega[k]))

@@ -20,6 +20,8 @@ from posenc.checks import (
 from posenc.cost import Cost
 from posenc.numerics.exact import Turns, decimal_pi
 from posenc.schemes.rope import maths as rope
+from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.rope.scaling import scaled
 from posenc.verify import (
     CHUNK_ELEMENTS,
     MAX_SHIFTS,
@@ -36,14 +38,12 @@ from posenc.verify import (
 )
 
 
-def verify_rope(
-    params: rope.RopeParams, served: FloatArray, positions: npt.NDArray[np.int64]
-) -> Report:
+def verify_rope(params: RopeParams, served: FloatArray, positions: npt.NDArray[np.int64]) -> Report:
     """Relative inner product (O(:data:`MAX_SHIFTS`·n·d)), norm and frequencies (O(n·d)), by
     chunks of rows; rounding on a sample (O(1)). ``served`` is ``(2, n, d)``: cos, then sin."""
     u = unit_roundoff(served.dtype)
     n, d = served.shape[1], params.d_model
-    turns, attention = rope.scaled(params, rope.sequence_length(positions))
+    turns, attention = scaled(params, rope.sequence_length(positions))
     rng = np.random.default_rng(0)
     q, k = rng.normal(size=(2, d))
     q, k = q / np.linalg.norm(q), k / np.linalg.norm(k)
@@ -105,7 +105,7 @@ def verify_rope(
     return Report(tuple(checks), stats)
 
 
-def verify_rope_cost(params: rope.RopeParams, n: int) -> Cost:
+def verify_rope_cost(params: RopeParams, n: int) -> Cost:
     d = params.d_model
     values = n * d
     passes = 2 * (min(max(n - 1, 0), MAX_SHIFTS) + 1)
@@ -118,12 +118,12 @@ def verify_rope_cost(params: rope.RopeParams, n: int) -> Cost:
     return held + work
 
 
-def _halves(params: rope.RopeParams, table: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+def _halves(params: RopeParams, table: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return table[:, : params.d_model // 2] if params.layout == "split" else table[:, 0::2]
 
 
 def _rope_frequencies(
-    params: rope.RopeParams,
+    params: RopeParams,
     served: FloatArray,
     omega: npt.NDArray[np.float64],
     attention: float,
@@ -155,7 +155,7 @@ def _rope_frequencies(
 
 
 def _rope_rounding(
-    params: rope.RopeParams,
+    params: RopeParams,
     served: FloatArray,
     positions: npt.NDArray[np.int64],
     turns: Turns,

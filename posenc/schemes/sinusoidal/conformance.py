@@ -30,7 +30,8 @@ from posenc.conformance import (
     value_rounding,
 )
 from posenc.cost import Cost
-from posenc.schemes.sinusoidal.maths import SinusoidalParams, encode
+from posenc.schemes.sinusoidal.maths import encode
+from posenc.schemes.sinusoidal.params import SinusoidalParams
 from posenc.verify import CHUNK_ELEMENTS, row_chunks, row_to_row_angles
 
 FloatArray = npt.NDArray[np.floating]

@@ -16,7 +16,8 @@ import numpy.typing as npt
 
 from posenc.cost import Cost
 from posenc.numerics.exact import sincos
-from posenc.schemes.sinusoidal.maths import SinusoidalParams, frequencies_of
+from posenc.schemes.sinusoidal.maths import frequencies_of
+from posenc.schemes.sinusoidal.params import SinusoidalParams
 from posenc.verify import (
     CHUNK_ELEMENTS,
     MAX_SHIFTS,

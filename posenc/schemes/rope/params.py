@@ -1,0 +1,146 @@
+"""rope's parameters: one frozen dataclass, its ranges, and which scaling takes which."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from posenc.declare import check_ranges, param
+from posenc.errors import InconsistentError
+from posenc.numerics.float32 import Recipe
+
+Layout = Literal["interleaved", "split"]
+Scaling = Literal["none", "linear", "dynamic", "yarn", "llama3", "longrope"]
+Component = Literal["cos_sin", "cos", "sin", "angle", "inv_freq"]
+COMPONENTS: tuple[str, ...] = get_args(Component)
+
+_NEEDS: dict[str, tuple[str, ...]] = {
+    "none": (),
+    "linear": ("factor",),
+    "dynamic": ("factor", "original_max_position_embeddings"),
+    "yarn": ("factor", "original_max_position_embeddings"),
+    "llama3": ("factor",),
+    "longrope": ("short_factor", "long_factor", "original_max_position_embeddings"),
+}
+_TAKES: dict[str, frozenset[str]] = {
+    "none": frozenset(),
+    "linear": frozenset({"factor"}),
+    "dynamic": frozenset({"factor", "original_max_position_embeddings"}),
+    "yarn": frozenset(
+        {
+            "factor",
+            "original_max_position_embeddings",
+            "beta_fast",
+            "beta_slow",
+            "attention_factor",
+            "mscale",
+            "mscale_all_dim",
+            "truncate",
+        }
+    ),
+    "llama3": frozenset(
+        {"factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"}
+    ),
+    "longrope": frozenset(
+        {
+            "factor",
+            "original_max_position_embeddings",
+            "attention_factor",
+            "short_factor",
+            "long_factor",
+        }
+    ),
+}
+
+
+# The smallest factor a frequency may be divided by. The exact angle reduction takes pos·ω mod
+# 2π from ω's turns in double-double (106 bits): at positions near 2^31 that stays correctly
+# rounded up to ω ≈ 2^16 radians per position (measured: a factor of 2^-16 exact, 10^-6 within
+# an ulp, 10^-9 a hundred ulps off, 10^-300 cosines of 10^270). A faster rope has no use.
+SMALLEST_DIVISOR = 2.0**-16
+
+
+@dataclass(frozen=True)
+class RopeParams:
+    d_model: int = param(
+        doc="the rotated (head) dimension; even, since pairs rotate", ge=2, le=65536, multiple_of=2
+    )
+    base: float = param(10000.0, doc="rope_theta; 1 < base ≤ 1e12", gt=1, le=1e12)
+    layout: Layout = param(
+        "split",
+        doc="split: pairs (i, i+d/2), transformers' rotate_half; interleaved: pairs (2i, 2i+1), "
+        "RoFormer and GPT-J",
+    )
+    scaling: Scaling = param(
+        "none",
+        doc="long-context scaling, as transformers computes it; each takes the parameters "
+        "whose description names it",
+    )
+    factor: float | None = param(
+        None,
+        doc="linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides "
+        "frequencies, and angles are served exactly up to 2^16 radians per position",
+        ge=SMALLEST_DIVISOR,
+        le=1e6,
+    )
+    original_max_position_embeddings: int | None = param(
+        None,
+        doc="the trained context length: dynamic, yarn, longrope (required); llama3 (8192)",
+        ge=1,
+        le=2**31 - 1,
+    )
+    low_freq_factor: float | None = param(None, doc="llama3 (default 1)", gt=0, le=1e6)
+    high_freq_factor: float | None = param(None, doc="llama3 (default 4)", gt=0, le=1e6)
+    beta_fast: float | None = param(None, doc="yarn (default 32)", gt=0, le=1e6)
+    beta_slow: float | None = param(None, doc="yarn (default 1)", gt=0, le=1e6)
+    attention_factor: float | None = param(
+        None, doc="yarn, longrope: overrides the inferred factor", gt=0, le=1e6
+    )
+    mscale: float | None = param(None, doc="yarn", gt=0, le=1e6)
+    mscale_all_dim: float | None = param(None, doc="yarn", gt=0, le=1e6)
+    truncate: bool | None = param(None, doc="yarn: round the ramp's ends outwards (default true)")
+    short_factor: tuple[float, ...] | None = param(
+        None,
+        doc="longrope (required): d_model/2 factors, used up to original_max_position_embeddings; "
+        "each at least 2^-16",
+        ge=SMALLEST_DIVISOR,
+        le=1e6,
+        min_items=1,
+        max_items=32768,
+    )
+    long_factor: tuple[float, ...] | None = param(
+        None,
+        doc="longrope (required): d_model/2 factors, used beyond it; each at least 2^-16",
+        ge=SMALLEST_DIVISOR,
+        le=1e6,
+        min_items=1,
+        max_items=32768,
+    )
+    recipe: Recipe = param(
+        "exact",
+        doc="exact: correctly rounded; framework: transformers' own float32 computation",
+    )
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
+        if self.recipe == "framework" and self.scaling == "dynamic" and self.d_model < 4:
+            raise InconsistentError("d_model", "must be ≥ 4 for dynamic scaling: d/(d−2) is used")
+        for name in _NEEDS[self.scaling]:
+            if getattr(self, name) is None:
+                raise InconsistentError(name, f"is required with scaling={self.scaling}")
+        for name in _TAKES_ANY - _TAKES[self.scaling]:
+            if getattr(self, name) is not None:
+                raise InconsistentError(name, f"does not apply to scaling={self.scaling}")
+        for name in ("short_factor", "long_factor"):
+            values = getattr(self, name)
+            if values is not None and (
+                len(values) != self.d_model // 2 or not all(v > 0 for v in values)
+            ):
+                raise InconsistentError(
+                    name,
+                    f"must list d_model/2 = {self.d_model // 2} positive numbers, "
+                    f"got {len(values)}",
+                )
+
+
+_TAKES_ANY = frozenset().union(*_TAKES.values())
