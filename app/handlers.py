@@ -159,7 +159,8 @@ def _compared(
     cache: Any,
 ) -> tuple[npt.NDArray[np.float64] | None, npt.NDArray[np.float64]]:
     """The reference's vector (if any) and the rows', computed as one set of positions: an
-    encoding relative to its set (``normalized``) places the reference in the same table."""
+    encoding relative to its set (one divided by its largest position) places the reference in
+    the same table."""
     vectors = scheme.vectors
     assert vectors is not None
     positions = rows.array()

@@ -65,8 +65,8 @@ def check_holdable(
     scheme: Scheme, params: Any, first: int, last: int, dtype: str, component: str
 ) -> None:
     """Refuse, before computing, a dtype that cannot hold the array (float16 past 65504): no
-    answer and no check ever receives infinities. Called once admitted: rope's bound reads the
-    frequencies, which the request's cost declares and its table then reuses (cached)."""
+    answer and no check ever receives infinities. Called once admitted: a scheme's bound may read
+    its frequencies, which the request's cost declares and its table then reuses (cached)."""
     why = scheme.unholdable(params, first, last, dtype, component)
     if why:
         raise InconsistentError("dtype", f"{why}: ask for float32")

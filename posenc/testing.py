@@ -35,7 +35,7 @@ from posenc.errors import InconsistentError, NotApplicableError, ParameterError
 
 __all__ = ["assert_rope_matches", "assert_table_matches", "conformance", "report_text"]
 
-# The array types the service reads from a client (app/bodies.py says the same).
+# The array types the service reads from a client (app/bodies/dtypes.py says the same).
 DTYPES = ("float16", "float32", "float64", "int32")
 # What the report lists under the parameters rather than among them.
 _SETTINGS = ("dtype", "component", "seq_len", "offset", "tolerance_ulp")

@@ -20,6 +20,11 @@ Where values go is a *store mode*; ``out`` is always 3-D ``(planes, rows, column
 - ``ROPE_SPLIT``: ``scale·cos`` at ``j`` and ``h + j`` of plane ``cos_plane``, ``scale·sin``
   likewise in ``sin_plane`` (a plane ``< 0`` is not written);
 - ``ROPE_INTERLEAVED``: the same at ``2j`` and ``2j + 1``.
+
+Why one module: every loop here writes into buffers whose sizes the Python wrappers below work
+out (``_small_slots``, ``EXACT_BLOCK``), and the bounds argument that keeps them from writing
+past a heap block (issue 20's segfault) is one argument across loop and wrapper; it is kept where
+it can be read in one place.
 """
 
 from __future__ import annotations

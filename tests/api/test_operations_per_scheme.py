@@ -12,7 +12,7 @@ import numpy.typing as npt
 import pytest
 
 from app.main import create_app
-from posenc import registry
+from posenc import adapters, registry
 from posenc.cost import Cost
 from posenc.declare import Scheme, check_ranges, param
 from posenc.verify import Check, Report
@@ -143,8 +143,8 @@ TOY = Scheme(
     lambda p, n: Cost(n * p.d_model * 16 + 2**20, n * p.d_model),
     examples=({"d_model": 3},),
     vectors=lambda p, positions, vector: _stairs(p, positions, "float64", ""),
-    conformance=registry.conformance_of(_stairs),
-    conformance_cost=registry.conformance_cost_of(
+    conformance=adapters.conformance_of(_stairs),
+    conformance_cost=adapters.conformance_cost_of(
         lambda p, n, dtype, c: Cost(n * p.d_model * 16 + 2**20, n * p.d_model)
     ),
 )

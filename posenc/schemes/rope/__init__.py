@@ -1,0 +1,75 @@
+"""``rope``: the rotary embedding of RoFormer with the long-context scalings of transformers,
+and the rope a model's ``config.json`` names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy.typing as npt
+
+from posenc import adapters
+from posenc.conformance import Conformance
+from posenc.cost import Cost
+from posenc.declare import Extra, Scheme
+from posenc.schemes.rope import config, conformance, maths, verify
+from posenc.schemes.rope.params import COMPONENTS, RopeParams
+
+
+def _conformance(
+    params: Any, array: npt.NDArray[Any], component: str, offset: int, tolerance: float
+) -> Conformance:
+    # Its diagnoses read cos/sin caches and angles; frequencies alone are only compared.
+    if component == "inv_freq":
+        compared: Conformance = adapters.conformance_of(maths.encode)(
+            params, array, component, offset, tolerance
+        )
+        return compared
+    return conformance.check(params, array, component, offset, tolerance)
+
+
+def _conformance_cost(params: Any, count: int, component: str) -> Cost:
+    if component == "inv_freq":
+        compared: Cost = adapters.conformance_cost_of(maths.cost)(params, count, component)
+        return compared
+    return conformance.conformance_cost(params, count, component)
+
+
+_CONFIG = Extra(
+    "config",
+    "The rope a model uses, from its config.json: canonical parameters and the URLs of its "
+    "table and verify",
+    lambda body, limits: config.describe(body, config.servable_rows(limits)),
+    config.BODY_SCHEMA,
+    config.ANSWER_SCHEMA,
+)
+
+declaration = Scheme(
+    "rope",
+    "RoFormer rotary embedding with the long-context scalings of Hugging Face transformers",
+    RopeParams,
+    maths.shape,
+    maths.encode,
+    maths.cost,
+    verify.verify_rope,
+    verify.verify_rope_cost,
+    examples=(
+        {"d_model": 8},
+        {"d_model": 8, "layout": "interleaved", "base": 500000.0},
+        {
+            "d_model": 8,
+            "scaling": "yarn",
+            "factor": 4.0,
+            "original_max_position_embeddings": 64,
+        },
+        {"d_model": 8, "scaling": "llama3", "factor": 8.0},
+        {"d_model": 8, "recipe": "framework", "scaling": "linear", "factor": 2.0},
+    ),
+    table=maths.table,
+    vectors=maths.vectors,
+    conformance=_conformance,
+    conformance_cost=_conformance_cost,
+    components=COMPONENTS,
+    rotate=maths.rotate,
+    extras=(_CONFIG,),
+    magnitude=maths.magnitude,
+)

@@ -22,9 +22,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from posenc.declare import spec
+from posenc.cost import Cost
+from posenc.declare import Limits, spec
 from posenc.errors import InconsistentError, ParameterError
+from posenc.numerics import costs
+from posenc.schemes.rope import maths
 from posenc.schemes.rope.params import Layout, RopeParams, Scaling
+from posenc.schemes.rope.verify import verify_rope_cost
 
 # transformers' rope_type → our scaling.
 _SCALINGS: dict[str, Scaling] = {
@@ -273,6 +277,40 @@ def query(params: RopeParams) -> str:
 def _number_text(value: float) -> str:
     """The shortest text that reads back as the same float: ``500000``, ``0.25``, ``1e-05``."""
     return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
+
+
+def servable_rows(limits: Limits) -> Any:
+    """The most rows, up to ``wanted``, of a cos/sin table served as ``.npy`` (or of its
+    verify) that ``limits`` admit, 0 when not even one row is: the estimate
+    ``app/serving.py`` and ``app/handlers.py`` make of those requests, with its values, work
+    and bytes held to the limits as ``app/admission.decide`` holds them."""
+
+    def fits(params: RopeParams, n: int, verify: bool) -> bool:
+        values = 2 * n * params.d_model
+        # The exact table and the framework's: the links offer both.
+        framework = dataclasses.replace(params, recipe="framework")
+        cost = costs.larger(
+            maths.cost(params, n, "float32", "cos_sin"),
+            maths.cost(framework, n, "float32", "cos_sin"),
+        )
+        # verify adds its checks; a table its serialisation (a header, then a view).
+        cost = cost + (verify_rope_cost(params, n) if verify else Cost(2**16, values))
+        return (
+            values <= limits.max_values
+            and cost.work <= limits.max_work
+            and cost.bytes <= limits.max_bytes
+        )
+
+    def servable(params: RopeParams, wanted: int, verify: bool) -> int:
+        if not fits(params, 1, verify):
+            return 0
+        low, high = 1, wanted  # costs grow with the rows: the largest that fits, by bisection
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if fits(params, middle, verify) else (low, middle - 1)
+        return low
+
+    return servable
 
 
 def describe(

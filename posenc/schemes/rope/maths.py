@@ -15,6 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc.cost import Cost
+from posenc.declare import Positions
+from posenc.errors import InconsistentError
 from posenc.numerics import costs, kernels
 from posenc.numerics.exact import (
     consecutive_positions,
@@ -209,6 +211,21 @@ def rotate_with(
         turned[..., 0::2], turned[..., 1::2] = -x[..., 1::2], x[..., 0::2]
     result: npt.NDArray[np.float64] = x * cos + turned * sin
     return result
+
+
+def vectors(
+    params: RopeParams, positions: Positions, vector: tuple[float, ...] | None
+) -> npt.NDArray[np.float64]:
+    """``R_p u`` for every position: ``u`` given, or the unit vector with equal entries."""
+    if vector is None:
+        u = np.full(params.d_model, 1.0 / np.sqrt(params.d_model))
+    elif len(vector) != params.d_model:
+        raise InconsistentError(
+            "vector", f"must hold d_model = {params.d_model} numbers, got {len(vector)}"
+        )
+    else:
+        u = np.array(vector, dtype=np.float64)
+    return rotate(params, np.tile(u, (len(positions), 1)), positions)
 
 
 def cost(params: Any, count: int, dtype: str, component: str) -> Cost:
