@@ -11,7 +11,7 @@ from posenc import adapters
 from posenc.conformance import Conformance
 from posenc.cost import Cost
 from posenc.declare import Extra, Scheme
-from posenc.schemes.rope import config, conformance, maths, verify
+from posenc.schemes.rope import config_answer, conformance, maths, verify
 from posenc.schemes.rope.params import COMPONENTS, RopeParams
 
 
@@ -38,9 +38,9 @@ _CONFIG = Extra(
     "config",
     "The rope a model uses, from its config.json: canonical parameters and the URLs of its "
     "table and verify",
-    lambda body, limits: config.describe(body, config.servable_rows(limits)),
-    config.BODY_SCHEMA,
-    config.ANSWER_SCHEMA,
+    lambda body, limits: config_answer.describe(body, config_answer.servable_rows(limits)),
+    config_answer.BODY_SCHEMA,
+    config_answer.ANSWER_SCHEMA,
 )
 
 declaration = Scheme(

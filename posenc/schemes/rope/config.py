@@ -16,22 +16,16 @@ multimodal sections, unknown rope types or keys) is refused with the field named
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from posenc.cost import Cost
-from posenc.declare import Limits, spec
 from posenc.errors import InconsistentError, ParameterError
-from posenc.numerics import costs
-from posenc.schemes.rope import maths
 from posenc.schemes.rope.params import Layout, RopeParams, Scaling
-from posenc.schemes.rope.verify import verify_rope_cost
 
 # transformers' rope_type → our scaling.
-_SCALINGS: dict[str, Scaling] = {
+SCALINGS: dict[str, Scaling] = {
     "default": "none",
     "linear": "linear",
     "dynamic": "dynamic",
@@ -40,7 +34,7 @@ _SCALINGS: dict[str, Scaling] = {
     "longrope": "longrope",
     "su": "longrope",  # Phi-3's name for longrope before transformers renamed it
 }
-_NUMBERS = (
+NUMBERS = (
     "factor",
     "low_freq_factor",
     "high_freq_factor",
@@ -60,7 +54,7 @@ _KNOWN = frozenset(
         "truncate",
         "short_factor",
         "long_factor",
-        *_NUMBERS,
+        *NUMBERS,
     }
 )
 # Models whose rotary module pairs (2i, 2i+1) rather than transformers' rotate_half.
@@ -91,11 +85,11 @@ def from_config(config: Mapping[str, Any]) -> RopeConfig:
         raise ParameterError("config", "must be a JSON object, a model's config.json")
     where, rope = _rope_dict(config)
     rope_type = rope.get("rope_type", rope.get("type", "default"))
-    if not isinstance(rope_type, str) or rope_type not in _SCALINGS:
-        known = ", ".join(sorted(_SCALINGS))
+    if not isinstance(rope_type, str) or rope_type not in SCALINGS:
+        known = ", ".join(sorted(SCALINGS))
         key = "rope_type" if "rope_type" in rope else "type"
         raise ParameterError(f"{where}.{key}", f"must be one of {known}, got {rope_type!r}")
-    scaling = _SCALINGS[rope_type]
+    scaling = SCALINGS[rope_type]
     for key in rope:
         if key not in _KNOWN:
             raise ParameterError(f"{where}.{key}", "is not a rope parameter the service models")
@@ -124,7 +118,7 @@ def from_config(config: Mapping[str, Any]) -> RopeConfig:
             f"gives a rotary dimension of {rotary} (head {head}): it must be even and ≥ 2",
         )
 
-    values: dict[str, Any] = {name: _number(rope, name, where) for name in _NUMBERS}
+    values: dict[str, Any] = {name: _number(rope, name, where) for name in NUMBERS}
     for name in ("short_factor", "long_factor"):
         values[name] = _factors(rope, name, where, rotary)
     if "truncate" in rope:
@@ -231,226 +225,3 @@ def _factors(
             f"must hold rotary dimension / 2 = {rotary // 2} numbers, got {len(values)}",
         )
     return tuple(float(v) for v in values)
-
-
-def query(params: RopeParams) -> str:
-    """The canonical query string of ``params``: every parameter that differs from its default.
-
-    >>> query(RopeParams(d_model=128, base=500000.0))
-    'd_model=128&base=500000'
-    """
-    defaults = RopeParams(d_model=params.d_model)
-    parts = [f"d_model={params.d_model}"]
-    for name in (
-        "base",
-        "layout",
-        "scaling",
-        "factor",
-        "original_max_position_embeddings",
-        "low_freq_factor",
-        "high_freq_factor",
-        "beta_fast",
-        "beta_slow",
-        "attention_factor",
-        "mscale",
-        "mscale_all_dim",
-        "truncate",
-        "short_factor",
-        "long_factor",
-        "recipe",
-    ):
-        value = getattr(params, name)
-        if value is None or value == getattr(defaults, name):
-            continue
-        if isinstance(value, tuple):
-            text = ",".join(_number_text(v) for v in value)
-        elif isinstance(value, bool):
-            text = str(value).lower()
-        elif isinstance(value, float):
-            text = _number_text(value)
-        else:
-            text = str(value)
-        parts.append(f"{name}={text}")
-    return "&".join(parts)
-
-
-def _number_text(value: float) -> str:
-    """The shortest text that reads back as the same float: ``500000``, ``0.25``, ``1e-05``."""
-    return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
-
-
-def servable_rows(limits: Limits) -> Any:
-    """The most rows, up to ``wanted``, of a cos/sin table served as ``.npy`` (or of its
-    verify) that ``limits`` admit, 0 when not even one row is: the estimate
-    ``app/serving.py`` and ``app/handlers.py`` make of those requests, with its values, work
-    and bytes held to the limits as ``app/admission.decide`` holds them."""
-
-    def fits(params: RopeParams, n: int, verify: bool) -> bool:
-        values = 2 * n * params.d_model
-        # The exact table and the framework's: the links offer both.
-        framework = dataclasses.replace(params, recipe="framework")
-        cost = costs.larger(
-            maths.cost(params, n, "float32", "cos_sin"),
-            maths.cost(framework, n, "float32", "cos_sin"),
-        )
-        # verify adds its checks; a table its serialisation (a header, then a view).
-        cost = cost + (verify_rope_cost(params, n) if verify else Cost(2**16, values))
-        return (
-            values <= limits.max_values
-            and cost.work <= limits.max_work
-            and cost.bytes <= limits.max_bytes
-        )
-
-    def servable(params: RopeParams, wanted: int, verify: bool) -> int:
-        if not fits(params, 1, verify):
-            return 0
-        low, high = 1, wanted  # costs grow with the rows: the largest that fits, by bisection
-        while low < high:
-            middle = (low + high + 1) // 2
-            low, high = (middle, high) if fits(params, middle, verify) else (low, middle - 1)
-        return low
-
-    return servable
-
-
-def describe(
-    config: Mapping[str, Any], servable: Callable[[RopeParams, int, bool], int]
-) -> dict[str, Any]:
-    """What ``POST /v1/rope/config`` answers: the model's rope parameters, its rotary
-    dimension, and the cacheable GETs of its table (as ``.npy``) and verify, exact and as the
-    framework computes it, for ``max_position_embeddings`` positions (else 4096) — or for
-    fewer where the service would refuse that many: ``servable(params, n, verify)`` is the
-    most rows up to ``n`` it serves (Llama 3.1's 131072 × 128 cos/sin are 2^25 values, over
-    the default limit of 2^24; verifying them all is more work than one request may do), and a
-    URL the service would refuse even for one row is left out."""
-    if not isinstance(config, Mapping):
-        raise ParameterError("body", f"must be a JSON object, got {type(config).__name__}")
-    found = from_config(config)
-    params = found.params
-    canonical = {k: v for k, v in dataclasses.asdict(params).items() if v is not None}
-    wanted = found.max_position_embeddings or 4096
-    table_rows, verify_rows = servable(params, wanted, False), servable(params, wanted, True)
-    rows, checked = f"seq_len={table_rows}", f"seq_len={verify_rows}"
-    given = query(params)
-    return {
-        "scheme": "rope",
-        "params": canonical,
-        "head_dim": found.head_dim,
-        "rotary_dim": params.d_model,
-        "partial_rotary_factor": found.partial_rotary_factor,
-        "max_position_embeddings": found.max_position_embeddings,
-        "seq_len": {"table": table_rows, "verify": verify_rows},
-        "urls": {
-            **(
-                {
-                    "table": f"/v1/rope/table?{given}&{rows}&format=npy",
-                    "table_framework": (
-                        f"/v1/rope/table?{given}&recipe=framework&{rows}&format=npy"
-                    ),
-                    "alias_table": f"/v1/table?scheme=rope&{given}&{rows}&format=npy",
-                    "alias_table_framework": (
-                        f"/v1/table?scheme=rope&{given}&recipe=framework&{rows}&format=npy"
-                    ),
-                }
-                if table_rows
-                else {}
-            ),
-            **(
-                {
-                    "verify": f"/v1/rope/verify?{given}&{checked}",
-                    "alias_verify": f"/v1/verify?scheme=rope&{given}&{checked}",
-                }
-                if verify_rows
-                else {}
-            ),
-        },
-    }
-
-
-_NUMBER = {"type": "number"}
-
-
-def _ranged(name: str) -> dict[str, Any]:
-    """A scaling number as RopeParams declares its range: one source, so that a config the
-    schema admits is never refused for a range the schema did not state."""
-    limits = spec(next(f for f in dataclasses.fields(RopeParams) if f.name == name))
-    schema: dict[str, Any] = {"type": "number"}
-    for key, bound in (
-        ("minimum", limits.ge),
-        ("exclusiveMinimum", limits.gt),
-        ("maximum", limits.le),
-        ("exclusiveMaximum", limits.lt),
-    ):
-        if bound is not None:
-            schema[key] = bound
-    return schema
-
-
-_ROPE: dict[str, Any] = {
-    "type": ["object", "null"],
-    "additionalProperties": False,
-    "properties": {
-        "rope_type": {"type": "string", "enum": sorted(_SCALINGS)},
-        "type": {"type": "string", "enum": sorted(_SCALINGS)},
-        "rope_theta": {"type": "number", "exclusiveMinimum": 1, "maximum": 1e12},
-        "partial_rotary_factor": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-        "original_max_position_embeddings": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": 2**31 - 1,
-        },
-        "truncate": {"type": "boolean"},
-        "short_factor": {"type": "array", "items": _ranged("short_factor")},
-        "long_factor": {"type": "array", "items": _ranged("long_factor")},
-        **{name: _ranged(name) for name in _NUMBERS},
-    },
-}
-# What the document says of a config.json: the fields read, and a real one as the example.
-BODY_SCHEMA: dict[str, Any] = {
-    "description": "a model's config.json (transformers); fields not listed here are ignored",
-    "properties": {
-        "head_dim": {"type": ["integer", "null"], "minimum": 2, "maximum": 65536},
-        "hidden_size": {"type": ["integer", "null"], "minimum": 2, "maximum": 2**31 - 1},
-        "num_attention_heads": {"type": ["integer", "null"], "minimum": 1, "maximum": 65536},
-        "rope_theta": {"type": ["number", "null"], "exclusiveMinimum": 1, "maximum": 1e12},
-        "rope_scaling": _ROPE,
-        "rope_parameters": _ROPE,
-        "partial_rotary_factor": {"type": ["number", "null"], "exclusiveMinimum": 0, "maximum": 1},
-        "max_position_embeddings": {
-            "type": ["integer", "null"],
-            "minimum": 1,
-            "maximum": 2**31 - 1,
-        },
-    },
-    "examples": [
-        {
-            "model_type": "llama",
-            "hidden_size": 4096,
-            "num_attention_heads": 32,
-            "max_position_embeddings": 4096,
-            "rope_theta": 10000.0,
-            "rope_scaling": None,
-        }
-    ],
-}
-ANSWER_SCHEMA: dict[str, Any] = {
-    "required": ["scheme", "params", "rotary_dim", "seq_len", "urls"],
-    "properties": {
-        "scheme": {"type": "string"},
-        "params": {"type": "object"},
-        "head_dim": {"type": "integer"},
-        "rotary_dim": {"type": "integer"},
-        "partial_rotary_factor": _NUMBER,
-        "max_position_embeddings": {"type": ["integer", "null"]},
-        "seq_len": {
-            "type": "object",
-            "description": "the positions the table and verify URLs ask for: "
-            "max_position_embeddings (else 4096), or fewer where the service's limits "
-            "(POSENC_MAX_ELEMENTS, POSENC_MAX_WORK, POSENC_MEMORY_BYTES) would refuse that many; "
-            "0 when they refuse even one row, and that URL is left out",
-            "required": ["table", "verify"],
-            "properties": {"table": {"type": "integer"}, "verify": {"type": "integer"}},
-        },
-        "urls": {"type": "object", "additionalProperties": {"type": "string"}},
-    },
-}
