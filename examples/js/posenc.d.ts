@@ -2941,7 +2941,7 @@ export interface operations {
                         mscale?: number;
                         mscale_all_dim?: number;
                     } | null;
-                    rope_parameters?: {
+                    rope_parameters?: ({
                         /** @enum {string} */
                         rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "su" | "yarn";
                         /** @enum {string} */
@@ -2960,7 +2960,28 @@ export interface operations {
                         attention_factor?: number;
                         mscale?: number;
                         mscale_all_dim?: number;
-                    } | null;
+                    } | null) | {
+                        [key: string]: {
+                            /** @enum {string} */
+                            rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "su" | "yarn";
+                            /** @enum {string} */
+                            type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "su" | "yarn";
+                            rope_theta?: number;
+                            partial_rotary_factor?: number;
+                            original_max_position_embeddings?: number;
+                            truncate?: boolean;
+                            short_factor?: number[];
+                            long_factor?: number[];
+                            factor?: number;
+                            low_freq_factor?: number;
+                            high_freq_factor?: number;
+                            beta_fast?: number;
+                            beta_slow?: number;
+                            attention_factor?: number;
+                            mscale?: number;
+                            mscale_all_dim?: number;
+                        };
+                    };
                     partial_rotary_factor?: number | null;
                     max_position_embeddings?: number | null;
                 };
@@ -2975,17 +2996,47 @@ export interface operations {
                 content: {
                     "application/json": {
                         scheme: string;
-                        params: Record<string, never>;
-                        head_dim?: number;
-                        rotary_dim: number;
-                        partial_rotary_factor?: number;
+                        model_type?: string | null;
+                        /** @description where the text model's config was found, for a multimodal model */
+                        text_config?: string | null;
+                        num_hidden_layers?: number | null;
+                        head_dim: number;
                         max_position_embeddings?: number | null;
+                        /** @description every rope of the model; every layer is in one rope's layers or in nope_layers */
+                        ropes: {
+                            layer_types: string[];
+                            /** @description the layers that apply this rope; null when the config does not say how many layers the model has */
+                            layers: number[] | null;
+                            /** @description the canonical GET parameters */
+                            params: Record<string, never>;
+                            rotary_dim: number;
+                            partial_rotary_factor?: number;
+                            /** @description Llama 4's scaling of q by 1 + β·ln(1 + ⌊p / L⌋), applied beside the rope (not in its cos/sin) */
+                            query_scaling?: {
+                                [key: string]: number;
+                            } | null;
+                            /** @description the positions the table and verify URLs ask for: max_position_embeddings (else 4096), or fewer where the service's limits (POSENC_MAX_ELEMENTS, POSENC_MAX_WORK, POSENC_MEMORY_BYTES) would refuse that many; 0 when they refuse even one row, and that URL is left out */
+                            seq_len: {
+                                table: number;
+                                verify: number;
+                            };
+                            urls: {
+                                [key: string]: string;
+                            };
+                        }[];
+                        nope_layers: number[];
+                        /** @description multimodal rope: not answered yet */
+                        mrope: null;
+                        /** @description a model with one rope: its parameters */
+                        params?: Record<string, never>;
+                        rotary_dim?: number;
+                        partial_rotary_factor?: number;
                         /** @description the positions the table and verify URLs ask for: max_position_embeddings (else 4096), or fewer where the service's limits (POSENC_MAX_ELEMENTS, POSENC_MAX_WORK, POSENC_MEMORY_BYTES) would refuse that many; 0 when they refuse even one row, and that URL is left out */
-                        seq_len: {
+                        seq_len?: {
                             table: number;
                             verify: number;
                         };
-                        urls: {
+                        urls?: {
                             [key: string]: string;
                         };
                     };

@@ -41,13 +41,16 @@ def model(config: str, as_json: bool, url: str | None) -> None:
         click.echo(json.dumps(answer, indent=2))
         return
     click.echo(render(answer))
-    params = answer.get("params")
-    if isinstance(params, Mapping):
+    ropes = [rope["params"] for rope in answer.get("ropes", ()) if isinstance(rope, Mapping)]
+    if ropes:
         # Here no service's limits apply: the table the model was trained to, whole.
         rows = answer.get("max_position_embeddings") or 4096
         click.echo("\ncommands")
-        click.echo(f"  posenc table {scheme} {flags(params)} --seq-len {rows} -o {scheme}.npy")
-        click.echo(f"  posenc check {scheme}.npy --config {config}")
+        for number, params in enumerate(ropes):
+            name = scheme if len(ropes) == 1 else f"{scheme}{number}"
+            click.echo(f"  posenc table {scheme} {flags(params)} --seq-len {rows} -o {name}.npy")
+        if len(ropes) == 1:  # --config names one rope; a model with several names its layers
+            click.echo(f"  posenc check {scheme}.npy --config {config}")
 
 
 def render(value: Any, indent: int = 0) -> str:

@@ -227,8 +227,28 @@ def test_gpt_j_pairs_interleave_and_give_its_rotary_dim(client: Client) -> None:
                     "sliding_attention": {"rope_type": "default"},
                 },
             },
-            "rope_parameters.full_attention",
+            "layer_types",
         ),
+        (
+            {
+                "head_dim": 64,
+                "layer_types": ["full_attention", "sliding_attention"],
+                "rope_parameters": {"full_attention": {"rope_type": "default"}},
+            },
+            "rope_parameters.sliding_attention",
+        ),
+        (
+            {"head_dim": 64, "num_hidden_layers": 3, "layer_types": ["full_attention"] * 2},
+            "layer_types",
+        ),
+        ({"head_dim": 64, "num_hidden_layers": 3, "no_rope_layers": [1, 0]}, "no_rope_layers"),
+        ({"text_config": {"head_dim": 64}}, "text_config.model_type"),
+        (
+            {"text_config": {"model_type": "llama", "head_dim": 63}},
+            "text_config.partial_rotary_factor",
+        ),
+        ({"model_type": "deepseek_v3", "head_dim": 64, "qk_rope_head_dim": 64}, "qk_rope_head_dim"),
+        ({"model_type": "cohere2", "head_dim": 64}, "model_type"),
         ({"head_dim": 64, "rope_theta": "big"}, "rope_theta"),
         ({"head_dim": 64, "rope_theta": 0.5}, "rope_theta"),
         ({"head_dim": 63}, "partial_rotary_factor"),
@@ -289,3 +309,98 @@ def test_config_links_what_the_work_limit_admits_and_leaves_out_what_it_never_wo
         f"seq_len={rows['table']}", f"seq_len={rows['table'] + 1}"
     )
     assert client.get(longer).status_code == 422  # the largest servable, not merely a servable one
+
+
+GEMMA3_TEXT = {
+    "model_type": "gemma3_text",
+    "head_dim": 256,
+    "hidden_size": 2304,
+    "num_attention_heads": 8,
+    "num_hidden_layers": 8,
+    "max_position_embeddings": 131072,
+    "layer_types": ["sliding_attention"] * 5 + ["full_attention"] + ["sliding_attention"] * 2,
+    "rope_parameters": {
+        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+        "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+    },
+}
+
+
+def test_a_rope_per_layer_type_names_every_layer_once(client: Client) -> None:
+    answer = client.post("/v1/rope/config", json=GEMMA3_TEXT).json()
+    ropes = {tuple(r["layer_types"]): r for r in answer["ropes"]}
+    full, sliding = ropes[("full_attention",)], ropes[("sliding_attention",)]
+    assert full["layers"] == [5] and sliding["layers"] == [0, 1, 2, 3, 4, 6, 7]
+    assert full["params"]["scaling"] == "linear" and full["params"]["factor"] == 8.0
+    assert full["params"]["base"] == 1e6 and sliding["params"]["base"] == 1e4
+    assert sliding["params"]["scaling"] == "none" and answer["nope_layers"] == []
+    assert "params" not in answer  # two ropes: none is "the" rope of the model
+    for rope in answer["ropes"]:
+        assert client.get(rope["urls"]["table_framework"]).status_code == 200
+
+
+def test_a_multimodal_config_is_read_from_its_text_config(client: Client) -> None:
+    llama4 = {
+        "model_type": "llama4",
+        "vision_config": {"hidden_size": 1408, "num_attention_heads": 16},
+        "text_config": {
+            "model_type": "llama4_text",
+            "hidden_size": 5120,
+            "num_attention_heads": 40,
+            "head_dim": 128,
+            "num_hidden_layers": 8,
+            "max_position_embeddings": 262144,
+            "rope_theta": 500000.0,
+            "rope_scaling": {
+                "rope_type": "llama3",
+                "factor": 16.0,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 1.0,
+                "original_max_position_embeddings": 8192,
+            },
+        },
+    }
+    answer = client.post("/v1/rope/config", json=llama4).json()
+    assert answer["text_config"] == "text_config" and answer["model_type"] == "llama4_text"
+    # Llama 4: no rope in every fourth layer unless no_rope_layers says otherwise.
+    assert answer["nope_layers"] == [3, 7]
+    (rope,) = answer["ropes"]
+    assert rope["layers"] == [0, 1, 2, 4, 5, 6] and rope["params"]["scaling"] == "llama3"
+    flags = {**llama4["text_config"], "no_rope_layers": [1, 0, 1, 1, 1, 1, 1, 1]}  # type: ignore[dict-item]
+    answer = client.post("/v1/rope/config", json={**llama4, "text_config": flags}).json()
+    assert answer["nope_layers"] == [1]
+
+
+def test_families_that_pair_neighbours_are_answered_interleaved(client: Client) -> None:
+    for model_type in ("cohere", "glm4", "ernie4_5"):
+        config = {"model_type": model_type, "head_dim": 128, "hidden_size": 4096}
+        answer = client.post("/v1/rope/config", json=config).json()
+        assert answer["params"]["layout"] == "interleaved", model_type
+
+
+def test_llama_4_query_scaling_is_stated_beside_the_rope(client: Client) -> None:
+    ministral = {
+        "model_type": "ministral3",
+        "head_dim": 128,
+        "hidden_size": 5120,
+        "num_hidden_layers": 2,
+        "max_position_embeddings": 262144,
+        "rope_parameters": {
+            "type": "yarn",
+            "rope_theta": 1000000.0,
+            "factor": 16.0,
+            "original_max_position_embeddings": 16384,
+            "max_position_embeddings": 262144,
+            "beta_fast": 32.0,
+            "beta_slow": 1.0,
+            "mscale_all_dim": 1.0,
+            "mscale": 1.0,
+            "llama_4_scaling_beta": 0.1,
+        },
+    }
+    (rope,) = client.post("/v1/rope/config", json=ministral).json()["ropes"]
+    assert rope["query_scaling"] == {
+        "llama_4_scaling_beta": 0.1,
+        "original_max_position_embeddings": 16384.0,
+    }
+    assert rope["params"]["scaling"] == "yarn"

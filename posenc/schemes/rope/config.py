@@ -1,69 +1,64 @@
-"""A model's ``config.json`` → the rope parameters it uses, as transformers reads them.
+"""A model's ``config.json`` → the rope of every layer, as transformers reads it.
 
-Both forms are read: transformers 5's ``rope_parameters`` (``rope_type``, ``rope_theta`` and the
-scaling's own keys) and the older top-level ``rope_theta`` with a ``rope_scaling`` dict (``type``
-or ``rope_type``). The head is ``head_dim``, or ``hidden_size // num_attention_heads``; the
-rotary dimension is ``int(head · partial_rotary_factor)`` (GPT-NeoX's ``rotary_pct`` and
-``rotary_emb_base`` are its older names; GPT-J's ``rotary_dim`` gives it directly). As in
-transformers, ``original_max_position_embeddings`` defaults to ``max_position_embeddings`` for
-yarn, llama3 and longrope (a top-level value wins, as Phi-3 writes it), dynamic scaling takes
-``max_position_embeddings`` as the trained length, and yarn's and longrope's missing ``factor``
-is ``max_position_embeddings / original_max_position_embeddings``.
-
-Anything that would change the rope and that the service does not model (per-layer-type rope,
-multimodal sections, unknown rope types or keys) is refused with the field named.
+The text model's config is the body itself or, for a multimodal model, the one nested at one of
+:data:`~.families.TEXT_CONFIGS` (``text_config`` …); errors name fields by their path there.
+Its layers are ``num_hidden_layers`` (or ``layer_types``'s length). A flat ``rope_parameters``
+(or the legacy ``rope_theta`` + ``rope_scaling``) is one rope for every layer, as in
+transformers; ``rope_parameters`` keyed by layer type is one rope per type of ``layer_types``.
+Layers without a rope: those ``no_rope_layers`` flags 0 (1 = rope, as transformers writes it),
+or, for a family whose rule it is, every ``no_rope_layer_interval``-th; and layers whose type
+has no attention (:data:`~.families.ATTENTION_FREE`). Each rope is read by
+:func:`.config_params.rope_params`; the family's pairing and defaults are data
+(:mod:`.families`). What the service cannot honour is refused, naming the field.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from posenc.errors import InconsistentError, ParameterError
-from posenc.schemes.rope.params import Layout, RopeParams, Scaling
+from posenc.errors import InconsistentError, ParameterError, PosencError
+from posenc.schemes.rope.config_params import head_dim, integer, number, rope_params
+from posenc.schemes.rope.families import (
+    ATTENTION_FREE,
+    FAMILIES,
+    TEXT_CONFIGS,
+    UNANSWERED_KEYS,
+    Family,
+)
+from posenc.schemes.rope.params import RopeParams
 
-# transformers' rope_type → our scaling.
-SCALINGS: dict[str, Scaling] = {
-    "default": "none",
-    "linear": "linear",
-    "dynamic": "dynamic",
-    "yarn": "yarn",
-    "llama3": "llama3",
-    "longrope": "longrope",
-    "su": "longrope",  # Phi-3's name for longrope before transformers renamed it
-}
-NUMBERS = (
-    "factor",
-    "low_freq_factor",
-    "high_freq_factor",
-    "beta_fast",
-    "beta_slow",
-    "attention_factor",
-    "mscale",
-    "mscale_all_dim",
-)
-_KNOWN = frozenset(
-    {
-        "rope_type",
-        "type",
-        "rope_theta",
-        "partial_rotary_factor",
-        "original_max_position_embeddings",
-        "truncate",
-        "short_factor",
-        "long_factor",
-        *NUMBERS,
-    }
-)
-# Models whose rotary module pairs (2i, 2i+1) rather than transformers' rotate_half.
-_INTERLEAVED_MODELS = frozenset({"gptj", "codegen"})
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class LayerRope:
+    """One rope and the layers that apply it."""
+
+    layer_types: tuple[str, ...]
+    layers: tuple[int, ...] | None  # None: the config does not say how many layers there are
+    params: RopeParams
+    partial_rotary_factor: float
+    query_scaling: Mapping[str, float] | None = None  # Llama 4's scaling of q, beside the rope
+
+
+@dataclass(frozen=True)
+class ModelRope:
+    """Every rope of a model, and the layers that have none."""
+
+    model_type: str | None
+    text_config: str  # where the text model's config was found ("" for the body itself)
+    num_hidden_layers: int | None
+    head_dim: int
+    max_position_embeddings: int | None
+    ropes: tuple[LayerRope, ...]
+    nope_layers: tuple[int, ...]
 
 
 @dataclass(frozen=True)
 class RopeConfig:
-    """What a config says about its rope: the parameters, and the sizes they came from."""
+    """A model with one rope: its parameters, and the sizes they came from."""
 
     params: RopeParams
     head_dim: int
@@ -71,157 +66,187 @@ class RopeConfig:
     max_position_embeddings: int | None
 
 
-def from_config(config: Mapping[str, Any]) -> RopeConfig:
-    """The canonical rope parameters of a model's ``config.json``.
+def read(config: Mapping[str, Any]) -> ModelRope:
+    """The ropes of a model's ``config.json``.
 
-    Raises :class:`ParameterError` naming the config field (``rope_parameters.factor``,
-    ``head_dim`` …) that is missing, malformed or not something the service can honour.
+    >>> llama2 = {"hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 2}
+    >>> [(r.layers, r.params.d_model) for r in read(llama2).ropes]
+    [((0, 1), 128)]
+    """
+    if not isinstance(config, Mapping):
+        raise ParameterError("config", "must be a JSON object, a model's config.json")
+    path, text = _text_config(config)
+    return _within(path, lambda: _read_text(text, path))
+
+
+def from_config(config: Mapping[str, Any]) -> RopeConfig:
+    """The rope of a model whose attention layers all share one; refused (naming
+    ``layer_types``) for a model with several.
 
     >>> llama2 = {"hidden_size": 4096, "num_attention_heads": 32, "rope_theta": 10000.0}
     >>> from_config(llama2).params
     RopeParams(d_model=128, base=10000.0, layout='split', scaling='none', ...)
     """
-    if not isinstance(config, Mapping):
-        raise ParameterError("config", "must be a JSON object, a model's config.json")
-    where, rope = _rope_dict(config)
-    rope_type = rope.get("rope_type", rope.get("type", "default"))
-    if not isinstance(rope_type, str) or rope_type not in SCALINGS:
-        known = ", ".join(sorted(SCALINGS))
-        key = "rope_type" if "rope_type" in rope else "type"
-        raise ParameterError(f"{where}.{key}", f"must be one of {known}, got {rope_type!r}")
-    scaling = SCALINGS[rope_type]
-    for key in rope:
-        if key not in _KNOWN:
-            raise ParameterError(f"{where}.{key}", "is not a rope parameter the service models")
-
-    base = _number(rope, "rope_theta", where) or _number(config, "rope_theta", "")
-    base = base or _number(config, "rotary_emb_base", "") or 10000.0
-    max_positions = _integer(config, "max_position_embeddings", "")
-    head = _head_dim(config)
-    partial = _number(rope, "partial_rotary_factor", where)
-    # 0 is a given value (refused below), not a missing one: test for None, not truth.
-    for field in ("partial_rotary_factor", "rotary_pct"):
-        partial = _number(config, field, "") if partial is None else partial
-    if partial is None and config.get("model_type") == "gpt_neox":
-        partial = 0.25  # transformers' default for GPT-NeoX
-    rotary = _integer(config, "rotary_dim", "")
-    if rotary is None:
-        partial = 1.0 if partial is None else partial
-        if not 0 < partial <= 1:
-            raise ParameterError("partial_rotary_factor", f"must be in (0, 1], got {partial}")
-        rotary = int(head * partial)
-    else:
-        partial = rotary / head
-    if rotary < 2 or rotary % 2:
+    model = read(config)
+    if len(model.ropes) != 1:
         raise InconsistentError(
-            "partial_rotary_factor",
-            f"gives a rotary dimension of {rotary} (head {head}): it must be even and ≥ 2",
+            "layer_types", f"the model has {len(model.ropes)} ropes: ask POST /v1/rope/config"
         )
+    (rope,) = model.ropes
+    return RopeConfig(
+        rope.params, model.head_dim, rope.partial_rotary_factor, model.max_position_embeddings
+    )
 
-    values: dict[str, Any] = {name: _number(rope, name, where) for name in NUMBERS}
-    for name in ("short_factor", "long_factor"):
-        values[name] = _factors(rope, name, where, rotary)
-    if "truncate" in rope:
-        if not isinstance(rope["truncate"], bool):
-            raise ParameterError(
-                f"{where}.truncate", f"must be true or false, got {rope['truncate']!r}"
-            )
-        values["truncate"] = rope["truncate"]
-    original = _integer(rope, "original_max_position_embeddings", where)
-    if scaling in ("yarn", "llama3", "longrope"):
-        original = _integer(config, "original_max_position_embeddings", "") or original
-        original = original or max_positions
-        if original is None:
-            raise InconsistentError(
-                f"{where}.original_max_position_embeddings",
-                f"is required with rope_type={rope_type} (or max_position_embeddings)",
-            )
-        if scaling != "llama3" and values["factor"] is None and max_positions:
-            values["factor"] = max_positions / original
-    elif scaling == "dynamic":
-        original = max_positions  # transformers' dynamic scaling reads the trained length here
-        if original is None:
-            raise InconsistentError("max_position_embeddings", "is required with rope_type=dynamic")
-    else:
-        original = None
-    values["original_max_position_embeddings"] = original
-    layout: Layout = "interleaved" if config.get("model_type") in _INTERLEAVED_MODELS else "split"
-    given = {k: v for k, v in values.items() if v is not None}
+
+def _text_config(config: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    for path in TEXT_CONFIGS:
+        found: Any = config
+        for key in path.split("."):
+            found = found.get(key) if isinstance(found, Mapping) else None
+        if isinstance(found, Mapping):
+            if not isinstance(found.get("model_type"), str):
+                raise ParameterError(
+                    f"{path}.model_type", "is required: it names the text model's family"
+                )
+            return path, found
+    return "", config
+
+
+def _within(path: str, read_text: Callable[[], T]) -> T:
+    """``read_text()`` with the fields its errors name prefixed by ``path``."""
+    if not path:
+        return read_text()
     try:
-        params = RopeParams(d_model=rotary, base=base, layout=layout, scaling=scaling, **given)
-    except ParameterError as error:
-        config_name = {"d_model": "head_dim", "base": "rope_theta"}
-        raise type(error)(
-            config_name.get(error.param, f"{where}.{error.param}"), error.message
-        ) from None
-    return RopeConfig(params, head, partial, max_positions)
+        return read_text()
+    except PosencError as error:
+        param = getattr(error, "param", "config")
+        raise type(error)(f"{path}.{param}", getattr(error, "message", str(error))) from None
 
 
-def _rope_dict(config: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+def _read_text(text: Mapping[str, Any], path: str) -> ModelRope:
+    family = _family(text)
+    layer_types = _layer_types(text)
+    count = integer(text, "num_hidden_layers", "")
+    if layer_types is not None:
+        if count is not None and count != len(layer_types):
+            raise InconsistentError(
+                "layer_types",
+                f"must name num_hidden_layers = {count} layers, got {len(layer_types)}",
+            )
+        count = len(layer_types)
+    nope = _nope_layers(text, family, count, layer_types)
+    ropes = _ropes(text, family, count, layer_types, nope)
+    return ModelRope(
+        text.get("model_type") if isinstance(text.get("model_type"), str) else None,
+        path,
+        count,
+        head_dim(text),
+        integer(text, "max_position_embeddings", ""),
+        ropes,
+        nope,
+    )
+
+
+def _family(text: Mapping[str, Any]) -> Family:
+    """The config's family (Llama's conventions when it names none), or a 422 naming the key
+    that makes its rope something the service does not answer."""
+    for key, why in UNANSWERED_KEYS.items():
+        if text.get(key) is not None:
+            raise ParameterError(key, why)
+    model_type = text.get("model_type")
+    family = FAMILIES.get(model_type, Family()) if isinstance(model_type, str) else Family()
+    if family.unanswered:
+        raise ParameterError("model_type", f"{model_type}: {family.unanswered}")
+    return family
+
+
+def _layer_types(text: Mapping[str, Any]) -> tuple[str, ...] | None:
+    types = text.get("layer_types")
+    if types is None:
+        return None
+    if not isinstance(types, list) or not types or not all(isinstance(t, str) for t in types):
+        raise ParameterError("layer_types", "must be a non-empty list of layer type names")
+    return tuple(types)
+
+
+def _nope_layers(
+    text: Mapping[str, Any], family: Family, count: int | None, types: tuple[str, ...] | None
+) -> tuple[int, ...]:
+    flags = text.get("no_rope_layers")
+    if flags is not None:
+        if not isinstance(flags, list) or not all(flag in (0, 1) for flag in flags):
+            raise ParameterError("no_rope_layers", "must be a list of 0 (no rope) and 1 (rope)")
+        if count is not None and len(flags) != count:
+            raise InconsistentError("no_rope_layers", f"must flag {count} layers, got {len(flags)}")
+        count = len(flags) if count is None else count
+        nope = {i for i, flag in enumerate(flags) if flag == 0}
+    elif family.nope_interval is not None:
+        interval = integer(text, "no_rope_layer_interval", "") or family.nope_interval
+        if count is None:
+            raise InconsistentError("num_hidden_layers", "is required: some layers have no rope")
+        nope = {i for i in range(count) if (i + 1) % interval == 0}
+    else:
+        nope = set()
+    if types is not None:
+        nope |= {i for i, kind in enumerate(types) if kind in ATTENTION_FREE}
+    return tuple(sorted(nope))
+
+
+def _ropes(
+    text: Mapping[str, Any],
+    family: Family,
+    count: int | None,
+    types: tuple[str, ...] | None,
+    nope: tuple[int, ...],
+) -> tuple[LayerRope, ...]:
+    where, rope = _rope_dict(text)
+    skipped = set(nope)
+    if not any(isinstance(value, Mapping) for value in rope.values()):
+        params, partial = rope_params(text, where, rope, family)
+        layers = None if count is None else tuple(i for i in range(count) if i not in skipped)
+        kinds = tuple(sorted({t for t in types or () if t not in ATTENTION_FREE}))
+        return (LayerRope(kinds, layers, params, partial, _query_scaling(rope)),)
+    if types is None:
+        raise InconsistentError("layer_types", f"is required with a {where} per layer type")
+    # One rope per layer type; types whose ropes are equal are one rope.
+    by_params: dict[tuple[RopeParams, float], list[str]] = {}
+    for kind in sorted(set(types) - set(ATTENTION_FREE)):
+        own = rope.get(kind)
+        if not isinstance(own, Mapping):
+            raise ParameterError(f"{where}.{kind}", "is required: a rope for each layer type")
+        by_params.setdefault(rope_params(text, f"{where}.{kind}", own, family), []).append(kind)
+    return tuple(
+        LayerRope(
+            tuple(kinds),
+            tuple(i for i, t in enumerate(types) if t in kinds and i not in skipped),
+            params,
+            partial,
+            _query_scaling(rope[kinds[0]]),
+        )
+        for (params, partial), kinds in by_params.items()
+    )
+
+
+def _rope_dict(text: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
     """The rope dict and the field it came from; ``{}`` for the plain rope of old configs."""
     for where in ("rope_parameters", "rope_scaling"):
-        rope = config.get(where)
+        rope = text.get(where)
         if rope is None:
             continue
         if not isinstance(rope, Mapping):
             raise ParameterError(where, f"must be an object, got {type(rope).__name__}")
-        nested = [k for k, v in rope.items() if isinstance(v, Mapping)]
-        if nested:
-            raise ParameterError(
-                f"{where}.{nested[0]}",
-                "per-layer-type rope is not supported: send one layer type's parameters",
-            )
         return where, rope
     return "rope_parameters", {}
 
 
-def _number(source: Mapping[str, Any], name: str, where: str) -> float | None:
-    value = source.get(name)
-    if value is None:
+def _query_scaling(rope: Mapping[str, Any]) -> Mapping[str, float] | None:
+    beta = number(rope, "llama_4_scaling_beta", "rope_parameters")
+    if beta is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        field = f"{where}.{name}" if where else name
-        raise ParameterError(field, f"must be a finite number, got {value!r}")
-    return float(value)
-
-
-def _integer(source: Mapping[str, Any], name: str, where: str) -> int | None:
-    value = _number(source, name, where)
-    if value is None:
-        return None
-    if not value.is_integer() or not 1 <= value <= 2**31 - 1:
-        field = f"{where}.{name}" if where else name
-        raise ParameterError(field, f"must be an integer in [1, 2^31), got {source[name]!r}")
-    return int(value)
-
-
-def _head_dim(config: Mapping[str, Any]) -> int:
-    head = _integer(config, "head_dim", "")
-    if head is not None:
-        return head
-    hidden = _integer(config, "hidden_size", "") or _integer(config, "n_embd", "")
-    heads = _integer(config, "num_attention_heads", "") or _integer(config, "n_head", "")
-    if hidden is None or heads is None:
+    original = integer(rope, "original_max_position_embeddings", "rope_parameters")
+    if original is None:
         raise InconsistentError(
-            "head_dim", "is required, or hidden_size and num_attention_heads to derive it"
+            "rope_parameters.original_max_position_embeddings",
+            "is required with llama_4_scaling_beta: it scales q by 1 + β·ln(1 + ⌊p / it⌋)",
         )
-    return hidden // heads
-
-
-def _factors(
-    rope: Mapping[str, Any], name: str, where: str, rotary: int
-) -> tuple[float, ...] | None:
-    values = rope.get(name)
-    if values is None:
-        return None
-    if not isinstance(values, list) or not all(
-        isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0
-        for v in values
-    ):
-        raise ParameterError(f"{where}.{name}", "must be a list of positive numbers")
-    if len(values) != rotary // 2:
-        raise InconsistentError(
-            f"{where}.{name}",
-            f"must hold rotary dimension / 2 = {rotary // 2} numbers, got {len(values)}",
-        )
-    return tuple(float(v) for v in values)
+    return {"llama_4_scaling_beta": beta, "original_max_position_embeddings": float(original)}

@@ -13,7 +13,8 @@ from posenc.declare import Limits, spec
 from posenc.errors import ParameterError
 from posenc.numerics import costs
 from posenc.schemes.rope import maths
-from posenc.schemes.rope.config import NUMBERS, SCALINGS, from_config
+from posenc.schemes.rope.config import LayerRope, read
+from posenc.schemes.rope.config_params import NUMBERS, SCALINGS
 from posenc.schemes.rope.params import RopeParams
 from posenc.schemes.rope.verify import verify_rope_cost
 
@@ -101,55 +102,71 @@ def servable_rows(limits: Limits) -> Any:
 def describe(
     config: Mapping[str, Any], servable: Callable[[RopeParams, int, bool], int]
 ) -> dict[str, Any]:
-    """What ``POST /v1/rope/config`` answers: the model's rope parameters, its rotary
-    dimension, and the cacheable GETs of its table (as ``.npy``) and verify, exact and as the
-    framework computes it, for ``max_position_embeddings`` positions (else 4096) — or for
-    fewer where the service would refuse that many: ``servable(params, n, verify)`` is the
-    most rows up to ``n`` it serves (Llama 3.1's 131072 × 128 cos/sin are 2^25 values, over
-    the default limit of 2^24; verifying them all is more work than one request may do), and a
-    URL the service would refuse even for one row is left out."""
+    """What ``POST /v1/rope/config`` answers: every rope of the model (:func:`.config.read`)
+    with the layers that apply it, its canonical parameters and the cacheable GETs of its table
+    (as ``.npy``) and verify, exact and as the framework computes it, for
+    ``max_position_embeddings`` positions (else 4096) — or for fewer where the service would
+    refuse that many: ``servable(params, n, verify)`` is the most rows up to ``n`` it serves
+    (Llama 3.1's 131072 × 128 cos/sin are 2^25 values, over the default limit of 2^24;
+    verifying them all is more work than one request may do), and a URL the service would
+    refuse even for one row is left out. A model with one rope also states it at the top, as
+    answers did before models with several were read."""
     if not isinstance(config, Mapping):
         raise ParameterError("body", f"must be a JSON object, got {type(config).__name__}")
-    found = from_config(config)
-    params = found.params
-    canonical = {k: v for k, v in dataclasses.asdict(params).items() if v is not None}
-    wanted = found.max_position_embeddings or 4096
-    table_rows, verify_rows = servable(params, wanted, False), servable(params, wanted, True)
-    rows, checked = f"seq_len={table_rows}", f"seq_len={verify_rows}"
-    given = query(params)
-    return {
+    model = read(config)
+    wanted = model.max_position_embeddings or 4096
+    ropes = [_rope(rope, wanted, servable) for rope in model.ropes]
+    answer: dict[str, Any] = {
         "scheme": "rope",
-        "params": canonical,
-        "head_dim": found.head_dim,
-        "rotary_dim": params.d_model,
-        "partial_rotary_factor": found.partial_rotary_factor,
-        "max_position_embeddings": found.max_position_embeddings,
-        "seq_len": {"table": table_rows, "verify": verify_rows},
-        "urls": {
-            **(
-                {
-                    "table": f"/v1/rope/table?{given}&{rows}&format=npy",
-                    "table_framework": (
-                        f"/v1/rope/table?{given}&recipe=framework&{rows}&format=npy"
-                    ),
-                    "alias_table": f"/v1/table?scheme=rope&{given}&{rows}&format=npy",
-                    "alias_table_framework": (
-                        f"/v1/table?scheme=rope&{given}&recipe=framework&{rows}&format=npy"
-                    ),
-                }
-                if table_rows
-                else {}
-            ),
-            **(
-                {
-                    "verify": f"/v1/rope/verify?{given}&{checked}",
-                    "alias_verify": f"/v1/verify?scheme=rope&{given}&{checked}",
-                }
-                if verify_rows
-                else {}
-            ),
-        },
+        "model_type": model.model_type,
+        "text_config": model.text_config or None,
+        "num_hidden_layers": model.num_hidden_layers,
+        "head_dim": model.head_dim,
+        "max_position_embeddings": model.max_position_embeddings,
+        "ropes": ropes,
+        "nope_layers": list(model.nope_layers),
+        "mrope": None,
     }
+    if len(ropes) == 1:
+        answer.update({key: ropes[0][key] for key in _SINGLE})
+    return answer
+
+
+# What a single-rope answer repeats at its top.
+_SINGLE = ("params", "rotary_dim", "partial_rotary_factor", "seq_len", "urls")
+
+
+def _rope(
+    rope: LayerRope, wanted: int, servable: Callable[[RopeParams, int, bool], int]
+) -> dict[str, Any]:
+    params = rope.params
+    table_rows, verify_rows = servable(params, wanted, False), servable(params, wanted, True)
+    return {
+        "layer_types": list(rope.layer_types),
+        "layers": None if rope.layers is None else list(rope.layers),
+        "params": {k: v for k, v in dataclasses.asdict(params).items() if v is not None},
+        "rotary_dim": params.d_model,
+        "partial_rotary_factor": rope.partial_rotary_factor,
+        "query_scaling": None if rope.query_scaling is None else dict(rope.query_scaling),
+        "seq_len": {"table": table_rows, "verify": verify_rows},
+        "urls": _urls(query(params), table_rows, verify_rows),
+    }
+
+
+def _urls(given: str, table_rows: int, verify_rows: int) -> dict[str, str]:
+    rows, checked = f"seq_len={table_rows}", f"seq_len={verify_rows}"
+    urls: dict[str, str] = {}
+    if table_rows:
+        urls["table"] = f"/v1/rope/table?{given}&{rows}&format=npy"
+        urls["table_framework"] = f"/v1/rope/table?{given}&recipe=framework&{rows}&format=npy"
+        urls["alias_table"] = f"/v1/table?scheme=rope&{given}&{rows}&format=npy"
+        urls["alias_table_framework"] = (
+            f"/v1/table?scheme=rope&{given}&recipe=framework&{rows}&format=npy"
+        )
+    if verify_rows:
+        urls["verify"] = f"/v1/rope/verify?{given}&{checked}"
+        urls["alias_verify"] = f"/v1/verify?scheme=rope&{given}&{checked}"
+    return urls
 
 
 _NUMBER = {"type": "number"}
@@ -191,15 +208,23 @@ _ROPE: dict[str, Any] = {
     },
 }
 # What the document says of a config.json: the fields read, and a real one as the example.
+# A rope_parameters keyed by layer type (transformers 5's per-layer form): a rope per type.
+_PER_LAYER_TYPE: dict[str, Any] = {
+    "type": "object",
+    "description": "one rope per layer type of layer_types",
+    "additionalProperties": {**_ROPE, "type": "object"},
+}
 BODY_SCHEMA: dict[str, Any] = {
-    "description": "a model's config.json (transformers); fields not listed here are ignored",
+    "description": "a model's config.json (transformers) or a multimodal model's, whose text "
+    "model's config is read from text_config; the fields typed here, and those API.md §6.3 "
+    "names (layer_types, no_rope_layers, the family's own keys)",
     "properties": {
         "head_dim": {"type": ["integer", "null"], "minimum": 2, "maximum": 65536},
         "hidden_size": {"type": ["integer", "null"], "minimum": 2, "maximum": 2**31 - 1},
         "num_attention_heads": {"type": ["integer", "null"], "minimum": 1, "maximum": 65536},
         "rope_theta": {"type": ["number", "null"], "exclusiveMinimum": 1, "maximum": 1e12},
         "rope_scaling": _ROPE,
-        "rope_parameters": _ROPE,
+        "rope_parameters": {"anyOf": [_ROPE, _PER_LAYER_TYPE]},
         "partial_rotary_factor": {"type": ["number", "null"], "exclusiveMinimum": 0, "maximum": 1},
         "max_position_embeddings": {
             "type": ["integer", "null"],
@@ -218,24 +243,64 @@ BODY_SCHEMA: dict[str, Any] = {
         }
     ],
 }
-ANSWER_SCHEMA: dict[str, Any] = {
-    "required": ["scheme", "params", "rotary_dim", "seq_len", "urls"],
+_SEQ_LEN: dict[str, Any] = {
+    "type": "object",
+    "description": "the positions the table and verify URLs ask for: "
+    "max_position_embeddings (else 4096), or fewer where the service's limits "
+    "(POSENC_MAX_ELEMENTS, POSENC_MAX_WORK, POSENC_MEMORY_BYTES) would refuse that many; "
+    "0 when they refuse even one row, and that URL is left out",
+    "required": ["table", "verify"],
+    "properties": {"table": {"type": "integer"}, "verify": {"type": "integer"}},
+}
+_URLS: dict[str, Any] = {"type": "object", "additionalProperties": {"type": "string"}}
+_ROPE_ANSWER: dict[str, Any] = {
+    "type": "object",
+    "required": ["layer_types", "layers", "params", "rotary_dim", "seq_len", "urls"],
     "properties": {
-        "scheme": {"type": "string"},
-        "params": {"type": "object"},
-        "head_dim": {"type": "integer"},
+        "layer_types": {"type": "array", "items": {"type": "string"}},
+        "layers": {
+            "type": ["array", "null"],
+            "items": {"type": "integer"},
+            "description": "the layers that apply this rope; null when the config does not "
+            "say how many layers the model has",
+        },
+        "params": {"type": "object", "description": "the canonical GET parameters"},
         "rotary_dim": {"type": "integer"},
         "partial_rotary_factor": _NUMBER,
-        "max_position_embeddings": {"type": ["integer", "null"]},
-        "seq_len": {
-            "type": "object",
-            "description": "the positions the table and verify URLs ask for: "
-            "max_position_embeddings (else 4096), or fewer where the service's limits "
-            "(POSENC_MAX_ELEMENTS, POSENC_MAX_WORK, POSENC_MEMORY_BYTES) would refuse that many; "
-            "0 when they refuse even one row, and that URL is left out",
-            "required": ["table", "verify"],
-            "properties": {"table": {"type": "integer"}, "verify": {"type": "integer"}},
+        "query_scaling": {
+            "type": ["object", "null"],
+            "description": "Llama 4's scaling of q by 1 + β·ln(1 + ⌊p / L⌋), applied beside "
+            "the rope (not in its cos/sin)",
+            "additionalProperties": _NUMBER,
         },
-        "urls": {"type": "object", "additionalProperties": {"type": "string"}},
+        "seq_len": _SEQ_LEN,
+        "urls": _URLS,
+    },
+}
+ANSWER_SCHEMA: dict[str, Any] = {
+    "required": ["scheme", "head_dim", "ropes", "nope_layers", "mrope"],
+    "properties": {
+        "scheme": {"type": "string"},
+        "model_type": {"type": ["string", "null"]},
+        "text_config": {
+            "type": ["string", "null"],
+            "description": "where the text model's config was found, for a multimodal model",
+        },
+        "num_hidden_layers": {"type": ["integer", "null"]},
+        "head_dim": {"type": "integer"},
+        "max_position_embeddings": {"type": ["integer", "null"]},
+        "ropes": {
+            "type": "array",
+            "items": _ROPE_ANSWER,
+            "description": "every rope of the model; every layer is in one rope's layers or "
+            "in nope_layers",
+        },
+        "nope_layers": {"type": "array", "items": {"type": "integer"}},
+        "mrope": {"type": "null", "description": "multimodal rope: not answered yet"},
+        "params": {"type": "object", "description": "a model with one rope: its parameters"},
+        "rotary_dim": {"type": "integer"},
+        "partial_rotary_factor": _NUMBER,
+        "seq_len": _SEQ_LEN,
+        "urls": _URLS,
     },
 }

@@ -1,0 +1,198 @@
+"""One rope of a model: a rope dict of its text config → :class:`RopeParams`, as transformers
+reads it.
+
+Both forms are read: transformers 5's ``rope_parameters`` (``rope_type``, ``rope_theta`` and the
+scaling's own keys) and the older top-level ``rope_theta`` with a ``rope_scaling`` dict (``type``
+or ``rope_type``). The head is ``head_dim``, or ``hidden_size // num_attention_heads``; the
+rotary dimension is ``int(head · partial_rotary_factor)`` (GPT-NeoX's ``rotary_pct`` and
+``rotary_emb_base`` are its older names; GPT-J's ``rotary_dim`` gives it directly). As in
+transformers, ``original_max_position_embeddings`` defaults to ``max_position_embeddings`` for
+yarn, llama3 and longrope (a top-level value wins, as Phi-3 writes it), dynamic scaling takes
+``max_position_embeddings`` as the trained length, and yarn's and longrope's missing ``factor``
+is ``max_position_embeddings / original_max_position_embeddings``. Unknown rope types or keys
+are refused with the field named.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from posenc.errors import InconsistentError, ParameterError
+from posenc.schemes.rope.families import Family
+from posenc.schemes.rope.params import RopeParams, Scaling
+
+# transformers' rope_type → our scaling.
+SCALINGS: dict[str, Scaling] = {
+    "default": "none",
+    "linear": "linear",
+    "dynamic": "dynamic",
+    "yarn": "yarn",
+    "llama3": "llama3",
+    "longrope": "longrope",
+    "su": "longrope",  # Phi-3's name for longrope before transformers renamed it
+}
+NUMBERS = (
+    "factor",
+    "low_freq_factor",
+    "high_freq_factor",
+    "beta_fast",
+    "beta_slow",
+    "attention_factor",
+    "mscale",
+    "mscale_all_dim",
+)
+# Keys transformers keeps in a rope dict that do not change cos/sin: its validation ignores the
+# first; Llama 4's query scaling (reported beside the rope) multiplies q, not the cache.
+IGNORED = ("max_position_embeddings", "llama_4_scaling_beta")
+_KNOWN = frozenset(
+    {
+        "rope_type",
+        "type",
+        "rope_theta",
+        "partial_rotary_factor",
+        "original_max_position_embeddings",
+        "truncate",
+        "short_factor",
+        "long_factor",
+        *NUMBERS,
+        *IGNORED,
+    }
+)
+
+
+def rope_params(
+    text: Mapping[str, Any], where: str, rope: Mapping[str, Any], family: Family
+) -> tuple[RopeParams, float]:
+    """The rope that ``rope`` (found at field ``where`` of the text config ``text``) describes,
+    and the fraction of the head it turns.
+
+    >>> llama2 = {"hidden_size": 4096, "num_attention_heads": 32, "rope_theta": 10000.0}
+    >>> rope_params(llama2, "rope_parameters", {}, Family())[0]
+    RopeParams(d_model=128, base=10000.0, layout='split', scaling='none', ...)
+    """
+    rope_type = rope.get("rope_type", rope.get("type", "default"))
+    if not isinstance(rope_type, str) or rope_type not in SCALINGS:
+        known = ", ".join(sorted(SCALINGS))
+        key = "rope_type" if "rope_type" in rope else "type"
+        raise ParameterError(f"{where}.{key}", f"must be one of {known}, got {rope_type!r}")
+    scaling = SCALINGS[rope_type]
+    for key in rope:
+        if key not in _KNOWN:
+            raise ParameterError(f"{where}.{key}", "is not a rope parameter the service models")
+
+    base = number(rope, "rope_theta", where) or number(text, "rope_theta", "")
+    base = base or number(text, "rotary_emb_base", "") or 10000.0
+    max_positions = integer(text, "max_position_embeddings", "")
+    head = head_dim(text)
+    partial = number(rope, "partial_rotary_factor", where)
+    # 0 is a given value (refused below), not a missing one: test for None, not truth.
+    for field in ("partial_rotary_factor", "rotary_pct"):
+        partial = number(text, field, "") if partial is None else partial
+    if partial is None:
+        partial = family.partial_rotary_factor
+    rotary = integer(text, "rotary_dim", "")
+    if rotary is None:
+        partial = 1.0 if partial is None else partial
+        if not 0 < partial <= 1:
+            raise ParameterError("partial_rotary_factor", f"must be in (0, 1], got {partial}")
+        rotary = int(head * partial)
+    else:
+        partial = rotary / head
+    if rotary < 2 or rotary % 2:
+        raise InconsistentError(
+            "partial_rotary_factor",
+            f"gives a rotary dimension of {rotary} (head {head}): it must be even and ≥ 2",
+        )
+
+    values: dict[str, Any] = {name: number(rope, name, where) for name in NUMBERS}
+    for name in ("short_factor", "long_factor"):
+        values[name] = _factors(rope, name, where, rotary)
+    if "truncate" in rope:
+        if not isinstance(rope["truncate"], bool):
+            raise ParameterError(
+                f"{where}.truncate", f"must be true or false, got {rope['truncate']!r}"
+            )
+        values["truncate"] = rope["truncate"]
+    original = integer(rope, "original_max_position_embeddings", where)
+    if scaling in ("yarn", "llama3", "longrope"):
+        original = integer(text, "original_max_position_embeddings", "") or original
+        original = original or max_positions
+        if original is None:
+            raise InconsistentError(
+                f"{where}.original_max_position_embeddings",
+                f"is required with rope_type={rope_type} (or max_position_embeddings)",
+            )
+        if scaling != "llama3" and values["factor"] is None and max_positions:
+            values["factor"] = max_positions / original
+    elif scaling == "dynamic":
+        original = max_positions  # transformers' dynamic scaling reads the trained length here
+        if original is None:
+            raise InconsistentError("max_position_embeddings", "is required with rope_type=dynamic")
+    else:
+        original = None
+    values["original_max_position_embeddings"] = original
+    given = {k: v for k, v in values.items() if v is not None}
+    try:
+        params = RopeParams(
+            d_model=rotary, base=base, layout=family.layout, scaling=scaling, **given
+        )
+    except ParameterError as error:
+        config_name = {"d_model": "head_dim", "base": "rope_theta"}
+        raise type(error)(
+            config_name.get(error.param, f"{where}.{error.param}"), error.message
+        ) from None
+    return params, partial
+
+
+def number(source: Mapping[str, Any], name: str, where: str) -> float | None:
+    value = source.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        field = f"{where}.{name}" if where else name
+        raise ParameterError(field, f"must be a finite number, got {value!r}")
+    return float(value)
+
+
+def integer(source: Mapping[str, Any], name: str, where: str) -> int | None:
+    value = number(source, name, where)
+    if value is None:
+        return None
+    if not value.is_integer() or not 1 <= value <= 2**31 - 1:
+        field = f"{where}.{name}" if where else name
+        raise ParameterError(field, f"must be an integer in [1, 2^31), got {source[name]!r}")
+    return int(value)
+
+
+def head_dim(config: Mapping[str, Any]) -> int:
+    head = integer(config, "head_dim", "")
+    if head is not None:
+        return head
+    hidden = integer(config, "hidden_size", "") or integer(config, "n_embd", "")
+    heads = integer(config, "num_attention_heads", "") or integer(config, "n_head", "")
+    if hidden is None or heads is None:
+        raise InconsistentError(
+            "head_dim", "is required, or hidden_size and num_attention_heads to derive it"
+        )
+    return hidden // heads
+
+
+def _factors(
+    rope: Mapping[str, Any], name: str, where: str, rotary: int
+) -> tuple[float, ...] | None:
+    values = rope.get(name)
+    if values is None:
+        return None
+    if not isinstance(values, list) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+        for v in values
+    ):
+        raise ParameterError(f"{where}.{name}", "must be a list of positive numbers")
+    if len(values) != rotary // 2:
+        raise InconsistentError(
+            f"{where}.{name}",
+            f"must hold rotary dimension / 2 = {rotary // 2} numbers, got {len(values)}",
+        )
+    return tuple(float(v) for v in values)
