@@ -525,6 +525,21 @@ var Api = class {
       })
     );
   }
+  configUrl(scheme) {
+    return `${location.origin}/v1/${scheme}/config`;
+  }
+  /** The ropes a model's `config.json` (the text as given) implies, or the service's refusal. */
+  async config(scheme, text2, signal) {
+    return this.settle(
+      (s) => client.POST(`/v1/${scheme}/config`, {
+        body: text2,
+        bodySerializer: (b) => b,
+        headers: { "Content-Type": "application/json" },
+        signal: s
+      }),
+      signal
+    );
+  }
   async settle(call, outer) {
     const timer = new AbortController();
     const timeout = setTimeout(() => timer.abort(), TIMEOUT_MS);
@@ -697,15 +712,24 @@ var Slot = class {
   }
   /** Show the API URLs this view fetches, each with a copy button. */
   urls(...urls) {
-    for (const url of urls) {
-      const row = document.createElement("div");
-      const link = Object.assign(document.createElement("a"), { href: url, textContent: url });
-      const copy = Object.assign(document.createElement("button"), { type: "button", textContent: "copy URL" });
-      copy.setAttribute("aria-label", `copy the API URL ${url}`);
-      copy.addEventListener("click", () => navigator.clipboard?.writeText(url));
-      row.append(copy, link);
-      this.bar.append(row);
-    }
+    for (const url of urls) this.copyable(Object.assign(document.createElement("a"), { href: url, textContent: url }), "copy URL", `copy the API URL ${url}`);
+  }
+  /** Show instead of the URLs shown so far: a view that redraws in place (the rotation) fetches anew. */
+  replaceUrls(...urls) {
+    this.bar.replaceChildren();
+    this.urls(...urls);
+  }
+  /** A request a link cannot make (a POST), as the command that makes it. */
+  command(text2) {
+    this.copyable(Object.assign(document.createElement("code"), { textContent: text2 }), "copy command", `copy the command ${text2}`);
+  }
+  copyable(shown2, button, label) {
+    const row = document.createElement("div");
+    const copy = Object.assign(document.createElement("button"), { type: "button", textContent: button });
+    copy.setAttribute("aria-label", label);
+    copy.addEventListener("click", () => navigator.clipboard?.writeText(shown2.textContent ?? ""));
+    row.append(copy, shown2);
+    this.bar.append(row);
   }
   plot(label, name = "plot") {
     const node = Object.assign(document.createElement("div"), { className: "plot" });
@@ -743,7 +767,7 @@ async function plotly(ctx, slot, operation, query, label) {
   await Plotly.newPlot(node, figure.data, { ...figure.layout, margin: { l: 60, r: 20, t: 40, b: 50 } }, CONFIG);
 }
 var component = (ctx) => ctx.values.component ? { component: ctx.values.component } : {};
-var numbers = (text) => (text ?? "").split(",").map((v) => Number.parseInt(v, 10)).filter(Number.isFinite);
+var numbers = (text2) => (text2 ?? "").split(",").map((v) => Number.parseInt(v, 10)).filter(Number.isFinite);
 var table = {
   id: "view-table",
   title: "The table",
@@ -871,7 +895,7 @@ var rotation = {
   async move(ctx, slot) {
     const position = ctx.values.position ?? "0";
     const query = { ...ctx.params, positions: position, component: "angle", dtype: "float64" };
-    slot.urls(ctx.api.url(ctx.scheme.name, "encode", query));
+    slot.replaceUrls(ctx.api.url(ctx.scheme.name, "encode", query));
     const body = await ctx.api.get(ctx.scheme.name, "encode", query, ctx.signal);
     const theta = body.data[0];
     const h = theta.length;
@@ -948,7 +972,7 @@ var scalings = {
     slot.urls(...queries.map((q) => ctx.api.url(ctx.scheme.name, "table", q)));
     const lines = answers.flatMap((answer, i) => answer.status === "fulfilled" ? [{ type: "scatter", mode: "lines+markers", name: choices[i], y: answer.value.data.map((w) => TAU / w), marker: { size: 4 } }] : []);
     const refused = answers.map((a, i) => a.status === "rejected" ? `${choices[i]}: ${a.reason.message}` : "").filter(Boolean);
-    const context2 = (y, text) => ({ type: "line", xref: "paper", x0: 0, x1: 1, y0: y, y1: y, line: { dash: "dash", color: "#555", width: 1 }, label: { text, textposition: "start", font: { size: 11 } } });
+    const context2 = (y, text2) => ({ type: "line", xref: "paper", x0: 0, x1: 1, y0: y, y1: y, line: { dash: "dash", color: "#555", width: 1 }, label: { text: text2, textposition: "start", font: { size: 11 } } });
     await Plotly.newPlot(slot.plot("wavelength per pair under each scaling, log scale"), lines, layout(`factor ${filled.factor}, trained context ${trained}`, "pair i", "wavelength (positions)", {
       yaxis: { type: "log", title: { text: "wavelength (positions)" } },
       shapes: [context2(trained, `trained context ${trained}`), context2(extended, `extended ${extended}`)]
@@ -1018,15 +1042,15 @@ var pairwise = {
         });
       }
     }
-    const shown = stack.slice(0, 8);
-    const columns = Math.min(shown.length, 4), rowsOfPanels = Math.ceil(shown.length / columns);
-    const all = shown.flat(2);
+    const shown2 = stack.slice(0, 8);
+    const columns = Math.min(shown2.length, 4), rowsOfPanels = Math.ceil(shown2.length / columns);
+    const all = shown2.flat(2);
     const [zmin, zmax] = [all.reduce((a, b) => Math.min(a, b)), all.reduce((a, b) => Math.max(a, b))];
-    const maps = shown.map((z, k) => ({ type: "heatmap", z, zmin, zmax, xaxis: `x${k ? k + 1 : ""}`, yaxis: `y${k ? k + 1 : ""}`, colorscale: "Viridis", showscale: k === 0, name: labels[k] }));
-    const annotations = shown.map((_, k) => ({ text: labels[k], showarrow: false, font: { size: 10 }, xref: `x${k ? k + 1 : ""} domain`, yref: `y${k ? k + 1 : ""} domain`, x: 0.5, y: 1.12 }));
+    const maps = shown2.map((z, k) => ({ type: "heatmap", z, zmin, zmax, xaxis: `x${k ? k + 1 : ""}`, yaxis: `y${k ? k + 1 : ""}`, colorscale: "Viridis", showscale: k === 0, name: labels[k] }));
+    const annotations = shown2.map((_, k) => ({ text: labels[k], showarrow: false, font: { size: 10 }, xref: `x${k ? k + 1 : ""} domain`, yref: `y${k ? k + 1 : ""} domain`, x: 0.5, y: 1.12 }));
     const grid = layout("", "", "", { grid: { rows: rowsOfPanels, columns, pattern: "independent" }, annotations, height: 220 * rowsOfPanels + 60 });
-    for (let k = 0; k < shown.length; k++) grid[`yaxis${k ? k + 1 : ""}`] = { autorange: "reversed" };
-    const maps_node = slot.plot(`${shown.length} maps of the pairwise array`, "maps");
+    for (let k = 0; k < shown2.length; k++) grid[`yaxis${k ? k + 1 : ""}`] = { autorange: "reversed" };
+    const maps_node = slot.plot(`${shown2.length} maps of the pairwise array`, "maps");
     maps_node.style.height = `${220 * rowsOfPanels + 60}px`;
     await Plotly.newPlot(maps_node, maps, grid, CONFIG);
     const n = stack[0].length, i = Math.floor(n / 2);
@@ -1118,12 +1142,365 @@ var drop = {
 };
 var VIEWS = [table, rotation, dot, scalings, precision, waves, vectors, similarity, wavelengths, pairwise, verify, drop];
 
+// app/static/src/model.ts
+var MAX_TEXT = 1 << 20;
+var DEFAULT_POSITION = "100";
+var MAX_POSITION = 2 ** 31 - 1;
+var ROPE_VIEWS = [wavelengths, rotation];
+async function pack(text2) {
+  const stream = new Blob([text2]).stream().pipeThrough(new CompressionStream("deflate-raw"));
+  const bytes = new Uint8Array(await new Response(stream).arrayBuffer());
+  let binary = "";
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+}
+async function unpack(code) {
+  if (!/^[A-Za-z0-9_-]+$/.test(code)) throw new Error("it is not base64url");
+  const base64 = code.replaceAll("-", "+").replaceAll("_", "/");
+  const binary = atob(base64.padEnd(Math.ceil(base64.length / 4) * 4, "="));
+  const bytes = Uint8Array.from(binary, (c) => c.charCodeAt(0));
+  const reader = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate-raw")).getReader();
+  const chunks = [];
+  let size = 0;
+  for (; ; ) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > MAX_TEXT) {
+      await reader.cancel();
+      throw new Error(`it inflates past ${MAX_TEXT} bytes`);
+    }
+    chunks.push(value);
+  }
+  const whole = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    whole.set(chunk, at);
+    at += chunk.length;
+  }
+  return new TextDecoder("utf-8", { fatal: true }).decode(whole);
+}
+function ranges(layers) {
+  const sorted = [...layers].sort((a, b) => a - b);
+  const parts = [];
+  for (let i = 0; i < sorted.length; ) {
+    let j = i;
+    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1) j++;
+    parts.push(j - i >= 2 ? `${sorted[i]}\u2013${sorted[j]}` : sorted.slice(i, j + 1).join(", "));
+    i = j + 1;
+  }
+  return parts.join(", ");
+}
+var text = (value) => Array.isArray(value) ? value.map(String).join(",") : String(value);
+function shown(value) {
+  if (Array.isArray(value)) return value.length > 6 ? `${value.length} numbers: ${value.slice(0, 4).join(", ")}, \u2026, ${value.at(-1)}` : value.join(", ");
+  return value === null || value === void 0 ? "\u2014" : String(value);
+}
+function terms(list, entries) {
+  for (const [term, value] of entries) {
+    list.append(Object.assign(document.createElement("dt"), { textContent: term }), Object.assign(document.createElement("dd"), { textContent: shown(value) }));
+  }
+}
+async function drawInto(view, ctx, slot) {
+  slot.reset();
+  try {
+    await view.draw(ctx, slot);
+    if (!ctx.signal.aborted) slot.done();
+  } catch (error) {
+    if (!ctx.signal.aborted) slot.fail(error);
+  }
+}
+var ModelPanel = class _ModelPanel {
+  /** `address(push)` writes the page's URL with `fragment()`; `open(href)` shows a page link. */
+  constructor(api2, scheme, address2, open) {
+    this.api = api2;
+    this.scheme = scheme;
+    this.address = address2;
+    this.open = open;
+    this.section = Object.assign(document.createElement("section"), { id: "view-config", className: "view" });
+    this.section.setAttribute("aria-labelledby", "view-config-title");
+    const title = Object.assign(document.createElement("h2"), { id: "view-config-title", textContent: _ModelPanel.title });
+    const blurb = Object.assign(document.createElement("p"), {
+      textContent: "Paste a model's config.json, or drop the file here: the service reads every rope the model applies, layer type by layer type, and the NoPE layers; each rope is drawn with its wavelengths and its rotation. The link holds the config, so it shows the same model."
+    });
+    const zone = Object.assign(document.createElement("div"), { className: "dropzone", id: "config-drop" });
+    this.textarea = Object.assign(document.createElement("textarea"), { id: "config-json", rows: 6, spellcheck: false, placeholder: '{"model_type": "llama", "head_dim": 128, "rope_theta": 500000.0, \u2026}' });
+    const file = Object.assign(document.createElement("input"), { type: "file", id: "config-file", accept: ".json,application/json" });
+    const send = Object.assign(document.createElement("button"), { type: "button", id: "config-send", textContent: "show the model's ropes" });
+    zone.append(
+      Object.assign(document.createElement("label"), { htmlFor: "config-json", textContent: "config.json (paste it, or drop the file here):" }),
+      this.textarea,
+      Object.assign(document.createElement("label"), { htmlFor: "config-file", textContent: "or choose the file:" }),
+      file,
+      send
+    );
+    send.addEventListener("click", () => void this.submit(this.textarea.value));
+    file.addEventListener("change", () => {
+      if (file.files?.[0]) void this.read(file.files[0]);
+    });
+    const files = (event) => event.dataTransfer?.types.includes("Files") ?? false;
+    zone.addEventListener("dragover", (event) => {
+      if (files(event)) {
+        event.preventDefault();
+        zone.classList.add("over");
+      }
+    });
+    zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+    zone.addEventListener("drop", (event) => {
+      zone.classList.remove("over");
+      const dropped = event.dataTransfer?.files?.[0];
+      if (!dropped) return;
+      event.preventDefault();
+      void this.read(dropped);
+    });
+    const label = Object.assign(document.createElement("label"), { className: "slider", hidden: true });
+    this.slider = Object.assign(document.createElement("input"), { type: "range", id: "config-position", min: "0", max: String(MAX_POSITION), step: "1" });
+    const output = document.createElement("output");
+    output.setAttribute("aria-live", "polite");
+    this.slider.addEventListener("input", () => {
+      output.textContent = this.position = this.slider.value;
+      this.address(false);
+      this.links();
+      void this.move();
+    });
+    label.append(Object.assign(document.createElement("span"), { textContent: "position of every rope below " }), this.slider, output);
+    this.section.append(title, blurb, zone, label, Object.assign(document.createElement("div"), { className: "api" }));
+    this.slot = new Slot(this.section);
+    this.slot.done("waiting");
+  }
+  api;
+  scheme;
+  address;
+  open;
+  section;
+  slot;
+  textarea;
+  slider;
+  code = null;
+  // the config of the link, as the fragment holds it
+  position = DEFAULT_POSITION;
+  drawing = new AbortController();
+  moving = new AbortController();
+  ropes = [];
+  static title = "A model's ropes, from its config.json";
+  /** The fragment of a link to what is shown: the config and the position, when not the default. */
+  fragment() {
+    if (this.code === null) return "";
+    return `#config=${this.code}${this.position === DEFAULT_POSITION ? "" : `&position=${this.position}`}`;
+  }
+  /** Show what the fragment `hash` says (a link opened, back or forward): only what changed. */
+  restore(hash) {
+    const given = new URLSearchParams(hash.replace(/^#/, ""));
+    const code = given.get("config");
+    const asked = given.get("position") ?? "";
+    const position = /^\d{1,10}$/.test(asked) && Number(asked) <= MAX_POSITION ? String(Number(asked)) : DEFAULT_POSITION;
+    const moved = position !== this.position;
+    this.position = position;
+    this.syncSlider();
+    if (code === this.code) {
+      if (moved) void this.move();
+      return;
+    }
+    this.code = code;
+    if (code === null) {
+      this.begin().abort();
+      this.textarea.value = "";
+      this.slot.done("waiting");
+      return;
+    }
+    void this.load(code);
+  }
+  async load(code) {
+    const signal = this.begin().signal;
+    let config;
+    try {
+      config = await unpack(code);
+    } catch (error) {
+      if (!signal.aborted) this.slot.fail(new ApiError(`The link's config could not be read (${error.message}): paste the config.json again.`, 0));
+      return;
+    }
+    if (signal.aborted) return;
+    this.textarea.value = config;
+    await this.show(config, signal);
+  }
+  async read(file) {
+    if (file.size > MAX_TEXT) {
+      this.begin();
+      this.slot.fail(new ApiError(`${file.name} holds ${file.size} bytes: a config.json is a few KB, and a link holds up to ${MAX_TEXT}.`, 0));
+      return;
+    }
+    this.textarea.value = await file.text();
+    await this.submit(this.textarea.value);
+  }
+  async submit(config) {
+    const signal = this.begin().signal;
+    if (!config.trim()) {
+      this.slot.fail(new ApiError("Paste a model's config.json first, or drop the file here.", 0));
+      return;
+    }
+    if (new Blob([config]).size > MAX_TEXT) {
+      this.slot.fail(new ApiError(`The config holds over ${MAX_TEXT} bytes: a config.json is a few KB, and a link holds up to ${MAX_TEXT}.`, 0));
+      return;
+    }
+    const code = await pack(config);
+    if (signal.aborted) return;
+    if (code !== this.code) {
+      this.code = code;
+      this.address(true);
+    }
+    await this.show(config, signal);
+  }
+  /** Abandon what is drawing, and empty the view for what comes next. */
+  begin() {
+    this.drawing.abort();
+    this.moving.abort();
+    this.drawing = new AbortController();
+    this.ropes = [];
+    this.slot.reset();
+    delete this.section.dataset.field;
+    this.slider.parentElement.hidden = true;
+    return this.drawing;
+  }
+  async show(config, signal) {
+    this.slot.command(`curl -X POST ${this.api.configUrl(this.scheme.name)} -H 'Content-Type: application/json' -d @config.json`);
+    try {
+      const answer = await this.api.config(this.scheme.name, config, signal);
+      if (signal.aborted) return;
+      const drawn = this.render(answer, signal);
+      await Promise.all(drawn);
+      if (!signal.aborted) this.slot.done();
+    } catch (error) {
+      if (signal.aborted) return;
+      this.slot.fail(error);
+      const loc = error instanceof ApiError ? error.problem.errors?.[0]?.loc ?? [] : [];
+      const field2 = loc.slice(loc[0] === "body" ? 1 : 0).join(".");
+      if (field2 && field2 !== "body") {
+        this.section.dataset.field = field2;
+        const named = this.slot.block("p");
+        named.append("The field refused: ", Object.assign(document.createElement("code"), { textContent: field2 }));
+      }
+    }
+  }
+  render(answer, signal) {
+    const summary = this.slot.block("dl");
+    summary.className = "report model";
+    terms(summary, [
+      ["model type", answer.model_type],
+      ...answer.text_config ? [["text model read from", answer.text_config]] : [],
+      ["layers", answer.num_hidden_layers],
+      ["head_dim", answer.head_dim],
+      ["max_position_embeddings", answer.max_position_embeddings]
+    ]);
+    const nope = this.slot.block("p");
+    nope.className = "report nope";
+    nope.dataset.layers = answer.nope_layers.join(",");
+    nope.textContent = answer.nope_layers.length ? `NoPE layers (no rotary embedding): ${ranges(answer.nope_layers)} (${answer.nope_layers.length} of ${answer.num_hidden_layers ?? "?"})` : "NoPE layers: none \u2014 every layer rotates.";
+    const maxPosition = Math.max(Number(this.position), Math.min((answer.max_position_embeddings ?? 4096) - 1, MAX_POSITION));
+    this.slider.max = String(maxPosition);
+    this.syncSlider();
+    const drawn = answer.ropes.flatMap((rope, k) => this.rope(answer, rope, k, signal));
+    this.slider.parentElement.hidden = !this.ropes.some((r) => r.rotation);
+    this.links();
+    return drawn;
+  }
+  rope(answer, rope, k, signal) {
+    const params = this.query(rope.params);
+    const article = this.slot.block("article");
+    article.classList.add("rope");
+    article.dataset.layerTypes = rope.layer_types.join(",");
+    article.dataset.layers = rope.layers?.join(",") ?? "";
+    const types = rope.layer_types.length ? rope.layer_types.join(", ") : "every attention layer";
+    const layers = rope.layers === null ? "every layer (the config does not say how many)" : `layers ${ranges(rope.layers)} (${rope.layers.length} of ${answer.num_hidden_layers ?? "?"})`;
+    const heading = Object.assign(document.createElement("h3"), { textContent: `Rope ${k + 1} of ${answer.ropes.length}: ${types}` });
+    const applies = Object.assign(document.createElement("p"), { className: "layers", textContent: `Applied by ${layers}.` });
+    const list = document.createElement("dl");
+    const apply = rope.apply;
+    const layout2 = rope.params.layout;
+    terms(list, [
+      ...Object.entries(rope.params),
+      ...typeof apply === "string" && apply !== layout2 ? [["q and k turn in", `${apply} pairs (the cache is ${String(layout2)})`]] : [],
+      ["rotary_dim", rope.rotary_dim === answer.head_dim ? rope.rotary_dim : `${rope.rotary_dim} of head_dim ${answer.head_dim} (partial_rotary_factor ${rope.partial_rotary_factor})`],
+      ...Object.entries(rope.query_scaling ?? {}).map(([name, value]) => [`query scaling ${name}`, value]),
+      ["positions in the links", `table ${rope.seq_len.table}, verify ${rope.seq_len.verify}`]
+    ]);
+    const link = Object.assign(document.createElement("a"), { className: "rope-link", textContent: "show this rope in every view above" });
+    link.dataset.query = JSON.stringify(params);
+    link.addEventListener("click", (event) => {
+      if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+      event.preventDefault();
+      this.open(link.href);
+    });
+    const api2 = Object.assign(document.createElement("div"), { className: "api" });
+    const views = Object.assign(document.createElement("div"), { className: "pair" });
+    article.append(heading, applies, list, Object.assign(document.createElement("p"), { className: "open" }), api2, views);
+    article.querySelector(".open").append(link);
+    new Slot(article).urls(...Object.entries(rope.urls).filter(([name]) => !name.startsWith("alias_")).map(([, url]) => new URL(url, location.origin).href));
+    const ctx = { api: this.api, scheme: this.scheme, params, rows: { seq_len: String(answer.max_position_embeddings ?? 4096) }, values: { position: this.position }, signal };
+    const entry = { ctx, rotation: void 0 };
+    this.ropes.push(entry);
+    return ROPE_VIEWS.filter((view) => view.applies(this.scheme)).map((view) => {
+      const box = Object.assign(document.createElement("div"), { className: "subview" });
+      box.dataset.view = view.id.replace(/^view-/, "");
+      box.append(Object.assign(document.createElement("h4"), { textContent: view.title }), Object.assign(document.createElement("div"), { className: "api" }));
+      views.append(box);
+      const slot = new Slot(box);
+      if (view === rotation) entry.rotation = slot;
+      return drawInto(view, ctx, slot);
+    });
+  }
+  /** A rope's parameters as the controls' query: strings, the service's defaults left out. */
+  query(params) {
+    const query = {};
+    for (const [name, value] of Object.entries(params)) {
+      const p = this.scheme.parameters.find((q) => q.name === name);
+      if (!p || value === null || value === void 0) continue;
+      if (p.default !== null && p.default !== void 0 && text(p.default) === text(value)) continue;
+      query[name] = text(value);
+    }
+    return query;
+  }
+  links() {
+    for (const link of this.section.querySelectorAll("a.rope-link")) {
+      link.href = toUrl({ scheme: this.scheme.name, values: JSON.parse(link.dataset.query ?? "{}") }) + this.fragment();
+    }
+  }
+  syncSlider() {
+    this.slider.value = this.position;
+    const output = this.slider.parentElement?.querySelector("output");
+    if (output) output.textContent = this.position;
+  }
+  async move() {
+    this.moving.abort();
+    this.moving = new AbortController();
+    const signal = AbortSignal.any([this.moving.signal, this.drawing.signal]);
+    await Promise.all(this.ropes.map(async ({ ctx, rotation: slot }) => {
+      if (!slot) return;
+      slot.section.setAttribute("aria-busy", "true");
+      slot.section.querySelectorAll(".state").forEach((n) => n.remove());
+      try {
+        await rotation.move({ ...ctx, values: { position: this.position }, signal }, slot);
+        if (!signal.aborted) slot.done();
+      } catch (error) {
+        if (!signal.aborted) slot.fail(error);
+      }
+    }));
+  }
+};
+
 // app/static/src/main.ts
 var slots = /* @__PURE__ */ new Map();
 var schemes = [];
 var api;
 var current;
 var generation = 0;
+var panel;
+var drawnSearch = "";
+function address(push, url = location.pathname + location.search) {
+  const full = url + (panel?.fragment() ?? "");
+  if (push) history.pushState(null, "", full);
+  else history.replaceState(null, "", full);
+  drawnSearch = location.search;
+}
 function sections() {
   const main = document.getElementById("views");
   const nav = document.getElementById("toc");
@@ -1141,6 +1518,18 @@ function sections() {
     slots.set(view.id, new Slot(section));
     const item = document.createElement("li");
     item.append(Object.assign(document.createElement("a"), { href: `#${view.id}`, textContent: view.title }));
+    nav.append(item);
+  }
+  const reader = schemes.find((s) => s.endpoints?.includes("config"));
+  if (reader) {
+    panel = new ModelPanel(api, reader, (push) => address(push), (href) => {
+      history.pushState(null, "", href);
+      restore();
+      document.getElementById("controls")?.scrollIntoView();
+    });
+    main.append(panel.section);
+    const item = document.createElement("li");
+    item.append(Object.assign(document.createElement("a"), { href: `#${panel.section.id}`, textContent: ModelPanel.title }));
     nav.append(item);
   }
 }
@@ -1204,10 +1593,10 @@ async function draw(state) {
   document.title = `posenc \u2014 ${ctx.scheme.name}`;
   const work = VIEWS.map(async (view) => {
     const slot = slots.get(view.id);
-    const shown = view.applies(ctx.scheme);
-    slot.section.hidden = !shown;
-    (document.querySelector(`#toc a[href="#${view.id}"]`)?.parentElement).hidden = !shown;
-    if (!shown) return;
+    const shown2 = view.applies(ctx.scheme);
+    slot.section.hidden = !shown2;
+    (document.querySelector(`#toc a[href="#${view.id}"]`)?.parentElement).hidden = !shown2;
+    if (!shown2) return;
     slot.reset();
     try {
       await view.draw(ctx, slot);
@@ -1222,7 +1611,7 @@ async function draw(state) {
 var sliding;
 async function slide() {
   const state = read(schemes);
-  history.replaceState(null, "", toUrl(state));
+  address(false, toUrl(state));
   sliding?.abort();
   sliding = new AbortController();
   const slot = slots.get(rotation.id);
@@ -1235,13 +1624,26 @@ async function slide() {
   }
 }
 function restore() {
+  panel?.restore(location.hash);
+  if (location.search === drawnSearch) return;
+  drawnSearch = location.search;
   build(schemes, fromUrl());
   syncOutput();
   void draw(read(schemes));
 }
+function jump(event) {
+  const link = event.target?.closest?.("a[href^='#']");
+  if (!link || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+  const target = document.getElementById(decodeURIComponent((link.getAttribute("href") ?? "").slice(1)));
+  if (!target) return;
+  event.preventDefault();
+  if (!target.hasAttribute("tabindex")) target.tabIndex = -1;
+  target.focus({ preventScroll: true });
+  target.scrollIntoView();
+}
 function syncOutput() {
   const slider2 = document.querySelector("input[name=position]");
-  const output = document.querySelector(".slider output");
+  const output = slider2?.parentElement?.querySelector("output");
   if (slider2 && output) output.textContent = slider2.value;
 }
 async function start() {
@@ -1264,17 +1666,19 @@ async function start() {
       build(schemes, state2);
       state2 = read(schemes);
     }
-    history.pushState(null, "", toUrl(state2));
+    address(true, toUrl(state2));
     void draw(state2);
   });
   document.addEventListener("input", (event) => {
     if (event.target.name === "position") void slide();
   });
   window.addEventListener("popstate", restore);
+  document.addEventListener("click", jump);
   const initial = fromUrl();
   build(schemes, initial);
   const state = read(schemes);
-  history.replaceState(null, "", toUrl(state));
+  panel?.restore(location.hash);
+  address(false, toUrl(state));
   syncOutput();
   await draw(state);
 }

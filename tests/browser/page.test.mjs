@@ -1,13 +1,16 @@
 // The page in a real browser: Debian's chromium driven by playwright-core, against a live server.
 // What issue 16 asks of it: links restore every control and imply the API requests, the rotation
 // follows the slider, q·k is the service's /similarity, a dropped faulty cache gets its diagnosis,
-// every view is photographed at desktop and phone width, and axe finds nothing serious.
+// every view is photographed at desktop and phone width, and axe finds nothing serious. Issue 22:
+// a pasted config.json shows every rope of the model with its layers, its link (the config in the
+// fragment) restores the view in a fresh page, and a refused config names the field.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { deflateRawSync, inflateRawSync } from "node:zlib";
 import { chromium } from "playwright-core";
 
 const BASE = process.env.POSENC_URL;
@@ -230,4 +233,141 @@ test("axe-core finds no serious or critical violation", async () => {
     assert.deepEqual(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.length}) ${v.nodes[0].target}`), [], link);
     await page.close();
   }
+});
+
+// A Gemma 3 1B config in transformers 5's per-layer form: every sixth layer global (base 10^6,
+// linear 8), the others local (base 10^4). Two ropes.
+const GEMMA3 = JSON.stringify({
+  architectures: ["Gemma3ForCausalLM"], model_type: "gemma3_text", vocab_size: 262144, hidden_size: 1152,
+  intermediate_size: 6912, num_hidden_layers: 26, num_attention_heads: 4, num_key_value_heads: 1, head_dim: 256,
+  max_position_embeddings: 32768, sliding_window: 512,
+  layer_types: Array.from({ length: 26 }, (_, i) => ((i + 1) % 6 ? "sliding_attention" : "full_attention")),
+  rope_parameters: {
+    full_attention: { rope_type: "linear", factor: 8.0, rope_theta: 1000000.0 },
+    sliding_attention: { rope_type: "default", rope_theta: 10000.0 },
+  },
+  torch_dtype: "bfloat16",
+}, null, 2);
+const FULL = [5, 11, 17, 23];
+const SLIDING = Array.from({ length: 26 }, (_, i) => i).filter((i) => !FULL.includes(i));
+const configState = (page) => page.waitForSelector("#view-config:not([data-state=loading])", { timeout: 30000 })
+  .then(() => page.getAttribute("#view-config", "data-state"));
+
+/** What the model view shows: each rope's text, and the numbers of its plots. */
+const modelView = (page) => page.evaluate(() => [...document.querySelectorAll("#view-config article.rope")].map((article) => ({
+  types: article.dataset.layerTypes,
+  layers: article.dataset.layers,
+  text: [...article.querySelectorAll("h3, p.layers, dl")].map((n) => n.innerText).join("\n"),
+  urls: Object.fromEntries([...article.querySelectorAll(".subview")].map((box) => [box.dataset.view, box.querySelector(".api a").href])),
+  plots: Object.fromEntries([...article.querySelectorAll(".subview")].map((box) => [box.dataset.view, box.querySelector(".plot").data.map((t) => [...t.y])])),
+  position: article.querySelector(".subview[data-view=rotation]").dataset.position,
+})));
+
+test("a pasted config.json shows every rope with its layers, and its link restores the view", async () => {
+  const { page, problems } = await open("/?scheme=rope&d_model=16&seq_len=32");
+  assert.equal(await page.getAttribute("#view-config", "data-state"), "waiting");
+  await page.fill("#config-json", GEMMA3);
+  await page.click("text=show the model's ropes");
+  assert.equal(await configState(page), "drawn");
+  const shown = await modelView(page);
+  assert.deepEqual(shown.map((r) => [r.types, r.layers]), [["full_attention", FULL.join(",")], ["sliding_attention", SLIDING.join(",")]]);
+  assert.match(shown[0].text, /layers 5, 11, 17, 23 \(4 of 26\)/);
+  assert.match(shown[1].text, /layers 0–4, 6–10, 12–16, 18–22, 24, 25 \(22 of 26\)/);
+  assert.match(shown[0].text, /base\s+1000000\s/);
+  assert.match(shown[0].text, /factor\s+8\s/);
+  assert.equal(await page.getAttribute("#view-config p.nope", "data-layers"), "");
+  // Each rope is drawn by the page's rope views, with that rope's parameters: 128 pairs, and the
+  // wavelengths are the service's 2π/ω.
+  const global = new URL(shown[0].urls.wavelengths).searchParams;
+  assert.deepEqual([global.get("base"), global.get("scaling"), global.get("factor")], ["1000000", "linear", "8"]);
+  assert.equal(new URL(shown[1].urls.wavelengths).searchParams.get("base"), null, "10000 is the default: not sent");
+  for (const rope of shown) {
+    const omega = (await (await fetch(rope.urls.wavelengths)).json()).data;
+    assert.deepEqual(rope.plots.wavelengths[0], omega.map((w) => 2 * Math.PI / w));
+    assert.equal(rope.plots.rotation[1].length, 128);
+    assert.equal(rope.position, "100");
+  }
+  // The rotations move together with the panel's slider; the controls above stay as they were.
+  await page.focus("#config-position");
+  for (let k = 0; k < 3; k++) await page.keyboard.press("ArrowRight");
+  await page.waitForFunction(() => [...document.querySelectorAll("#view-config .subview[data-view=rotation]")]
+    .every((box) => box.dataset.position === "103" && !box.hasAttribute("aria-busy")));
+  // A jump to a view keeps the config in the address bar.
+  await page.click("#toc a[href='#view-config']");
+  const link = new URL(page.url());
+  assert.equal(link.searchParams.get("d_model"), "16");
+  const fragment = new URLSearchParams(link.hash.slice(1));
+  assert.equal(fragment.get("position"), "103");
+  assert.ok(fragment.get("config").length < GEMMA3.length / 2, "the config is compressed in the link");
+  const before = await modelView(page);
+  await page.close();
+
+  // The link, in a fresh page at phone width: the config is read from the fragment, posted again,
+  // and the same ropes are drawn the same way.
+  const fresh = await open(link.pathname + link.search + link.hash, { width: 375, height: 900 });
+  assert.equal(await configState(fresh.page), "drawn");
+  assert.equal(await fresh.page.inputValue("#config-json"), GEMMA3);
+  assert.deepEqual(await modelView(fresh.page), before);
+  assert.equal(await fresh.page.inputValue("[name=d_model]"), "16");
+  assert.ok(fresh.requests.some((u) => u.pathname === "/v1/rope/config"));
+  const overflow = await fresh.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `the model view at 375 px scrolls sideways by ${overflow} px`);
+  await fresh.page.locator("#view-config").screenshot({ path: join(ARTIFACTS, "views", "375-gemma3-config.png") });
+  await fresh.page.addScriptTag({ path: AXE });
+  const audit = await fresh.page.evaluate(() => globalThis.axe.run("#view-config", { runOnly: ["wcag2a", "wcag2aa", "best-practice"] }));
+  const bad = audit.violations.filter((v) => ["serious", "critical"].includes(v.impact));
+  assert.deepEqual(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.length}) ${v.nodes[0].target}`), []);
+  assert.deepEqual([...problems, ...fresh.problems], []);
+  await fresh.page.close();
+});
+
+test("a refused config names the field; a failed request, a broken link say so; back returns to the model", async () => {
+  // A link made outside the page: deflate-raw, base64url.
+  const code = deflateRawSync(Buffer.from(GEMMA3)).toString("base64url");
+  const { page, problems } = await open(`/?scheme=rope&d_model=16&seq_len=32#config=${code}`);
+  assert.equal(await configState(page), "drawn");
+  assert.equal(await page.locator("#view-config article.rope").count(), 2);
+  await page.locator("#view-config").screenshot({ path: join(ARTIFACTS, "views", "1200-gemma3-config.png") });
+
+  // The field is the one the service names (["body", "<field>"]); the page must show it.
+  const refused = JSON.stringify({ model_type: "deepseek_v3", head_dim: 64, qk_rope_head_dim: 64 });
+  const answer = await fetch(`${BASE}/v1/rope/config`, { method: "POST", headers: { "Content-Type": "application/json" }, body: refused });
+  assert.equal(answer.status, 422, "the test needs a config the service refuses: choose another if it now answers this one");
+  const field = (await answer.json()).errors[0].loc.slice(1).join(".");
+  await page.fill("#config-json", refused);
+  await page.click("text=show the model's ropes");
+  assert.equal(await configState(page), "error");
+  assert.equal(await page.getAttribute("#view-config", "data-field"), field);
+  assert.ok((await page.locator("#view-config .state").textContent()).startsWith(`The service refused (422): ${field}: `));
+  assert.ok((await page.locator("#view-config").innerText()).includes(`The field refused: ${field}`));
+  assert.equal(await page.locator("#view-config article.rope").count(), 0);
+
+  // Back: the previous link's model again, read from its fragment.
+  await page.goBack();
+  await page.waitForSelector("#view-config article.rope");
+  assert.equal(await configState(page), "drawn");
+  assert.equal(await page.inputValue("#config-json"), GEMMA3);
+
+  await page.route("**/v1/rope/config", (route) => route.abort("connectionrefused"));
+  await page.click("text=show the model's ropes");
+  assert.equal(await configState(page), "error");
+  assert.match(await page.locator("#view-config .state").textContent(), /The service could not be reached/);
+  await page.unroute("**/v1/rope/config");
+
+  await page.evaluate(() => { location.hash = "#config=AAAA"; });
+  await page.waitForSelector("#view-config[data-state=error] .state:has-text('could not be read')");
+
+  // A rope opened in every view above: the controls take its parameters, the config stays.
+  await page.goBack();
+  assert.equal(await configState(page), "drawn");
+  await page.click("#view-config article.rope >> nth=0 >> text=show this rope in every view above");
+  await page.waitForFunction(() => new URLSearchParams(location.search).get("d_model") === "256");
+  await ready(page);
+  assert.equal(await page.inputValue("[name=base]"), "1000000");
+  assert.equal(await page.inputValue("[name=scaling]"), "linear");
+  const kept = new URLSearchParams(new URL(page.url()).hash.slice(1)).get("config");
+  assert.equal(inflateRawSync(Buffer.from(kept, "base64url")).toString(), GEMMA3, "the link keeps the config");
+  assert.equal(await page.locator("#view-config article.rope").count(), 2, "the model view is not redrawn");
+  assert.deepEqual(problems, []);
+  await page.close();
 });

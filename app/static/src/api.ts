@@ -39,6 +39,11 @@ export interface Envelope {
 type PerScheme<O extends Operation> = Extract<keyof paths, `/v1/${string}/${O}`>;
 type PathOf<O extends Operation> = [PerScheme<O>] extends [never] ? Extract<keyof paths, `/v1/${O}`> : PerScheme<O>;
 
+// A model's config read by the scheme that offers it (`/v1/{scheme}/config`), typed from the
+// document like the operations above.
+type ConfigPath = Extract<keyof paths, `/v1/${string}/config`>;
+export type ConfigAnswer = paths[ConfigPath]["post"]["responses"][200]["content"]["application/json"];
+
 const TIMEOUT_MS = 20000;
 
 // Commas stay commas: the copied URLs read like the README's (`positions=0,5,17`).
@@ -97,6 +102,22 @@ export class Api {
         signal: s,
       }),
     );
+  }
+
+  configUrl(scheme: string): string {
+    return `${location.origin}/v1/${scheme}/config`;
+  }
+
+  /** The ropes a model's `config.json` (the text as given) implies, or the service's refusal. */
+  async config(scheme: string, text: string, signal: AbortSignal): Promise<ConfigAnswer> {
+    return this.settle<ConfigAnswer>((s) =>
+      client.POST(`/v1/${scheme}/config` as ConfigPath, {
+        body: text as never,
+        bodySerializer: (b: unknown) => b as BodyInit,
+        headers: { "Content-Type": "application/json" },
+        signal: s,
+      }),
+    signal);
   }
 
   private async settle<T>(

@@ -1,6 +1,8 @@
-// The page: controls from /v1/schemes, state in the URL, every view drawn from the API.
+// The page: controls from /v1/schemes, state in the URL (a model's config in its fragment), every
+// view drawn from the API.
 import { Api, loadSchemes, type Scheme } from "./api";
 import { apiParameters, build, fromUrl, read, type State, toUrl } from "./controls";
+import { ModelPanel } from "./model";
 import { type Context, drop, rotation, Slot, VIEWS } from "./views";
 
 const slots = new Map<string, Slot>();
@@ -8,6 +10,16 @@ let schemes: Scheme[] = [];
 let api: Api;
 let current: AbortController | undefined;
 let generation = 0;
+let panel: ModelPanel | undefined;
+let drawnSearch = ""; // the query the views were drawn for: a fragment's change redraws none of them
+
+/** Write the address bar: the controls' query (or `url`) and the model panel's fragment. */
+function address(push: boolean, url = location.pathname + location.search): void {
+  const full = url + (panel?.fragment() ?? "");
+  if (push) history.pushState(null, "", full);
+  else history.replaceState(null, "", full);
+  drawnSearch = location.search;
+}
 
 function sections(): void {
   const main = document.getElementById("views") as HTMLElement;
@@ -26,6 +38,19 @@ function sections(): void {
     slots.set(view.id, new Slot(section));
     const item = document.createElement("li");
     item.append(Object.assign(document.createElement("a"), { href: `#${view.id}`, textContent: view.title }));
+    nav.append(item);
+  }
+  // The scheme that reads a model's config, if one does: the panel is the page's, not a scheme view.
+  const reader = schemes.find((s) => s.endpoints?.includes("config"));
+  if (reader) {
+    panel = new ModelPanel(api, reader, (push) => address(push), (href) => {
+      history.pushState(null, "", href);
+      restore();
+      document.getElementById("controls")?.scrollIntoView();
+    });
+    main.append(panel.section);
+    const item = document.createElement("li");
+    item.append(Object.assign(document.createElement("a"), { href: `#${panel.section.id}`, textContent: ModelPanel.title }));
     nav.append(item);
   }
 }
@@ -107,7 +132,7 @@ async function draw(state: State): Promise<void> {
 let sliding: AbortController | undefined;
 async function slide(): Promise<void> {
   const state = read(schemes);
-  history.replaceState(null, "", toUrl(state));
+  address(false, toUrl(state));
   sliding?.abort();
   sliding = new AbortController();
   const slot = slots.get(rotation.id) as Slot;
@@ -121,14 +146,30 @@ async function slide(): Promise<void> {
 }
 
 function restore(): void {
+  panel?.restore(location.hash);
+  if (location.search === drawnSearch) return;
+  drawnSearch = location.search;
   build(schemes, fromUrl());
   syncOutput();
   void draw(read(schemes));
 }
 
+/** An in-page link scrolls to its target and leaves the address bar alone: the fragment holds
+ * the model's config, which a jump to a view must not drop. */
+function jump(event: MouseEvent): void {
+  const link = (event.target as Element | null)?.closest?.("a[href^='#']");
+  if (!link || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+  const target = document.getElementById(decodeURIComponent((link.getAttribute("href") ?? "").slice(1)));
+  if (!target) return;
+  event.preventDefault();
+  if (!target.hasAttribute("tabindex")) target.tabIndex = -1;
+  target.focus({ preventScroll: true });
+  target.scrollIntoView();
+}
+
 function syncOutput(): void {
   const slider = document.querySelector<HTMLInputElement>("input[name=position]");
-  const output = document.querySelector<HTMLOutputElement>(".slider output");
+  const output = slider?.parentElement?.querySelector("output");
   if (slider && output) output.textContent = slider.value;
 }
 
@@ -149,17 +190,19 @@ async function start(): Promise<void> {
     if (target.form !== form || target.name === "position") return;
     let state = read(schemes);
     if (target.name === "scheme") { build(schemes, state); state = read(schemes); }
-    history.pushState(null, "", toUrl(state));
+    address(true, toUrl(state));
     void draw(state);
   });
   document.addEventListener("input", (event) => {
     if ((event.target as HTMLInputElement).name === "position") void slide();
   });
   window.addEventListener("popstate", restore);
+  document.addEventListener("click", jump);
   const initial = fromUrl();
   build(schemes, initial);
   const state = read(schemes);
-  history.replaceState(null, "", toUrl(state));
+  panel?.restore(location.hash); // reads the link's config, and posts it beside the views' requests
+  address(false, toUrl(state));
   syncOutput();
   await draw(state);
 }

@@ -59,15 +59,27 @@ export class Slot {
 
   /** Show the API URLs this view fetches, each with a copy button. */
   urls(...urls: string[]): void {
-    for (const url of urls) {
-      const row = document.createElement("div");
-      const link = Object.assign(document.createElement("a"), { href: url, textContent: url });
-      const copy = Object.assign(document.createElement("button"), { type: "button", textContent: "copy URL" });
-      copy.setAttribute("aria-label", `copy the API URL ${url}`);
-      copy.addEventListener("click", () => navigator.clipboard?.writeText(url));
-      row.append(copy, link);
-      this.bar.append(row);
-    }
+    for (const url of urls) this.copyable(Object.assign(document.createElement("a"), { href: url, textContent: url }), "copy URL", `copy the API URL ${url}`);
+  }
+
+  /** Show instead of the URLs shown so far: a view that redraws in place (the rotation) fetches anew. */
+  replaceUrls(...urls: string[]): void {
+    this.bar.replaceChildren();
+    this.urls(...urls);
+  }
+
+  /** A request a link cannot make (a POST), as the command that makes it. */
+  command(text: string): void {
+    this.copyable(Object.assign(document.createElement("code"), { textContent: text }), "copy command", `copy the command ${text}`);
+  }
+
+  private copyable(shown: HTMLElement, button: string, label: string): void {
+    const row = document.createElement("div");
+    const copy = Object.assign(document.createElement("button"), { type: "button", textContent: button });
+    copy.setAttribute("aria-label", label);
+    copy.addEventListener("click", () => navigator.clipboard?.writeText(shown.textContent ?? ""));
+    row.append(copy, shown);
+    this.bar.append(row);
   }
 
   plot(label: string, name = "plot"): HTMLElement {
@@ -210,7 +222,7 @@ const dot: View = {
 
 const TAU = 2 * Math.PI;
 
-const wavelengths: View = {
+export const wavelengths: View = {
   id: "view-wavelengths",
   title: "Wavelength of every frequency",
   blurb: "2π/ω for each (sin, cos) pair: geometric from 2π up to nearly 2π·base (log scale).",
@@ -247,7 +259,7 @@ export const rotation: View & { move(ctx: Context, slot: Slot): Promise<void> } 
   async move(ctx, slot) {
     const position = ctx.values.position ?? "0";
     const query = { ...ctx.params, positions: position, component: "angle", dtype: "float64" };
-    slot.urls(ctx.api.url(ctx.scheme.name, "encode", query));
+    slot.replaceUrls(ctx.api.url(ctx.scheme.name, "encode", query));
     const body = await ctx.api.get(ctx.scheme.name, "encode", query, ctx.signal);
     const theta = (body.data as number[][])[0];
     const h = theta.length;
