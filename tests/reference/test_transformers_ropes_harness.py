@@ -1,0 +1,111 @@
+"""The reference harness of ``tests/reference/transformers_ropes.py`` works: it finds the rotary
+model types, reads transformers' own frequencies and measures the layout each family applies."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from tests.reference.transformers_ropes import (
+    ReferenceModel,
+    discover,
+    reference_model,
+    rotary_model_types,
+)
+
+
+@pytest.fixture(autouse=True)
+def _quiet_transformers() -> Iterator[None]:
+    import logging
+
+    logging.disable(logging.WARNING)
+    yield
+    logging.disable(logging.NOTSET)
+
+
+def float32_ulps(ours: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    return np.abs(ours.astype(np.float64) - exact) / np.spacing(exact.astype(np.float32))
+
+
+def test_discovers_the_rotary_model_types() -> None:
+    types = rotary_model_types()
+    assert len(types) >= 150
+    found = discover()
+    assert {"llama", "gemma3_text", "qwen2_vl", "deepseek_v3", "llama4_text"} <= set(found.text)
+    assert {"gptj", "codegen"} <= set(found.tables)
+    assert found.via_text_config["llava"] == "llama"  # no rotary class of its own
+    assert "pixtral" in found.vision_only and "pixtral" not in types
+
+
+def test_llama_reference_is_transformers_default_rope() -> None:
+    model = reference_model("llama")
+    assert model.failure is None
+    (rope,) = model.ropes
+    assert rope.layers == tuple(range(model.num_hidden_layers)) and model.nope_layers == ()
+    d = model.head_dim
+    exact = 1.0 / 10000.0 ** (np.arange(0, d, 2, dtype=np.float64) / d)
+    assert rope.inv_freq.dtype == np.float32 and rope.inv_freq.shape == (d // 2,)
+    # torch's float32 pow is within 1 ulp, its reciprocal within 2.
+    assert float32_ulps(rope.inv_freq, exact).max() <= 2
+    assert rope.attention_scaling == 1.0 and rope.rope_type == "default"
+
+    positions = np.array([0, 1, 5, 4095])
+    cos, sin = rope.cos_sin(positions)
+    assert cos.dtype == np.float32 and cos.shape == (4, d)
+    angles = positions[:, None].astype(np.float32) * rope.inv_freq  # the module's float32 product
+    expected = np.concatenate([angles, angles], axis=1).astype(np.float64)
+    np.testing.assert_allclose(cos, np.cos(expected), atol=2e-7)
+    np.testing.assert_allclose(sin, np.sin(expected), atol=2e-7)
+
+
+def assert_layout(model: ReferenceModel, kind: str, width: int) -> None:
+    assert model.failure is None, model.failure
+    layout = model.ropes[0].layout
+    assert (layout.kind, layout.rotary_width, layout.sign) == (kind, width, 1)
+    assert layout.frequency_order == "ascending"
+
+
+def test_layout_is_measured_rotate_half_for_llama() -> None:
+    model = reference_model("llama")
+    assert_layout(model, "rotate_half", model.head_dim)
+    pair = model.ropes[0].layout.pairs[0]
+    assert pair.inputs == pair.outputs == (0, model.head_dim // 2)
+
+
+def test_layout_is_measured_interleaved_for_gptj() -> None:
+    # GPT-J keeps a sin/cos table in every attention and rotates the first rotary_dim (64) of
+    # its 256 head dimensions in pairs (2i, 2i+1).
+    model = reference_model("gptj")
+    assert_layout(model, "interleaved", 64)
+    rope = model.ropes[0]
+    assert rope.source == "table" and rope.output == "cos_sin_half"
+    assert rope.layout.head_slice == (0, 256)
+    assert rope.layout.pairs[1].inputs == (2, 3)
+
+
+def test_layout_of_deepseek_v3_interleaves_q_and_k_onto_a_rotate_half_cache() -> None:
+    model = reference_model("deepseek_v3")
+    assert_layout(model, "interleaved_to_rotate_half", 64)
+    pair = model.ropes[0].layout.pairs[1]
+    assert (pair.inputs, pair.outputs) == ((2, 3), (1, 33))
+
+
+def test_nope_layers_are_the_layers_that_apply_no_rope() -> None:
+    # SmolLM3 skips rope on every fourth layer (config.no_rope_layers holds 0 there).
+    model = reference_model("smollm3")
+    assert model.failure is None
+    (rope,) = model.ropes
+    assert model.nope_layers == tuple(range(3, model.num_hidden_layers, 4))
+    assert set(rope.layers) | set(model.nope_layers) == set(range(model.num_hidden_layers))
+
+
+def test_glm_applies_interleaved_pairs_to_half_of_a_rotate_half_cache() -> None:
+    # GLM's rotary module emits cat(freqs, freqs); its apply function repeat-interleaves the
+    # first half and turns pairs (2i, 2i+1) of the first rotary_dim dimensions only.
+    model = reference_model("glm")
+    assert_layout(model, "interleaved", model.head_dim // 2)
+    rope = model.ropes[0]
+    assert rope.cache_layout == "concatenated"
+    assert rope.layout.passed == tuple(range(model.head_dim // 2, model.head_dim))
