@@ -3011,6 +3011,11 @@ export interface operations {
                             params: Record<string, never>;
                             rotary_dim: number;
                             partial_rotary_factor?: number;
+                            /**
+                             * @description the pairs q and k turn in, where the model's apply call re-lays the cache (params.layout) before rotating: interleaved = (2i, 2i+1); interleaved_to_rotate_half = pairs (2i, 2i+1) of q/k turned and written to (i, i + d/2), DeepSeek's rope_interleave
+                             * @enum {string|null}
+                             */
+                            apply?: "interleaved" | "interleaved_to_rotate_half" | null;
                             /** @description Llama 4's scaling of q by 1 + β·ln(1 + ⌊p / L⌋), applied beside the rope (not in its cos/sin) */
                             query_scaling?: {
                                 [key: string]: number;

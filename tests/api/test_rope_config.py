@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import Client
+from tests.hub_configs import HUB_CONFIGS
 
 # Phi-3's factor lists are 48 numbers each; these stand in for the published ones (same shape,
 # same range), which matters to the parsing, not to the values.
@@ -247,8 +248,25 @@ def test_gpt_j_pairs_interleave_and_give_its_rotary_dim(client: Client) -> None:
             {"text_config": {"model_type": "llama", "head_dim": 63}},
             "text_config.partial_rotary_factor",
         ),
-        ({"model_type": "deepseek_v3", "head_dim": 64, "qk_rope_head_dim": 64}, "qk_rope_head_dim"),
-        ({"model_type": "cohere2", "head_dim": 64}, "model_type"),
+        ({"model_type": "nanochat", "head_dim": 64}, "model_type"),
+        ({"model_type": "cohere2", "head_dim": 64}, "num_hidden_layers"),
+        (
+            {"model_type": "llama", "head_dim": 64, "rope_local_base_freq": 1e4},
+            "rope_local_base_freq",
+        ),
+        (
+            {
+                "model_type": "gemma4_text",
+                "head_dim": 64,
+                "num_hidden_layers": 2,
+                "layer_types": ["sliding_attention", "full_attention"],
+                "rope_parameters": {
+                    "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+                    "full_attention": {"rope_type": "proportional", "rope_theta": 1e6},
+                },
+            },
+            "rope_parameters.full_attention.rope_type",
+        ),
         ({"head_dim": 64, "rope_theta": "big"}, "rope_theta"),
         ({"head_dim": 64, "rope_theta": 0.5}, "rope_theta"),
         ({"head_dim": 63}, "partial_rotary_factor"),
@@ -372,10 +390,17 @@ def test_a_multimodal_config_is_read_from_its_text_config(client: Client) -> Non
 
 
 def test_families_that_pair_neighbours_are_answered_interleaved(client: Client) -> None:
-    for model_type in ("cohere", "glm4", "ernie4_5"):
+    # Cohere's rotary module lays its cache out in pairs; GLM's and ERNIE's keep rotate_half's
+    # cache and repeat its first half pairwise as they apply it.
+    for model_type, layout, apply in (
+        ("cohere", "interleaved", None),
+        ("glm4", "split", "interleaved"),
+        ("ernie4_5", "split", "interleaved"),
+        ("llama", "split", None),
+    ):
         config = {"model_type": model_type, "head_dim": 128, "hidden_size": 4096}
-        answer = client.post("/v1/rope/config", json=config).json()
-        assert answer["params"]["layout"] == "interleaved", model_type
+        (rope,) = client.post("/v1/rope/config", json=config).json()["ropes"]
+        assert (rope["params"]["layout"], rope["apply"]) == (layout, apply), model_type
 
 
 def test_llama_4_query_scaling_is_stated_beside_the_rope(client: Client) -> None:
@@ -404,3 +429,52 @@ def test_llama_4_query_scaling_is_stated_beside_the_rope(client: Client) -> None
         "original_max_position_embeddings": 16384.0,
     }
     assert rope["params"]["scaling"] == "yarn"
+
+
+def test_deepseek_v3_ropes_its_rope_part_with_interleaved_q_k(client: Client) -> None:
+    # The Hub's config has no rope_interleave: DeepSeek-V3's config class defaults it to true.
+    (rope,) = client.post("/v1/rope/config", json=HUB_CONFIGS["deepseek_v3"]).json()["ropes"]
+    assert rope["rotary_dim"] == 64 and rope["params"]["layout"] == "split"
+    assert rope["apply"] == "interleaved_to_rotate_half"
+    assert rope["params"]["scaling"] == "yarn" and rope["params"]["factor"] == 40.0
+    plain = {**HUB_CONFIGS["deepseek_v3"], "rope_interleave": False}
+    (rope,) = client.post("/v1/rope/config", json=plain).json()["ropes"]
+    assert rope["apply"] is None
+
+
+def test_gemma_3_1b_as_the_hub_writes_it(client: Client) -> None:
+    answer = client.post("/v1/rope/config", json=HUB_CONFIGS["gemma3_text 1B"]).json()
+    ropes = {tuple(r["layer_types"]): r for r in answer["ropes"]}
+    full, local = ropes[("full_attention",)], ropes[("sliding_attention",)]
+    assert full["layers"] == [5, 11, 17, 23] and len(local["layers"]) == 22
+    assert (full["params"]["base"], full["params"]["scaling"]) == (1e6, "none")
+    assert (local["params"]["base"], local["params"]["scaling"]) == (1e4, "none")
+
+
+def test_cohere2_turns_only_its_sliding_window_layers(client: Client) -> None:
+    config = {
+        "model_type": "cohere2",
+        "hidden_size": 4096,
+        "num_attention_heads": 32,
+        "num_hidden_layers": 8,
+        "rope_theta": 50000.0,
+        "sliding_window_pattern": 4,
+    }
+    answer = client.post("/v1/rope/config", json=config).json()
+    assert answer["nope_layers"] == [3, 7]
+    (rope,) = answer["ropes"]
+    assert rope["layers"] == [0, 1, 2, 4, 5, 6] and rope["params"]["layout"] == "interleaved"
+
+
+def test_jetmoe_heads_are_kv_channels_wide(client: Client) -> None:
+    answer = client.post("/v1/rope/config", json=HUB_CONFIGS["jetmoe"]).json()
+    assert answer["head_dim"] == 128 and answer["rotary_dim"] == 128  # not 2048 / 32 = 64
+
+
+def test_zamba2_without_its_memory_rope_has_none(client: Client) -> None:
+    config = {"model_type": "zamba2", "hidden_size": 2560, "num_attention_heads": 32}
+    answer = client.post("/v1/rope/config", json={**config, "num_hidden_layers": 4}).json()
+    assert answer["ropes"] == [] and answer["nope_layers"] == [0, 1, 2, 3]
+    refused = client.post("/v1/rope/config", json={**config, "use_mem_rope": True})
+    assert refused.status_code == 422
+    assert refused.json()["errors"][0]["loc"] == ["body", "use_mem_rope"]

@@ -21,11 +21,16 @@ from typing import Any, TypeVar
 from posenc.errors import InconsistentError, ParameterError, PosencError
 from posenc.schemes.rope.config_params import head_dim, integer, number, rope_params
 from posenc.schemes.rope.families import (
+    APPLY_KEYS,
     ATTENTION_FREE,
     FAMILIES,
+    LAYER_COUNTS,
+    NOPE_LAYER_LISTS,
+    PER_LAYER,
     TEXT_CONFIGS,
     UNANSWERED_KEYS,
     Family,
+    LegacyLayers,
 )
 from posenc.schemes.rope.params import RopeParams
 
@@ -40,6 +45,7 @@ class LayerRope:
     layers: tuple[int, ...] | None  # None: the config does not say how many layers there are
     params: RopeParams
     partial_rotary_factor: float
+    apply: str | None = None  # the pairs q/k turn in, where they are not the cache's layout
     query_scaling: Mapping[str, float] | None = None  # Llama 4's scaling of q, beside the rope
 
 
@@ -125,8 +131,8 @@ def _within(path: str, read_text: Callable[[], T]) -> T:
 
 def _read_text(text: Mapping[str, Any], path: str) -> ModelRope:
     family = _family(text)
-    layer_types = _layer_types(text)
-    count = integer(text, "num_hidden_layers", "")
+    count = next((n for key in LAYER_COUNTS if (n := integer(text, key, "")) is not None), None)
+    layer_types = _layer_types(text) or _pattern_layer_types(text, family, count)
     if layer_types is not None:
         if count is not None and count != len(layer_types):
             raise InconsistentError(
@@ -134,13 +140,20 @@ def _read_text(text: Mapping[str, Any], path: str) -> ModelRope:
                 f"must name num_hidden_layers = {count} layers, got {len(layer_types)}",
             )
         count = len(layer_types)
-    nope = _nope_layers(text, family, count, layer_types)
-    ropes = _ropes(text, family, count, layer_types, nope)
+    if family.rope_switch is not None and not text.get(family.rope_switch):
+        if count is None:
+            raise InconsistentError("num_hidden_layers", "is required: no layer has a rope")
+        nope, ropes = tuple(range(count)), tuple[LayerRope, ...]()
+    elif family.rope_switch is not None:
+        raise ParameterError(family.rope_switch, "its rope's width is not read yet")
+    else:
+        nope = _nope_layers(text, family, count, layer_types)
+        ropes = _ropes(text, family, count, layer_types, nope)
     return ModelRope(
         text.get("model_type") if isinstance(text.get("model_type"), str) else None,
         path,
         count,
-        head_dim(text),
+        head_dim(text, family),
         integer(text, "max_position_embeddings", ""),
         ropes,
         nope,
@@ -169,6 +182,20 @@ def _layer_types(text: Mapping[str, Any]) -> tuple[str, ...] | None:
     return tuple(types)
 
 
+def _pattern_layer_types(
+    text: Mapping[str, Any], family: Family, count: int | None
+) -> tuple[str, ...] | None:
+    """The layer types a family's config class derives from ``sliding_window_pattern``."""
+    if family.layer_pattern is None:
+        return None
+    if count is None:
+        raise InconsistentError("num_hidden_layers", "is required: the layers' types differ")
+    pattern = integer(text, "sliding_window_pattern", "") or family.layer_pattern
+    return tuple(
+        "sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(count)
+    )
+
+
 def _nope_layers(
     text: Mapping[str, Any], family: Family, count: int | None, types: tuple[str, ...] | None
 ) -> tuple[int, ...]:
@@ -187,9 +214,33 @@ def _nope_layers(
         nope = {i for i in range(count) if (i + 1) % interval == 0}
     else:
         nope = set()
+    for key in NOPE_LAYER_LISTS:
+        listed = text.get(key)
+        if listed is not None:
+            if not isinstance(listed, list) or not all(isinstance(i, int) for i in listed):
+                raise ParameterError(key, "must be a list of layer indices")
+            nope |= set(listed)
+    if family.nope_types and types is None:
+        raise InconsistentError("layer_types", "is required: some layer types have no rope")
     if types is not None:
-        nope |= {i for i, kind in enumerate(types) if kind in ATTENTION_FREE}
+        free = _attention_free(family) | family.nope_types
+        nope |= {i for i, kind in enumerate(types) if kind in free}
     return tuple(sorted(nope))
+
+
+def _apply(text: Mapping[str, Any], family: Family) -> str | None:
+    """The pairs q/k turn in where they differ from the cache's layout."""
+    for key, apply in APPLY_KEYS.items():
+        flag = text.get(key)
+        if flag is not None:
+            if not isinstance(flag, bool):
+                raise ParameterError(key, f"must be true or false, got {flag!r}")
+            return apply if flag else None
+    return family.apply
+
+
+def _attention_free(family: Family) -> frozenset[str]:
+    return ATTENTION_FREE if family.attention_free is None else family.attention_free
 
 
 def _ropes(
@@ -200,17 +251,24 @@ def _ropes(
     nope: tuple[int, ...],
 ) -> tuple[LayerRope, ...]:
     where, rope = _rope_dict(text)
+    legacy = family.legacy_layers
+    if legacy is not None and not any(isinstance(value, Mapping) for value in rope.values()):
+        rope = _legacy_ropes(text, legacy, rope, family)
+    elif text.get("rope_local_base_freq") is not None:
+        raise ParameterError("rope_local_base_freq", "is not read for this family: " + PER_LAYER)
     skipped = set(nope)
     if not any(isinstance(value, Mapping) for value in rope.values()):
         params, partial = rope_params(text, where, rope, family)
         layers = None if count is None else tuple(i for i in range(count) if i not in skipped)
-        kinds = tuple(sorted({t for t in types or () if t not in ATTENTION_FREE}))
-        return (LayerRope(kinds, layers, params, partial, _query_scaling(rope)),)
+        kinds = tuple(sorted({t for t in types or () if t not in _attention_free(family)}))
+        return (
+            LayerRope(kinds, layers, params, partial, _apply(text, family), _query_scaling(rope)),
+        )
     if types is None:
         raise InconsistentError("layer_types", f"is required with a {where} per layer type")
     # One rope per layer type; types whose ropes are equal are one rope.
     by_params: dict[tuple[RopeParams, float], list[str]] = {}
-    for kind in sorted(set(types) - set(ATTENTION_FREE)):
+    for kind in sorted(set(types) - _attention_free(family)):
         own = rope.get(kind)
         if not isinstance(own, Mapping):
             raise ParameterError(f"{where}.{kind}", "is required: a rope for each layer type")
@@ -221,10 +279,22 @@ def _ropes(
             tuple(i for i, t in enumerate(types) if t in kinds and i not in skipped),
             params,
             partial,
+            _apply(text, family),
             _query_scaling(rope[kinds[0]]),
         )
         for (params, partial), kinds in by_params.items()
     )
+
+
+def _legacy_ropes(
+    text: Mapping[str, Any], legacy: LegacyLayers, rope: Mapping[str, Any], family: Family
+) -> dict[str, Mapping[str, Any]]:
+    """A family's pre-v5 per-layer form as transformers converts it: the full layers take the
+    rope dict (and ``rope_theta``), the local ones the default rope of their own base."""
+    full = dict(rope)
+    full.setdefault("rope_theta", number(text, "rope_theta", "") or family.default_base)
+    local = number(text, legacy.local_base_key, "") or legacy.default_local_base
+    return {legacy.full: full, legacy.local: {"rope_type": "default", "rope_theta": local}}
 
 
 def _rope_dict(text: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:

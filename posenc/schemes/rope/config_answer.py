@@ -147,6 +147,7 @@ def _rope(
         "params": {k: v for k, v in dataclasses.asdict(params).items() if v is not None},
         "rotary_dim": params.d_model,
         "partial_rotary_factor": rope.partial_rotary_factor,
+        "apply": rope.apply,
         "query_scaling": None if rope.query_scaling is None else dict(rope.query_scaling),
         "seq_len": {"table": table_rows, "verify": verify_rows},
         "urls": _urls(query(params), table_rows, verify_rows),
@@ -267,6 +268,14 @@ _ROPE_ANSWER: dict[str, Any] = {
         "params": {"type": "object", "description": "the canonical GET parameters"},
         "rotary_dim": {"type": "integer"},
         "partial_rotary_factor": _NUMBER,
+        "apply": {
+            "type": ["string", "null"],
+            "enum": ["interleaved", "interleaved_to_rotate_half", None],
+            "description": "the pairs q and k turn in, where the model's apply call re-lays "
+            "the cache (params.layout) before rotating: interleaved = (2i, 2i+1); "
+            "interleaved_to_rotate_half = pairs (2i, 2i+1) of q/k turned and written to "
+            "(i, i + d/2), DeepSeek's rope_interleave",
+        },
         "query_scaling": {
             "type": ["object", "null"],
             "description": "Llama 4's scaling of q by 1 + β·ln(1 + ⌊p / L⌋), applied beside "

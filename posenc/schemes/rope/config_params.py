@@ -83,16 +83,17 @@ def rope_params(
             raise ParameterError(f"{where}.{key}", "is not a rope parameter the service models")
 
     base = number(rope, "rope_theta", where) or number(text, "rope_theta", "")
-    base = base or number(text, "rotary_emb_base", "") or 10000.0
+    base = base or number(text, "rotary_emb_base", "") or family.default_base
     max_positions = integer(text, "max_position_embeddings", "")
-    head = head_dim(text)
+    head = head_dim(text, family)
     partial = number(rope, "partial_rotary_factor", where)
     # 0 is a given value (refused below), not a missing one: test for None, not truth.
     for field in ("partial_rotary_factor", "rotary_pct"):
         partial = number(text, field, "") if partial is None else partial
     if partial is None:
         partial = family.partial_rotary_factor
-    rotary = integer(text, "rotary_dim", "")
+    # GPT-J's rotary_dim, or multi-latent attention's rope part of each head (DeepSeek).
+    rotary = integer(text, "rotary_dim", "") or integer(text, "qk_rope_head_dim", "")
     if rotary is None:
         partial = 1.0 if partial is None else partial
         if not 0 < partial <= 1:
@@ -166,8 +167,10 @@ def integer(source: Mapping[str, Any], name: str, where: str) -> int | None:
     return int(value)
 
 
-def head_dim(config: Mapping[str, Any]) -> int:
-    head = integer(config, "head_dim", "")
+def head_dim(config: Mapping[str, Any], family: Family) -> int:
+    """The attention head's width: the family's own key (JetMoE's ``kv_channels``), else
+    ``head_dim``, else ``hidden_size / num_attention_heads``."""
+    head = integer(config, family.head_key, "")
     if head is not None:
         return head
     hidden = integer(config, "hidden_size", "") or integer(config, "n_embd", "")

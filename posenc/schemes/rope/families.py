@@ -19,102 +19,174 @@ from posenc.schemes.rope.params import Layout
 
 
 @dataclass(frozen=True)
+class LegacyLayers:
+    """A family's older per-layer form (Gemma 3's): the ``full`` layers' rope is the top-level
+    ``rope_theta`` with ``rope_scaling``, the ``local`` ones' the default rope of another base
+    (``local_base_key``)."""
+
+    local: str
+    full: str
+    local_base_key: str
+    default_local_base: float
+
+
+@dataclass(frozen=True)
 class Family:
     """How one family's rope departs from Llama's: its pairing, its default rotated fraction,
     or why the service cannot answer it yet."""
 
-    layout: Layout = "split"
+    layout: Layout = "split"  # how the rotary module lays out its cos/sin
+    # The pairs q/k turn in, where the apply call re-lays the cache: "interleaved", or DeepSeek's
+    # "interleaved_to_rotate_half" (pairs (2i, 2i+1) of q/k written to (i, i + d/2)).
+    apply: str | None = None
     partial_rotary_factor: float | None = None  # the default when the config gives none
     # Without no_rope_layers, every nope_interval-th layer has no rope (no_rope_layer_interval).
     nope_interval: int | None = None
     unanswered: str | None = None
+    attention_free: frozenset[str] | None = None  # layer types without a rope (else the default)
+    nope_types: frozenset[str] = frozenset()  # attention layer types the family gives no rope
+    default_base: float = 10000.0  # rope_theta when the config gives none
+    legacy_layers: LegacyLayers | None = None  # how its pre-v5 configs name per-layer ropes
+    # Without layer_types: every sliding_window_pattern-th layer (default this) is full
+    # attention, the others sliding, as the family's config class derives them.
+    layer_pattern: int | None = None
+    head_key: str = "head_dim"  # the key holding the attention head's width
+    # A flag that turns the family's rope on (off when absent, as its config class defaults).
+    rope_switch: str | None = None
 
 
 PER_LAYER = (
     "gives its layers different ropes (or none); answering one rope for every layer would be "
     "wrong, and per-layer answers are not served yet"
 )
-_INTERLEAVED_QK = (
-    "applies its rope to q/k interleaved against a rotate_half cache (DeepSeek's "
-    "rope_interleave); not answered yet"
-)
+_FULL = frozenset({"full_attention"})
+_DEEPSEEK_QK = "interleaved_to_rotate_half"
 _OWN_WIDTH = "takes its rope width from keys the service does not read yet"
 _SEVERAL = "applies several ropes (or none) across its blocks; not answered yet"
 
 FAMILIES: dict[str, Family] = {
-    # Pairs (2i, 2i+1), as RoFormer: the cache is interleaved too.
+    # Pairs (2i, 2i+1), as RoFormer: the cache is interleaved too (or one value per pair).
     **dict.fromkeys(
         (
+            "blt",
+            "blt_global_transformer",
+            "blt_local_decoder",
+            "blt_local_encoder",
+            "blt_patcher",
             "codegen",
             "cohere",
-            "ernie4_5",
-            "ernie4_5_moe",
-            "glm",
-            "glm4",
             "glm_ocr_text",
             "gptj",
-            "helium",
             "openai_privacy_filter",
             "roformer",
         ),
         Family(layout="interleaved"),
     ),
-    "gpt_neox": Family(partial_rotary_factor=0.25),
-    # Some layers have no rope, by a rule of the family's own.
+    # A rotate_half cache whose first half the apply call repeats pairwise: q/k turn in
+    # pairs (2i, 2i+1).
+    **dict.fromkeys(
+        (
+            "ernie4_5",
+            "ernie4_5_moe",
+            "glm",
+            "glm4",
+            "helium",
+            "moonshine_streaming",
+        ),
+        Family(apply="interleaved"),
+    ),
+    # No rope in the full-attention layers: only the sliding-window ones turn q/k.
     **dict.fromkeys(
         (
             "afmoe",
-            "cohere2",
-            "cohere2_moe",
             "exaone4",
             "exaone_moe",
             "flint",
-            "hrm_text",
             "kolibri1",
             "muse_glimmer_text",
             "muse_spark_text",
         ),
-        Family(unanswered=PER_LAYER),
+        Family(nope_types=_FULL),
     ),
-    # No rope in every fourth layer unless no_rope_layers says otherwise (SmolLM3's convention).
-    **dict.fromkeys(("llama4_text", "mistral_large4_text", "smollm3"), Family(nope_interval=4)),
+    **dict.fromkeys(
+        ("cohere2", "cohere2_moe"),
+        Family(layout="interleaved", nope_types=_FULL, layer_pattern=4),
+    ),
+    "gemma3_text": Family(
+        default_base=1_000_000.0,
+        legacy_layers=LegacyLayers(
+            "sliding_attention", "full_attention", "rope_local_base_freq", 10_000.0
+        ),
+        layer_pattern=6,
+    ),
+    # DeepSeek V2's complex freqs_cis turns pairs (2i, 2i+1); V3's interleaved q/k against a
+    # rotate_half cache is the config's rope_interleave (APPLY_KEYS).
+    "deepseek_v2": Family(layout="interleaved"),
+    # Multi-latent attention turning q/k pairs (2i, 2i+1) into a rotate_half cache unless the
+    # config says rope_interleave: false (their config classes default it to true).
     **dict.fromkeys(
         (
             "axk1",
             "axk2",
             "bailing_hybrid",
-            "deepseek_v2",
             "deepseek_v3",
             "deepseek_v32",
+            "dots3_note_text",
             "glm4_moe_lite",
             "glm_moe_dsa",
+            "kimi_k25",
+            "mistral4",
             "youtu",
         ),
-        Family(unanswered=_INTERLEAVED_QK),
+        Family(apply=_DEEPSEEK_QK),
     ),
+    # Its linear-attention layers turn q/k too.
+    **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"), Family(attention_free=frozenset())),
+    "gpt_neox": Family(partial_rotary_factor=0.25),
+    # Some layers have no rope, by a rule of the family's own.
+    "hrm_text": Family(unanswered=PER_LAYER),
+    # No rope in every fourth layer unless no_rope_layers says otherwise (SmolLM3's convention).
+    "smollm3": Family(nope_interval=4),
+    "llama4_text": Family(layout="interleaved", nope_interval=4),  # complex freqs_cis
+    "mistral_large4_text": Family(apply=_DEEPSEEK_QK, nope_interval=4),
     **dict.fromkeys(
-        ("jetmoe", "minimax_m3_vl_text", "musicflamingo", "zamba2"),
+        (
+            "embedding_gemma2",
+            "embedding_gemma2_text",
+            "minimax_m3_vl_text",
+            "musicflamingo",
+        ),
         Family(unanswered=_OWN_WIDTH),
     ),
     **dict.fromkeys(
-        ("bamba", "granitemoehybrid", "kyutai_speech_to_text", "moshi", "recurrent_gemma"),
+        (
+            "bamba",
+            "clvp",
+            "clvp_decoder",
+            "clvp_encoder",
+            "granitemoehybrid",
+            "kyutai_speech_to_text",
+            "moshi",
+            "nemo_speechlm",
+            "recurrent_gemma",
+        ),
         Family(unanswered=_SEVERAL),
     ),
+    **dict.fromkeys(
+        ("ernie4_5_vl_moe", "ernie4_5_vl_moe_text"),
+        Family(unanswered="turns its frequencies in a permuted order; not answered yet"),
+    ),
+    "jetmoe": Family(head_key="kv_channels"),
+    # Its shared attention blocks turn q/k only with use_mem_rope, over a width of their own.
+    "zamba2": Family(rope_switch="use_mem_rope"),
+    "longcat_flash": Family(unanswered=_SEVERAL),
+    "nemotron_h": Family(unanswered="its text model applies no rope"),
     "nanochat": Family(unanswered="rotates the other way (its sine negated); not answered yet"),
 }
 
 UNANSWERED_KEYS: dict[str, str] = {
     "text_config": "holds the rope of a multimodal model's text model; nested configs are not "
     "read yet",
-    "qk_rope_head_dim": "multi-latent attention ropes only part of each head, possibly with "
-    "interleaved q/k against a rotate_half cache; not answered yet",
-    "rope_interleave": _INTERLEAVED_QK,
-    "kv_channels": "the attention heads take their width from kv_channels, which the service "
-    "does not read yet",
-    "attention_head_dim": "the attention heads take their width from attention_head_dim, "
-    "which the service does not read yet",
-    "rope_local_base_freq": PER_LAYER,
-    "sliding_window_pattern": PER_LAYER,
     "mrope_section": "multimodal rope (M-RoPE) is not answered yet",
 }
 
@@ -123,3 +195,13 @@ TEXT_CONFIGS = ("text_encoder", "decoder", "generator", "text_config", "vlm_conf
 
 # Layer types without softmax attention: no rope is applied there.
 ATTENTION_FREE = frozenset({"conv", "linear_attention", "mamba", "mamba2", "recurrent"})
+
+# Keys listing layers that have no rope (Mllama's cross-attention layers).
+NOPE_LAYER_LISTS = ("cross_attention_layers",)
+
+# Keys that give the number of layers, in the order read.
+LAYER_COUNTS = ("num_hidden_layers", "n_layer", "num_layers")
+
+# Config flags that say whether q/k turn in other pairs than the cache's layout (DeepSeek V3);
+# absent, the family's default holds.
+APPLY_KEYS = {"rope_interleave": "interleaved_to_rotate_half"}

@@ -1,0 +1,204 @@
+"""``POST /v1/rope/config`` never names a rope other than the model's (issue 22).
+
+For every model type of the installed transformers whose text model has a rope (discovered by
+``tests/reference/transformers_ropes.py``, not listed by hand), its default config and, for the
+families that keep their rope in keys of their own, the shape the Hub publishes: the service's
+answer is either a 422 naming a field, or parameters whose ``recipe=framework`` table is what
+the model's own rotary module computes for every layer that has attention — its width, its
+pairing, its frequencies (within 1 ulp of torch's float32 ``pow``) and its cos/sin (within 2 ulp
+wherever the frequency is bit-identical, the bound of API.md §6.3).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import multiprocessing
+import re
+import warnings
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+import torch
+from transformers import AutoConfig
+
+from posenc.errors import ParameterError
+from posenc.numerics import float32
+from posenc.schemes.rope import config as rope_config
+from posenc.schemes.rope import framework
+from posenc.schemes.rope.config import LayerRope, ModelRope
+from posenc.schemes.rope.params import RopeParams
+from tests.hub_configs import HUB_CONFIGS
+from tests.reference.transformers_ropes import (
+    ReferenceModel,
+    ReferenceRope,
+    reference_model,
+    rotary_model_types,
+)
+
+_LAYOUTS = {
+    "rotate_half": "split",
+    "interleaved": "interleaved",
+    "interleaved_to_rotate_half": "interleaved_to_rotate_half",
+}
+_POSITIONS = np.array([0, 1, 2, 100, 1000, 4095, 32767, 10**6])
+
+
+@pytest.fixture(autouse=True)
+def _quiet_transformers() -> Iterator[None]:
+    logging.disable(logging.WARNING)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+    logging.disable(logging.NOTSET)
+
+
+def _ulps(ours: npt.NDArray[Any], theirs: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    a = np.asarray(ours, dtype=np.float32).view(np.int32).astype(np.int64)
+    b = np.asarray(theirs, dtype=np.float32).view(np.int32).astype(np.int64)
+    return np.abs(a - b)
+
+
+def _misfit(ours: ModelRope, model: ReferenceModel) -> str | None:
+    """Why ``ours`` is not the rope of every layer of ``model``; None when it is."""
+    theirs = _merged(model.ropes)
+    answered = {frozenset(rope.layers or ()): rope for rope in ours.ropes}
+    if set(answered) != set(theirs) or sum(map(len, theirs)) != len(set().union(*theirs)):
+        return f"the model's ropes apply to {_layer_sets(theirs)}, answered {_layer_sets(answered)}"
+    if set(ours.nope_layers) != set(model.nope_layers):
+        theirs_nope, ours_nope = sorted(model.nope_layers)[:8], list(ours.nope_layers)[:8]
+        return f"the model's layers {theirs_nope} have no rope, answered {ours_nope}"
+    for layers, rope in theirs.items():
+        if why := _rope_misfit(answered[layers], rope):
+            return f"layers {sorted(layers)[:4]}…: {why}"
+    return None
+
+
+def _merged(ropes: tuple[ReferenceRope, ...]) -> dict[frozenset[int], ReferenceRope]:
+    """The model's ropes by the layers that apply them; two rotary modules that compute the
+    same table (one per layer type, with equal parameters) are one rope."""
+    merged: dict[tuple[Any, ...], tuple[set[int], ReferenceRope]] = {}
+    for rope in ropes:
+        key = (
+            rope.inv_freq.tobytes(),
+            rope.attention_scaling,
+            rope.output,
+            rope.cos_width,
+            rope.layout.kind,
+        )
+        merged.setdefault(key, (set(), rope))[0].update(rope.layers)
+    return {frozenset(layers): rope for layers, rope in merged.values()}
+
+
+def _layer_sets(ropes: Mapping[frozenset[int], Any]) -> list[list[int]]:
+    return sorted(sorted(layers)[:6] for layers in ropes)
+
+
+def _rope_misfit(answered: LayerRope, rope: ReferenceRope) -> str | None:
+    ours, layout = answered.params, rope.layout
+    applied = answered.apply or ours.layout
+    pairing = (_LAYOUTS.get(layout.kind), layout.offset, layout.sign, layout.frequency_order)
+    if pairing != (applied, 0, 1, "ascending"):
+        return f"the model pairs {layout.kind} (offset {layout.offset}), answered {applied}"
+    if rope.rotary_width != ours.d_model:
+        return f"the model turns {rope.rotary_width} dimensions, answered d_model={ours.d_model}"
+    return _values_misfit(ours, rope)
+
+
+def _values_misfit(ours: RopeParams, rope: ReferenceRope) -> str | None:
+    inv_freq, attention = framework.frequencies(ours, int(_POSITIONS[-1]) + 1)
+    off = _ulps(inv_freq, rope.inv_freq)
+    # torch's float32 pow is not correctly rounded: where it differs from ours, the reciprocal
+    # can land 2 ulp away (API.md §6.3 bounds the rest at 1).
+    allowed = np.where(_pow_differs(ours), 2, 1)
+    if (off > allowed).any():
+        return f"inv_freq {off.max()} ulp from the model's"
+    if not np.isclose(attention, rope.attention_scaling, rtol=1e-6):
+        return f"attention factor {attention}, the model's {rope.attention_scaling}"
+    cos, sin = rope.cos_sin(_POSITIONS)
+    table = framework.encode(ours, _POSITIONS, "float32", "cos_sin")
+    same = off == 0
+    if cos.shape[-1] == ours.d_model:
+        mask = np.concatenate([same, same]) if ours.layout == "split" else np.repeat(same, 2)
+        served = table
+    elif cos.shape[-1] == ours.d_model // 2:  # one value per frequency; the apply call expands
+        mask = same
+        half = ours.d_model // 2
+        served = table[:, :, :half] if ours.layout == "split" else table[:, :, 0::2]
+    else:
+        return f"the model's cos is {cos.shape[-1]} wide, answered d_model={ours.d_model}"
+    worst = max(
+        _ulps(served[0], cos)[:, mask].max(initial=0), _ulps(served[1], sin)[:, mask].max(initial=0)
+    )
+    return f"cos/sin {worst} ulp from the model's" if worst > 2 else None
+
+
+def _pow_differs(params: RopeParams) -> npt.NDArray[np.bool_]:
+    base, exponents = np.float32(params.base), framework._exponents(params.d_model)
+    theirs = (torch.tensor(base) ** torch.from_numpy(exponents)).numpy()
+    return np.asarray(_ulps(float32.power(base, exponents), theirs) > 0)
+
+
+def _verdict(case: tuple[str, Mapping[str, Any] | None]) -> tuple[str, str]:
+    """right, refused (a 422 naming a field), wrong, or unmeasured (the harness could not build
+    or run the model). Anything else the reader raises fails the test."""
+    model_type, config = case
+    try:
+        model = reference_model(model_type, config)
+        body = dict(config) if config is not None else AutoConfig.for_model(model_type).to_dict()
+    except Exception as error:  # transformers could not build this model's config
+        return "unmeasured", f"{type(error).__name__}: {error}"
+    if model.failure:
+        return "unmeasured", model.failure
+    try:
+        ours = rope_config.read(body)
+    except ParameterError as error:
+        return "refused", f"{error.param}: {error.message}"
+    why = _misfit(ours, model)
+    return ("wrong", why) if why else ("right", "")
+
+
+def _quiet_worker() -> None:
+    import torch
+
+    torch.set_num_threads(1)  # two workers on two cores, not four threads fighting
+    logging.disable(logging.WARNING)
+    warnings.simplefilter("ignore")
+
+
+@pytest.fixture(scope="module")
+def verdicts() -> dict[str, tuple[str, str]]:
+    return measure()
+
+
+def measure() -> dict[str, tuple[str, str]]:
+    """Every model type's verdict; the models are built in two worker processes, one per core
+    (a few hundred model instantiations take minutes one at a time)."""
+    cases: dict[str, tuple[str, Mapping[str, Any] | None]] = {
+        name: (name, None) for name in rotary_model_types()
+    }
+    cases.update({f"{name} (Hub)": (c["model_type"], c) for name, c in HUB_CONFIGS.items()})
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(2, initializer=_quiet_worker) as pool:
+        return dict(zip(cases, pool.map(_verdict, list(cases.values()), chunksize=4), strict=True))
+
+
+def test_no_model_type_is_answered_with_a_rope_it_does_not_use(
+    verdicts: dict[str, tuple[str, str]],
+) -> None:
+    wrong = {name: why for name, (verdict, why) in verdicts.items() if verdict == "wrong"}
+    assert not wrong, "\n".join(f"{name}: {why}" for name, why in sorted(wrong.items()))
+
+
+def test_the_readme_reports_the_measured_tally(verdicts: dict[str, tuple[str, str]]) -> None:
+    tally = collections.Counter(verdict for verdict, _ in verdicts.values())
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    row = re.compile(r"^\| (right|refused|wrong|unmeasured)\b[^|]*\| (\d+) \|", re.M)
+    stated = {verdict: int(count) for verdict, count in row.findall(readme)}
+    verdicts_named = ("right", "refused", "wrong", "unmeasured")
+    assert stated == {verdict: tally[verdict] for verdict in verdicts_named}
+    assert all(verdicts[f"{name} (Hub)"][0] == "right" for name in HUB_CONFIGS)
