@@ -109,8 +109,22 @@ def _rope_misfit(answered: LayerRope, rope: ReferenceRope) -> str | None:
     return _values_misfit(ours, rope)
 
 
+def _reference_rows(
+    rope: ReferenceRope,
+) -> tuple[npt.NDArray[np.int64], tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]]:
+    """The model's cos/sin at as many of the probed positions as it computes: a rope held as a
+    table (GPT-J's, RoFormer's) has rows for its model's positions only."""
+    for count in range(len(_POSITIONS), 0, -1):
+        try:
+            return _POSITIONS[:count], rope.cos_sin(_POSITIONS[:count])
+        except IndexError:
+            continue
+    raise AssertionError("the reference computes not even position 0")
+
+
 def _values_misfit(ours: RopeParams, rope: ReferenceRope) -> str | None:
-    inv_freq, attention = framework.frequencies(ours, int(_POSITIONS[-1]) + 1)
+    positions, (cos, sin) = _reference_rows(rope)
+    inv_freq, attention = framework.frequencies(ours, int(positions[-1]) + 1)
     off = _ulps(inv_freq, rope.inv_freq)
     # torch's float32 pow is not correctly rounded: where it differs from ours, the reciprocal
     # can land 2 ulp away (API.md §6.3 bounds the rest at 1).
@@ -119,8 +133,7 @@ def _values_misfit(ours: RopeParams, rope: ReferenceRope) -> str | None:
         return f"inv_freq {off.max()} ulp from the model's"
     if not np.isclose(attention, rope.attention_scaling, rtol=1e-6):
         return f"attention factor {attention}, the model's {rope.attention_scaling}"
-    cos, sin = rope.cos_sin(_POSITIONS)
-    table = framework.encode(ours, _POSITIONS, "float32", "cos_sin")
+    table = framework.encode(ours, positions, "float32", "cos_sin")
     same = off == 0
     if cos.shape[-1] == ours.d_model:
         mask = np.concatenate([same, same]) if ours.layout == "split" else np.repeat(same, 2)

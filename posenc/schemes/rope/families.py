@@ -78,7 +78,6 @@ FAMILIES: dict[str, Family] = {
             "glm_ocr_text",
             "gptj",
             "openai_privacy_filter",
-            "roformer",
         ),
         Family(layout="interleaved"),
     ),
@@ -181,6 +180,7 @@ FAMILIES: dict[str, Family] = {
     "zamba2": Family(rope_switch="use_mem_rope"),
     "longcat_flash": Family(unanswered=_SEVERAL),
     "nemotron_h": Family(unanswered="its text model applies no rope"),
+    "roformer": Family(unanswered="computes its sinusoid table in float64 by a recipe of its own"),
     "nanochat": Family(unanswered="rotates the other way (its sine negated); not answered yet"),
 }
 
@@ -191,7 +191,14 @@ UNANSWERED_KEYS: dict[str, str] = {
 }
 
 # Where a multimodal config keeps its text model's, in the order transformers looks.
-TEXT_CONFIGS = ("text_encoder", "decoder", "generator", "text_config", "vlm_config.text_config")
+TEXT_CONFIGS = (
+    "text_encoder",
+    "decoder",
+    "generator",
+    "text_config",
+    "vlm_config.text_config",
+    "thinker_config.text_config",  # Qwen-Omni: the thinker is the text model
+)
 
 # Layer types without softmax attention: no rope is applied there.
 ATTENTION_FREE = frozenset({"conv", "linear_attention", "mamba", "mamba2", "recurrent"})
