@@ -28,7 +28,7 @@ _HOMES = {
     "PosencError": "posenc.errors",
     "Report": "posenc.verify",
     "Scheme": "posenc.declare",
-    "SinusoidalParams": "posenc.schemes.sinusoidal.maths",
+    "SinusoidalParams": "posenc.schemes.sinusoidal.params",
     "Statistic": "posenc.verify",
     "encode": "posenc.schemes.sinusoidal.maths",
     "frequencies": "posenc.schemes.sinusoidal.maths",

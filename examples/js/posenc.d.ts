@@ -2930,6 +2930,8 @@ export interface operations {
                         partial_rotary_factor?: number;
                         original_max_position_embeddings?: number;
                         truncate?: boolean;
+                        llama_4_scaling_beta?: number;
+                        max_position_embeddings?: number;
                         short_factor?: number[];
                         long_factor?: number[];
                         factor?: number;
@@ -2950,6 +2952,8 @@ export interface operations {
                         partial_rotary_factor?: number;
                         original_max_position_embeddings?: number;
                         truncate?: boolean;
+                        llama_4_scaling_beta?: number;
+                        max_position_embeddings?: number;
                         short_factor?: number[];
                         long_factor?: number[];
                         factor?: number;
@@ -2970,6 +2974,8 @@ export interface operations {
                             partial_rotary_factor?: number;
                             original_max_position_embeddings?: number;
                             truncate?: boolean;
+                            llama_4_scaling_beta?: number;
+                            max_position_embeddings?: number;
                             short_factor?: number[];
                             long_factor?: number[];
                             factor?: number;
@@ -2996,12 +3002,12 @@ export interface operations {
                 content: {
                     "application/json": {
                         scheme: string;
-                        model_type?: string | null;
+                        model_type: string | null;
                         /** @description where the text model's config was found, for a multimodal model */
-                        text_config?: string | null;
-                        num_hidden_layers?: number | null;
+                        text_config: string | null;
+                        num_hidden_layers: number | null;
                         head_dim: number;
-                        max_position_embeddings?: number | null;
+                        max_position_embeddings: number | null;
                         /** @description every rope of the model; every layer is in one rope's layers or in nope_layers */
                         ropes: {
                             layer_types: string[];
@@ -3010,14 +3016,14 @@ export interface operations {
                             /** @description the canonical GET parameters */
                             params: Record<string, never>;
                             rotary_dim: number;
-                            partial_rotary_factor?: number;
+                            partial_rotary_factor: number;
                             /**
                              * @description the pairs q and k turn in, where the model's apply call re-lays the cache (params.layout) before rotating: interleaved = (2i, 2i+1); interleaved_to_rotate_half = pairs (2i, 2i+1) of q/k turned and written to (i, i + d/2), DeepSeek's rope_interleave
                              * @enum {string|null}
                              */
-                            apply?: "interleaved" | "interleaved_to_rotate_half" | null;
+                            apply: "interleaved" | "interleaved_to_rotate_half" | null;
                             /** @description Llama 4's scaling of q by 1 + β·ln(1 + ⌊p / L⌋), applied beside the rope (not in its cos/sin) */
-                            query_scaling?: {
+                            query_scaling: {
                                 [key: string]: number;
                             } | null;
                             /** @description the positions the table and verify URLs ask for: max_position_embeddings (else 4096), or fewer where the service's limits (POSENC_MAX_ELEMENTS, POSENC_MAX_WORK, POSENC_MEMORY_BYTES) would refuse that many; 0 when they refuse even one row, and that URL is left out */

@@ -75,9 +75,9 @@ def _run(
 ) -> None:
     params = given(scheme, values)
     if values.get("config") is not None:
-        from posenc.cli.model import describe
+        from posenc.cli.model import describe, one_rope
 
-        params = {**describe(values["config"], url)[1]["params"], **params}
+        params = {**one_rope(describe(values["config"], url)[1]), **params}
     with open(cache, "rb") as file:
         npy = file.read(len(_NPY_MAGIC)) == _NPY_MAGIC
     if npy and (shape is not None or dtype is not None):

@@ -29,6 +29,19 @@ def describe(path: str, url: str | None) -> tuple[str, dict[str, Any]]:
     return scheme.name, extra.handle(config, SERVICE_DEFAULTS)
 
 
+def one_rope(answer: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters of a model's one rope, for the commands that take ``--config``; a model
+    with several (or none) is a usage error naming them."""
+    ropes = answer.get("ropes", ())
+    if len(ropes) != 1:
+        kinds = "; ".join(", ".join(rope["layer_types"]) or "all" for rope in ropes) or "none"
+        raise click.UsageError(
+            f"the model has {len(ropes)} ropes (layer types: {kinds}): pass one rope's "
+            "parameters instead of --config (posenc model lists them)"
+        )
+    return dict(ropes[0]["params"])
+
+
 @click.command(short_help="the rope of a model's config.json")
 @click.argument("config", type=click.Path(exists=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="print the answer as JSON")

@@ -56,9 +56,9 @@ def _command(scheme: Any) -> click.Command:
 def _run(scheme: Any, url: str | None, output: str, fmt: str | None, **values: Any) -> None:
     params = given(scheme, values)
     if values.get("config") is not None:
-        from posenc.cli.model import describe
+        from posenc.cli.model import describe, one_rope
 
-        params = {**describe(values["config"], url)[1]["params"], **params}
+        params = {**one_rope(describe(values["config"], url)[1]), **params}
     if scheme.rows == "positions" and values.get("seq_len") is None:
         raise click.UsageError("--seq-len is required")
     rows = {k: values.get(k) for k in ("seq_len", "offset", "component", "dtype")}

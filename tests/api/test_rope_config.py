@@ -249,6 +249,14 @@ def test_gpt_j_pairs_interleave_and_give_its_rotary_dim(client: Client) -> None:
             "text_config.partial_rotary_factor",
         ),
         ({"model_type": "nanochat", "head_dim": 64}, "model_type"),
+        ({"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12}, "model_type"),
+        ({"model_type": "gemma4_text", "head_dim": 64}, "model_type"),
+        ({"head_dim": 64, "num_hidden_layers": 10**6}, "num_hidden_layers"),
+        (
+            {"head_dim": 64, "num_hidden_layers": 4, "cross_attention_layers": [1, 9]},
+            "cross_attention_layers",
+        ),
+        ({"head_dim": 64, "rotary_dim": 128}, "rotary_dim"),
         ({"model_type": "cohere2", "head_dim": 64}, "num_hidden_layers"),
         (
             {"model_type": "llama", "head_dim": 64, "rope_local_base_freq": 1e4},
@@ -256,7 +264,6 @@ def test_gpt_j_pairs_interleave_and_give_its_rotary_dim(client: Client) -> None:
         ),
         (
             {
-                "model_type": "gemma4_text",
                 "head_dim": 64,
                 "num_hidden_layers": 2,
                 "layer_types": ["sliding_attention", "full_attention"],
@@ -478,3 +485,48 @@ def test_zamba2_without_its_memory_rope_has_none(client: Client) -> None:
     refused = client.post("/v1/rope/config", json={**config, "use_mem_rope": True})
     assert refused.status_code == 422
     assert refused.json()["errors"][0]["loc"] == ["body", "use_mem_rope"]
+
+
+def test_a_key_the_config_leaves_out_takes_its_config_class_default(client: Client) -> None:
+    # GLM-4's config class turns half of each 128-wide head; Cohere's base is 500000.
+    glm = {"model_type": "glm4", "hidden_size": 4096, "num_attention_heads": 32}
+    (rope,) = client.post("/v1/rope/config", json=glm).json()["ropes"]
+    assert rope["rotary_dim"] == 64 and rope["partial_rotary_factor"] == 0.5
+    cohere = {"model_type": "cohere", "hidden_size": 4096, "num_attention_heads": 32}
+    (rope,) = client.post("/v1/rope/config", json=cohere).json()["ropes"]
+    assert rope["params"]["base"] == 500000.0
+
+
+def test_rope_scaling_wins_over_rope_parameters_as_in_transformers(client: Client) -> None:
+    config = {
+        "model_type": "llama",
+        "head_dim": 64,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 500000.0},
+        "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+    }
+    (rope,) = client.post("/v1/rope/config", json=config).json()["ropes"]
+    assert rope["params"]["scaling"] == "linear" and rope["params"]["factor"] == 8.0
+
+
+def test_every_answer_is_what_the_openapi_document_says(client: Client) -> None:
+    import jsonschema
+
+    document = client.get("/openapi.json").json()
+    operation = document["paths"]["/v1/rope/config"]["post"]
+    schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    validator = jsonschema.Draft202012Validator(schema)
+    configs = [
+        *(config for config, _ in FAMILIES.values()),
+        *HUB_CONFIGS.values(),
+        GEMMA3_TEXT,
+        {"model_type": "zamba2", "hidden_size": 2560, "num_attention_heads": 32, "n_layer": 2},
+    ]
+    for config in configs:
+        response = client.post("/v1/rope/config", json=config)
+        assert response.status_code == 200, response.text
+        errors = [error.message for error in validator.iter_errors(response.json())]
+        assert not errors, (config.get("model_type"), errors)
+    # The schema is exact: an answer with a key it does not name, or without one, is invalid.
+    answer = response.json()
+    assert not validator.is_valid({**answer, "unnamed": 1})
+    assert not validator.is_valid({k: v for k, v in answer.items() if k != "nope_layers"})

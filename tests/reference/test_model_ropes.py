@@ -33,6 +33,7 @@ from posenc.schemes.rope import framework
 from posenc.schemes.rope.config import LayerRope, ModelRope
 from posenc.schemes.rope.params import RopeParams
 from tests.hub_configs import HUB_CONFIGS
+from tests.reference import class_defaults
 from tests.reference.transformers_ropes import (
     ReferenceModel,
     ReferenceRope,
@@ -215,3 +216,11 @@ def test_the_readme_reports_the_measured_tally(verdicts: dict[str, tuple[str, st
     verdicts_named = ("right", "refused", "wrong", "unmeasured")
     assert stated == {verdict: tally[verdict] for verdict in verdicts_named}
     assert all(verdicts[f"{name} (Hub)"][0] == "right" for name in HUB_CONFIGS)
+
+
+def test_class_defaults_are_current(verdicts: dict[str, tuple[str, str]]) -> None:
+    """The generated table of answered model types and their config classes' defaults is what
+    the installed transformers and this measurement give (regenerate it with
+    ``python -m tests.reference.class_defaults``)."""
+    right = [name for name, (said, _) in verdicts.items() if said == "right" and "(" not in name]
+    assert class_defaults.MODULE.read_text() == class_defaults.render(right)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from posenc.errors import InconsistentError, ParameterError, PosencError
+from posenc.schemes.rope.class_defaults import CLASS_DEFAULTS
 from posenc.schemes.rope.config_params import head_dim, integer, number, rope_params
 from posenc.schemes.rope.families import (
     APPLY_KEYS,
@@ -35,6 +36,8 @@ from posenc.schemes.rope.families import (
 from posenc.schemes.rope.params import RopeParams
 
 T = TypeVar("T")
+# No model has come near this many layers; a bound keeps an answer's lists small.
+MAX_LAYERS = 4096
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,8 @@ def _within(path: str, read_text: Callable[[], T]) -> T:
 def _read_text(text: Mapping[str, Any], path: str) -> ModelRope:
     family = _family(text)
     count = next((n for key in LAYER_COUNTS if (n := integer(text, key, "")) is not None), None)
+    if count is not None and count > MAX_LAYERS:
+        raise ParameterError("num_hidden_layers", f"must be at most {MAX_LAYERS}, got {count}")
     layer_types = _layer_types(text) or _pattern_layer_types(text, family, count)
     if layer_types is not None:
         if count is not None and count != len(layer_types):
@@ -167,9 +172,17 @@ def _family(text: Mapping[str, Any]) -> Family:
         if text.get(key) is not None:
             raise ParameterError(key, why)
     model_type = text.get("model_type")
+    if model_type is None:
+        return Family()  # a config that names no family is read by Llama's conventions
     family = FAMILIES.get(model_type, Family()) if isinstance(model_type, str) else Family()
     if family.unanswered:
         raise ParameterError("model_type", f"{model_type}: {family.unanswered}")
+    if model_type not in CLASS_DEFAULTS:
+        raise ParameterError(
+            "model_type",
+            f"{model_type!r} is not among the model types whose rope was measured against "
+            "transformers; when in doubt the service answers no rope rather than a wrong one",
+        )
     return family
 
 
@@ -179,6 +192,8 @@ def _layer_types(text: Mapping[str, Any]) -> tuple[str, ...] | None:
         return None
     if not isinstance(types, list) or not types or not all(isinstance(t, str) for t in types):
         raise ParameterError("layer_types", "must be a non-empty list of layer type names")
+    if len(types) > MAX_LAYERS:
+        raise ParameterError("layer_types", f"must name at most {MAX_LAYERS} layers")
     return tuple(types)
 
 
@@ -201,8 +216,12 @@ def _nope_layers(
 ) -> tuple[int, ...]:
     flags = text.get("no_rope_layers")
     if flags is not None:
-        if not isinstance(flags, list) or not all(flag in (0, 1) for flag in flags):
+        if not isinstance(flags, list) or not all(
+            type(flag) is int and flag in (0, 1) for flag in flags
+        ):
             raise ParameterError("no_rope_layers", "must be a list of 0 (no rope) and 1 (rope)")
+        if len(flags) > MAX_LAYERS:
+            raise ParameterError("no_rope_layers", f"must flag at most {MAX_LAYERS} layers")
         if count is not None and len(flags) != count:
             raise InconsistentError("no_rope_layers", f"must flag {count} layers, got {len(flags)}")
         count = len(flags) if count is None else count
@@ -217,8 +236,11 @@ def _nope_layers(
     for key in NOPE_LAYER_LISTS:
         listed = text.get(key)
         if listed is not None:
-            if not isinstance(listed, list) or not all(isinstance(i, int) for i in listed):
-                raise ParameterError(key, "must be a list of layer indices")
+            top = MAX_LAYERS if count is None else count
+            if not isinstance(listed, list) or not all(
+                type(i) is int and 0 <= i < top for i in listed
+            ):
+                raise ParameterError(key, f"must be a list of layer indices below {top}")
             nope |= set(listed)
     if family.nope_types and types is None:
         raise InconsistentError("layer_types", "is required: some layer types have no rope")
@@ -231,7 +253,7 @@ def _nope_layers(
 def _apply(text: Mapping[str, Any], family: Family) -> str | None:
     """The pairs q/k turn in where they differ from the cache's layout."""
     for key, apply in APPLY_KEYS.items():
-        flag = text.get(key)
+        flag = text.get(key) if family.apply_key == key else None
         if flag is not None:
             if not isinstance(flag, bool):
                 raise ParameterError(key, f"must be true or false, got {flag!r}")
@@ -260,30 +282,38 @@ def _ropes(
     if not any(isinstance(value, Mapping) for value in rope.values()):
         params, partial = rope_params(text, where, rope, family)
         layers = None if count is None else tuple(i for i in range(count) if i not in skipped)
-        kinds = tuple(sorted({t for t in types or () if t not in _attention_free(family)}))
+        turning = set(types or ()) - _attention_free(family) - family.nope_types
+        scaling = _query_scaling(rope, where)
         return (
-            LayerRope(kinds, layers, params, partial, _apply(text, family), _query_scaling(rope)),
+            LayerRope(
+                tuple(sorted(turning)), layers, params, partial, _apply(text, family), scaling
+            ),
         )
     if types is None:
         raise InconsistentError("layer_types", f"is required with a {where} per layer type")
     # One rope per layer type; types whose ropes are equal are one rope.
-    by_params: dict[tuple[RopeParams, float], list[str]] = {}
-    for kind in sorted(set(types) - _attention_free(family)):
+    by_rope: dict[tuple[RopeParams, float, Any], list[str]] = {}
+    for kind in sorted(set(types) - _attention_free(family) - family.nope_types):
         own = rope.get(kind)
         if not isinstance(own, Mapping):
             raise ParameterError(f"{where}.{kind}", "is required: a rope for each layer type")
-        by_params.setdefault(rope_params(text, f"{where}.{kind}", own, family), []).append(kind)
-    return tuple(
+        params, partial = rope_params(text, f"{where}.{kind}", own, family)
+        scaling = _query_scaling(own, f"{where}.{kind}")
+        key = (params, partial, None if scaling is None else tuple(sorted(scaling.items())))
+        by_rope.setdefault(key, []).append(kind)
+    apply = _apply(text, family)
+    ropes = (
         LayerRope(
             tuple(kinds),
             tuple(i for i, t in enumerate(types) if t in kinds and i not in skipped),
             params,
             partial,
-            _apply(text, family),
-            _query_scaling(rope[kinds[0]]),
+            apply,
+            None if scaling is None else dict(scaling),
         )
-        for (params, partial), kinds in by_params.items()
+        for (params, partial, scaling), kinds in by_rope.items()
     )
+    return tuple(rope for rope in ropes if rope.layers)
 
 
 def _legacy_ropes(
@@ -299,7 +329,8 @@ def _legacy_ropes(
 
 def _rope_dict(text: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
     """The rope dict and the field it came from; ``{}`` for the plain rope of old configs."""
-    for where in ("rope_parameters", "rope_scaling"):
+    # transformers reads ``rope_scaling or rope_parameters``: the older key wins where both are.
+    for where in ("rope_scaling", "rope_parameters"):
         rope = text.get(where)
         if rope is None:
             continue
@@ -309,14 +340,14 @@ def _rope_dict(text: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
     return "rope_parameters", {}
 
 
-def _query_scaling(rope: Mapping[str, Any]) -> Mapping[str, float] | None:
-    beta = number(rope, "llama_4_scaling_beta", "rope_parameters")
+def _query_scaling(rope: Mapping[str, Any], where: str) -> Mapping[str, float] | None:
+    beta = number(rope, "llama_4_scaling_beta", where)
     if beta is None:
         return None
-    original = integer(rope, "original_max_position_embeddings", "rope_parameters")
+    original = integer(rope, "original_max_position_embeddings", where)
     if original is None:
         raise InconsistentError(
-            "rope_parameters.original_max_position_embeddings",
+            f"{where}.original_max_position_embeddings",
             "is required with llama_4_scaling_beta: it scales q by 1 + β·ln(1 + ⌊p / it⌋)",
         )
     return {"llama_4_scaling_beta": beta, "original_max_position_embeddings": float(original)}

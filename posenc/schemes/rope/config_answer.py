@@ -203,6 +203,10 @@ _ROPE: dict[str, Any] = {
             "maximum": 2**31 - 1,
         },
         "truncate": {"type": "boolean"},
+        # Read and reported (Llama 4's query scaling) or ignored (as transformers' validation
+        # does): neither changes cos/sin.
+        "llama_4_scaling_beta": {"type": "number", "minimum": 0, "maximum": 1e6},
+        "max_position_embeddings": {"type": "integer", "minimum": 1, "maximum": 2**31 - 1},
         "short_factor": {"type": "array", "items": _ranged("short_factor")},
         "long_factor": {"type": "array", "items": _ranged("long_factor")},
         **{name: _ranged(name) for name in NUMBERS},
@@ -256,7 +260,18 @@ _SEQ_LEN: dict[str, Any] = {
 _URLS: dict[str, Any] = {"type": "object", "additionalProperties": {"type": "string"}}
 _ROPE_ANSWER: dict[str, Any] = {
     "type": "object",
-    "required": ["layer_types", "layers", "params", "rotary_dim", "seq_len", "urls"],
+    "required": [
+        "layer_types",
+        "layers",
+        "params",
+        "rotary_dim",
+        "partial_rotary_factor",
+        "apply",
+        "query_scaling",
+        "seq_len",
+        "urls",
+    ],
+    "additionalProperties": False,
     "properties": {
         "layer_types": {"type": "array", "items": {"type": "string"}},
         "layers": {
@@ -287,7 +302,18 @@ _ROPE_ANSWER: dict[str, Any] = {
     },
 }
 ANSWER_SCHEMA: dict[str, Any] = {
-    "required": ["scheme", "head_dim", "ropes", "nope_layers", "mrope"],
+    "required": [
+        "scheme",
+        "model_type",
+        "text_config",
+        "num_hidden_layers",
+        "head_dim",
+        "max_position_embeddings",
+        "ropes",
+        "nope_layers",
+        "mrope",
+    ],
+    "additionalProperties": False,
     "properties": {
         "scheme": {"type": "string"},
         "model_type": {"type": ["string", "null"]},

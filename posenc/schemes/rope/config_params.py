@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from posenc.errors import InconsistentError, ParameterError
+from posenc.schemes.rope.class_defaults import CLASS_DEFAULTS
 from posenc.schemes.rope.families import Family
 from posenc.schemes.rope.params import RopeParams, Scaling
 
@@ -72,6 +73,7 @@ def rope_params(
     >>> rope_params(llama2, "rope_parameters", {}, Family())[0]
     RopeParams(d_model=128, base=10000.0, layout='split', scaling='none', ...)
     """
+    defaults = _defaults(text)
     rope_type = rope.get("rope_type", rope.get("type", "default"))
     if not isinstance(rope_type, str) or rope_type not in SCALINGS:
         known = ", ".join(sorted(SCALINGS))
@@ -82,16 +84,26 @@ def rope_params(
         if key not in _KNOWN:
             raise ParameterError(f"{where}.{key}", "is not a rope parameter the service models")
 
-    base = number(rope, "rope_theta", where) or number(text, "rope_theta", "")
-    base = base or number(text, "rotary_emb_base", "") or family.default_base
+    base = _first(
+        number(rope, "rope_theta", where),
+        number(text, "rope_theta", ""),
+        number(text, "rotary_emb_base", ""),
+        defaults.get("rope_theta"),
+        family.default_base,
+    )
     max_positions = integer(text, "max_position_embeddings", "")
     head = head_dim(text, family)
+    if rotary_given := (integer(text, "rotary_dim", "") or integer(text, "qk_rope_head_dim", "")):
+        if rotary_given > head:
+            raise InconsistentError(
+                "rotary_dim", f"turns {rotary_given} dimensions of a {head}-wide head"
+            )
     partial = number(rope, "partial_rotary_factor", where)
     # 0 is a given value (refused below), not a missing one: test for None, not truth.
     for field in ("partial_rotary_factor", "rotary_pct"):
         partial = number(text, field, "") if partial is None else partial
     if partial is None:
-        partial = family.partial_rotary_factor
+        partial = _first(family.partial_rotary_factor, defaults.get("partial_rotary_factor"))
     # GPT-J's rotary_dim, or multi-latent attention's rope part of each head (DeepSeek).
     rotary = integer(text, "rotary_dim", "") or integer(text, "qk_rope_head_dim", "")
     if rotary is None:
@@ -147,6 +159,16 @@ def rope_params(
     return params, partial
 
 
+def _first(*values: float | None) -> Any:
+    """The first value given (0 included: a given 0 is refused later, not replaced)."""
+    return next((value for value in values if value is not None), None)
+
+
+def _defaults(config: Mapping[str, Any]) -> dict[str, float]:
+    model_type = config.get("model_type")
+    return CLASS_DEFAULTS.get(model_type, {}) if isinstance(model_type, str) else {}
+
+
 def number(source: Mapping[str, Any], name: str, where: str) -> float | None:
     value = source.get(name)
     if value is None:
@@ -169,10 +191,16 @@ def integer(source: Mapping[str, Any], name: str, where: str) -> int | None:
 
 def head_dim(config: Mapping[str, Any], family: Family) -> int:
     """The attention head's width: the family's own key (JetMoE's ``kv_channels``), else
-    ``head_dim``, else ``hidden_size / num_attention_heads``."""
-    head = integer(config, family.head_key, "")
-    if head is not None:
-        return head
+    ``head_dim``, else multi-latent attention's rope part (DeepSeek's config classes set
+    ``head_dim`` to it), else the config class's default, else ``hidden_size /
+    num_attention_heads``."""
+    for key in (family.head_key, "head_dim", "qk_rope_head_dim"):
+        head = integer(config, key, "")
+        if head is not None:
+            return head
+    default = _defaults(config).get("head_dim")
+    if default is not None:
+        return int(default)
     hidden = integer(config, "hidden_size", "") or integer(config, "n_embd", "")
     heads = integer(config, "num_attention_heads", "") or integer(config, "n_head", "")
     if hidden is None or heads is None:

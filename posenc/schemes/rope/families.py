@@ -1,14 +1,14 @@
 """What the config reader knows of model families, as data: a row per family, a row per key.
 
 transformers computes every family's cos/sin the same way (``inv_freq`` from ``rope_theta``
-and the rope type) but applies it differently: some families pair dimensions ``(2i, 2i+1)``,
-some default to a partial rope, some give only some layers a rope, or ropes of their own.
-:data:`FAMILIES` names what differs from Llama's rotate_half over the whole head, measured
-against each family's own rotary module and apply call (``tests/reference/test_model_ropes.py``).
-:data:`UNANSWERED_KEYS` are config keys that change the rope in a way one set of rope parameters
-cannot say (per-layer ropes, multi-latent attention's rope width, multimodal sections): a config
-that carries one is refused, naming the key, rather than answered with a rope the model does
-not use.
+and the rope type) but applies it differently: some families lay their cache out in pairs
+``(2i, 2i+1)`` or re-lay it as they apply it, some default to a partial rope, some give some
+layers no rope or a rope of their own, some keep the head's width in a key of their own.
+:data:`FAMILIES` names what differs from Llama's rotate_half over the whole head, each row
+measured against the family's own rotary module and apply call
+(``tests/reference/test_model_ropes.py``); a family the service cannot answer yet says why.
+:data:`UNANSWERED_KEYS` are config keys whose meaning the reader does not model: a config that
+carries one is refused, naming the key, rather than answered with a rope the model does not use.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ class Family:
     # The pairs q/k turn in, where the apply call re-lays the cache: "interleaved", or DeepSeek's
     # "interleaved_to_rotate_half" (pairs (2i, 2i+1) of q/k written to (i, i + d/2)).
     apply: str | None = None
+    apply_key: str | None = None  # the config flag that turns ``apply`` on or off (APPLY_KEYS)
     partial_rotary_factor: float | None = None  # the default when the config gives none
     # Without no_rope_layers, every nope_interval-th layer has no rope (no_rope_layer_interval).
     nope_interval: int | None = None
@@ -56,8 +57,7 @@ class Family:
 
 
 PER_LAYER = (
-    "gives its layers different ropes (or none); answering one rope for every layer would be "
-    "wrong, and per-layer answers are not served yet"
+    "gives its layers ropes (or none) by a rule of its own that the reader does not model yet"
 )
 _FULL = frozenset({"full_attention"})
 _DEEPSEEK_QK = "interleaved_to_rotate_half"
@@ -124,19 +124,12 @@ FAMILIES: dict[str, Family] = {
     # Multi-latent attention turning q/k pairs (2i, 2i+1) into a rotate_half cache unless the
     # config says rope_interleave: false (their config classes default it to true).
     **dict.fromkeys(
-        (
-            "axk1",
-            "axk2",
-            "bailing_hybrid",
-            "deepseek_v3",
-            "deepseek_v32",
-            "dots3_note_text",
-            "glm4_moe_lite",
-            "glm_moe_dsa",
-            "kimi_k25",
-            "mistral4",
-            "youtu",
-        ),
+        ("axk1", "deepseek_v3", "glm4_moe_lite", "mistral4", "youtu"),
+        Family(apply=_DEEPSEEK_QK, apply_key="rope_interleave"),
+    ),
+    # The same, whatever the config says (their modeling code reads no flag).
+    **dict.fromkeys(
+        ("axk2", "bailing_hybrid", "deepseek_v32", "dots3_note_text", "glm_moe_dsa", "kimi_k25"),
         Family(apply=_DEEPSEEK_QK),
     ),
     # Its linear-attention layers turn q/k too.
@@ -185,8 +178,8 @@ FAMILIES: dict[str, Family] = {
 }
 
 UNANSWERED_KEYS: dict[str, str] = {
-    "text_config": "holds the rope of a multimodal model's text model; nested configs are not "
-    "read yet",
+    "text_config": "must be the text model's config, an object, at a place the reader looks "
+    "(text_config, vlm_config.text_config, thinker_config.text_config …)",
     "mrope_section": "multimodal rope (M-RoPE) is not answered yet",
 }
 
