@@ -257,6 +257,18 @@ def test_gpt_j_pairs_interleave_and_give_its_rotary_dim(client: Client) -> None:
             "cross_attention_layers",
         ),
         ({"head_dim": 64, "rotary_dim": 128}, "rotary_dim"),
+        (
+            # ModernBERT's Hub form: global_rope_theta/local_rope_theta, which its config class
+            # turns into a rope per layer type.
+            {
+                "model_type": "modernbert",
+                "hidden_size": 768,
+                "num_attention_heads": 12,
+                "global_rope_theta": 160000.0,
+                "local_rope_theta": 10000.0,
+            },
+            "rope_parameters",
+        ),
         ({"model_type": "cohere2", "head_dim": 64}, "num_hidden_layers"),
         (
             {"model_type": "llama", "head_dim": 64, "rope_local_base_freq": 1e4},

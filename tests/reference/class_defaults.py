@@ -1,6 +1,7 @@
 """Writes ``posenc/schemes/rope/class_defaults.py`` from the installed transformers: which text
-model types the config reader answers, and the defaults their config classes give a config.json
-that leaves a key out (``rope_theta``, ``partial_rotary_factor``, ``head_dim``).
+model types the config reader answers, the defaults their config classes give a config.json that
+leaves a key out (``rope_theta``, ``partial_rotary_factor``, ``head_dim``), and whether the class
+builds a rope per layer type (``per_layer_type``).
 
 Run ``python -m tests.reference.class_defaults`` after a change of transformers or of what
 ``tests/reference/test_model_ropes.py`` finds right; ``test_class_defaults_are_current`` fails
@@ -34,6 +35,8 @@ def defaults_of(config: Any) -> dict[str, float | int]:
     found: dict[str, float | int] = {}
     rope = getattr(config, "rope_parameters", None) or {}
     flat = isinstance(rope, dict) and not any(isinstance(v, dict) for v in rope.values())
+    if not flat:
+        found["per_layer_type"] = 1  # the class builds a rope per layer type, whatever it reads
     if flat and rope.get("rope_theta") not in (None, _READER["rope_theta"]):
         found["rope_theta"] = float(rope["rope_theta"])
     partial = (rope.get("partial_rotary_factor") if flat else None) or getattr(

@@ -278,6 +278,11 @@ def _ropes(
         rope = _legacy_ropes(text, legacy, rope, family)
     elif text.get("rope_local_base_freq") is not None:
         raise ParameterError("rope_local_base_freq", "is not read for this family: " + PER_LAYER)
+    elif _builds_per_layer_type(text) and not any(isinstance(v, Mapping) for v in rope.values()):
+        # Its config class turns this older form into ropes per layer type by keys of its own.
+        raise ParameterError(
+            where, "this family's rope is read in transformers 5's form: one per layer type"
+        )
     skipped = set(nope)
     if not any(isinstance(value, Mapping) for value in rope.values()):
         params, partial = rope_params(text, where, rope, family)
@@ -314,6 +319,12 @@ def _ropes(
         for (params, partial, scaling), kinds in by_rope.items()
     )
     return tuple(rope for rope in ropes if rope.layers)
+
+
+def _builds_per_layer_type(text: Mapping[str, Any]) -> bool:
+    model_type = text.get("model_type")
+    defaults = CLASS_DEFAULTS.get(model_type, {}) if isinstance(model_type, str) else {}
+    return bool(defaults.get("per_layer_type"))
 
 
 def _legacy_ropes(
