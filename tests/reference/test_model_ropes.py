@@ -211,7 +211,8 @@ def test_no_model_type_is_answered_with_a_rope_it_does_not_use(
 def test_the_readme_reports_the_measured_tally(verdicts: dict[str, tuple[str, str]]) -> None:
     tally = collections.Counter(verdict for verdict, _ in verdicts.values())
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    row = re.compile(r"^\| (right|refused|wrong|unmeasured)\b[^|]*\| (\d+) \|", re.M)
+    # | verdict | what it means | cases |
+    row = re.compile(r"^\| (right|refused|wrong|unmeasured) \|[^|\n]*\| (\d+) \|$", re.M)
     stated = {verdict: int(count) for verdict, count in row.findall(readme)}
     verdicts_named = ("right", "refused", "wrong", "unmeasured")
     assert stated == {verdict: tally[verdict] for verdict in verdicts_named}
