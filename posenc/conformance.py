@@ -133,7 +133,13 @@ def collapsed_positions(
     table: npt.NDArray[Any], positions: npt.NDArray[np.int64]
 ) -> Finding | None:
     """Rows equal to an earlier row: :func:`posenc.verify.duplicate_rows`, O(n·d)."""
-    earlier, later = duplicate_rows(table)
+    return collapsed_finding(*duplicate_rows(table), positions)
+
+
+def collapsed_finding(
+    earlier: npt.NDArray[np.int64], later: npt.NDArray[np.int64], positions: npt.NDArray[np.int64]
+) -> Finding | None:
+    """The finding for rows ``later`` equal to rows ``earlier``, with the first examples."""
     if not len(later):
         return None
     examples = [

@@ -27,24 +27,8 @@ def query(params: RopeParams) -> str:
     """
     defaults = RopeParams(d_model=params.d_model)
     parts = [f"d_model={params.d_model}"]
-    for name in (
-        "base",
-        "layout",
-        "scaling",
-        "factor",
-        "original_max_position_embeddings",
-        "low_freq_factor",
-        "high_freq_factor",
-        "beta_fast",
-        "beta_slow",
-        "attention_factor",
-        "mscale",
-        "mscale_all_dim",
-        "truncate",
-        "short_factor",
-        "long_factor",
-        "recipe",
-    ):
+    # Every field but d_model, in the dataclass's order: the URL cannot drift from the params.
+    for name in (f.name for f in dataclasses.fields(RopeParams)[1:]):
         value = getattr(params, name)
         if value is None or value == getattr(defaults, name):
             continue

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc.conformance import Finding
+from posenc.conformance import Finding, collapsed_finding
 from posenc.conformance import angle_precision as growing_with_position
 from posenc.schemes.rope.conformance.rows import Errors, FloatArray, IntArray, pair_of_columns
 from posenc.schemes.rope.params import RopeParams
@@ -63,19 +63,4 @@ def collapsed_positions(array: FloatArray, component: str, positions: IntArray) 
             at = slice(start, start + step)
             same[at] = np.all(array[1][earlier[at]] == array[1][later[at]], axis=1)
         earlier, later = earlier[same], later[same]
-    if not len(later):
-        return None
-    examples = [
-        [int(positions[a]), int(positions[b])]
-        for a, b in zip(earlier[:5].tolist(), later[:5].tolist(), strict=True)
-    ]
-    return Finding(
-        "collapsed_positions",
-        f"{len(later)} positions have the same row as an earlier position, first at "
-        f"{examples[0][1]}: positions held in a low-precision type",
-        {
-            "collapsed_rows": len(later),
-            "first_collapsed_position": examples[0][1],
-            "examples": examples,
-        },
-    )
+    return collapsed_finding(earlier, later, positions)
