@@ -24,7 +24,7 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 
-from app import bodies, documents, handlers, responses
+from app import admission, bodies, documents, handlers, responses
 from app.models import Endpoint, list_fields, model
 from app.responses import Body
 from posenc.declare import Extra, Limits, Scheme, choices, hints, spec
@@ -153,6 +153,9 @@ def _add_post_verify(made: APIRouter, scheme: Scheme) -> None:
 
 
 def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
+    body_schema = documents.extra_body(extra)["content"]["application/json"]["schema"]
+    bodies.check_schema(body_schema)
+
     async def handle(request: Request) -> Response:
         request.state.param_source = "body"
         body = await bodies.receive_bounded(request, extra.max_body_bytes)
@@ -160,9 +163,12 @@ def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
             given = orjson.loads(body)
         except orjson.JSONDecodeError as error:
             raise ParameterError("body", f"must be a JSON document: {error}") from None
+        bodies.validate(given, body_schema)
         settings = request.app.state.settings
         limits = Limits(settings.max_elements, settings.max_work, settings.memory_bytes)
-        content = orjson.dumps(extra.handle(given, limits))
+        # Reading a megabyte of config is CPU work: in the bounded pool, under the deadline.
+        answer = await admission.run(request, extra.handle, given, limits)
+        content = orjson.dumps(answer)
         return responses.send(Body.text(content, "json", responses.accepts_gzip(request)), None)
 
     made.add_api_route(

@@ -14,7 +14,8 @@ One module per thing a body is read as, in one package so that the handlers keep
   the rules every table keeps; :mod:`app.bodies.dtypes`, the types any of them may hold;
 - :mod:`app.bodies.json_object`: a JSON object's small members as Python values and its large
   ones as NumPy arrays, parsed by :mod:`app.bodies.json_arrays` without a Python object per
-  number; :mod:`app.bodies.json_text`, what the two share.
+  number; :mod:`app.bodies.json_text`, what the two share;
+- :mod:`app.bodies.schema`: a JSON body held to the schema the OpenAPI document gives it.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ from app.bodies.cost import body_cost, chunked_limit
 from app.bodies.json_arrays import positions_of
 from app.bodies.json_object import read_object
 from app.bodies.json_text import invalid
+from app.bodies.schema import check_schema, validate
 from app.bodies.stream import receive, receive_bounded
 from app.bodies.table import read_table
 
 __all__ = [
     "body_cost",
+    "check_schema",
     "chunked_limit",
     "invalid",
     "positions_of",
@@ -35,4 +38,5 @@ __all__ = [
     "read_table",
     "receive",
     "receive_bounded",
+    "validate",
 ]

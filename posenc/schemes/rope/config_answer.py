@@ -161,7 +161,8 @@ def _ranged(name: str) -> dict[str, Any]:
     """A scaling number as RopeParams declares its range: one source, so that a config the
     schema admits is never refused for a range the schema did not state."""
     limits = spec(next(f for f in dataclasses.fields(RopeParams) if f.name == name))
-    schema: dict[str, Any] = {"type": "number"}
+    # A null is read as a key left out, as transformers reads it.
+    schema: dict[str, Any] = {"type": ["number", "null"]}
     for key, bound in (
         ("minimum", limits.ge),
         ("exclusiveMinimum", limits.gt),
@@ -179,20 +180,34 @@ _ROPE: dict[str, Any] = {
     "properties": {
         "rope_type": {"type": "string", "enum": sorted(SCALINGS)},
         "type": {"type": "string", "enum": sorted(SCALINGS)},
-        "rope_theta": {"type": "number", "exclusiveMinimum": 1, "maximum": 1e12},
-        "partial_rotary_factor": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+        "rope_theta": {"type": ["number", "null"], "exclusiveMinimum": 1, "maximum": 1e12},
+        "partial_rotary_factor": {
+            "type": ["number", "null"],
+            "exclusiveMinimum": 0,
+            "maximum": 1,
+        },
         "original_max_position_embeddings": {
-            "type": "integer",
+            "type": ["integer", "null"],
             "minimum": 1,
             "maximum": 2**31 - 1,
         },
         "truncate": {"type": "boolean"},
         # Read and reported (Llama 4's query scaling) or ignored (as transformers' validation
         # does): neither changes cos/sin.
-        "llama_4_scaling_beta": {"type": "number", "minimum": 0, "maximum": 1e6},
-        "max_position_embeddings": {"type": "integer", "minimum": 1, "maximum": 2**31 - 1},
-        "short_factor": {"type": "array", "items": _ranged("short_factor")},
-        "long_factor": {"type": "array", "items": _ranged("long_factor")},
+        "llama_4_scaling_beta": {"type": ["number", "null"], "minimum": 0, "maximum": 1e6},
+        "max_position_embeddings": {
+            "type": ["integer", "null"],
+            "minimum": 1,
+            "maximum": 2**31 - 1,
+        },
+        "short_factor": {
+            "type": ["array", "null"],
+            "items": {**_ranged("short_factor"), "type": "number"},
+        },
+        "long_factor": {
+            "type": ["array", "null"],
+            "items": {**_ranged("long_factor"), "type": "number"},
+        },
         **{name: _ranged(name) for name in NUMBERS},
     },
 }
