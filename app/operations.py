@@ -166,9 +166,15 @@ def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
         bodies.validate(given, body_schema)
         settings = request.app.state.settings
         limits = Limits(settings.max_elements, settings.max_work, settings.memory_bytes)
+        if extra.size is not None:
+            sized = extra.size(given, limits)
+            what = f"the answer of {scheme.name}/{extra.name}"
+            await admission.admit(
+                request, admission.Estimate(sized.cost, sized.values, True, sized.param, what)
+            )
         # Reading a megabyte of config is CPU work: in the bounded pool, under the deadline.
         answer = await admission.run(request, extra.handle, given, limits)
-        content = orjson.dumps(answer)
+        content = orjson.dumps(answer, option=orjson.OPT_SERIALIZE_NUMPY)
         return responses.send(Body.text(content, "json", responses.accepts_gzip(request)), None)
 
     made.add_api_route(
@@ -176,7 +182,7 @@ def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
         handle,
         methods=["POST"],
         tags=[scheme.name],
-        operation_id=f"{scheme.name}_{extra.name}_post",
+        operation_id=f"{scheme.name}_{extra.name.replace('/', '_')}_post",
         summary=extra.summary,
         response_class=Response,
         responses=documents.extra_responses(extra),

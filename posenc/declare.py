@@ -132,6 +132,16 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class Sized:
+    """What an extra operation's answer will cost, from its body alone: ``values`` the answer
+    holds, and the body field ``param`` that sized it (named when refused)."""
+
+    cost: Cost
+    values: int
+    param: str
+
+
+@dataclass(frozen=True)
 class Extra:
     """An operation of one scheme beyond the common four: ``POST /v1/{scheme}/{name}`` with a
     JSON body of at most ``max_body_bytes``, answered with the JSON ``handle(body, limits)``
@@ -144,6 +154,8 @@ class Extra:
     body_schema: dict[str, Any] = field(default_factory=dict)
     answer_schema: dict[str, Any] = field(default_factory=dict)
     max_body_bytes: int = 2**20
+    # What an answer whose size the body sets will cost; None: small and bounded by the body.
+    size: Callable[[Any, Limits], Sized] | None = None
 
 
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity: one object per scheme

@@ -28,6 +28,8 @@ _CONSTRAINTS = frozenset(
         "required",
         "additionalProperties",
         "items",
+        "minItems",
+        "maxItems",
         "anyOf",
     }
 )
@@ -78,9 +80,22 @@ def validate(value: Any, schema: Mapping[str, Any], where: str = "body") -> None
                 raise ParameterError(where, f"must be {sign} {schema[key]}, got {value}")
     if isinstance(value, dict):
         _members(value, schema, where)
-    if isinstance(value, list) and "items" in schema:
+    if isinstance(value, list):
+        _items(value, schema, where)
+
+
+def _items(value: list[Any], schema: Mapping[str, Any], where: str) -> None:
+    if len(value) < schema.get("minItems", 0):
+        raise ParameterError(where, f"must hold at least {_items_count(schema['minItems'])}")
+    if "maxItems" in schema and len(value) > schema["maxItems"]:
+        raise ParameterError(where, f"must hold at most {_items_count(schema['maxItems'])}")
+    if "items" in schema:
         for index, item in enumerate(value):
             validate(item, schema["items"], f"{where}[{index}]")
+
+
+def _items_count(count: int) -> str:
+    return f"{count} item" if count == 1 else f"{count} items"
 
 
 def _members(value: dict[str, Any], schema: Mapping[str, Any], where: str) -> None:

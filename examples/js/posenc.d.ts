@@ -197,6 +197,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/rope/positions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The (3, n) position ids a multimodal (M-RoPE) model gives a layout of text, images and videos, as its get_rope_index computes them */
+        post: operations["rope_positions_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rope/positions/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A client's M-RoPE position ids for a layout, held to the model's and diagnosed: text resuming at max + 1, height and width exchanged, frames on the wrong clock, no spatial merge, packed sequences not restarting, decode steps without the delta, one row for three */
+        post: operations["rope_positions_verify_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/alibi/table": {
         parameters: {
             query?: never;
@@ -2923,69 +2957,78 @@ export interface operations {
                     rope_theta?: number | null;
                     rope_scaling?: {
                         /** @enum {string} */
-                        rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "su" | "yarn";
+                        rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "su" | "yarn";
                         /** @enum {string} */
-                        type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "su" | "yarn";
-                        rope_theta?: number;
-                        partial_rotary_factor?: number;
-                        original_max_position_embeddings?: number;
+                        type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "su" | "yarn";
+                        mrope_section?: number[] | null;
+                        mrope_interleaved?: boolean | null;
+                        interleaved?: boolean | null;
+                        rope_theta?: number | null;
+                        partial_rotary_factor?: number | null;
+                        original_max_position_embeddings?: number | null;
                         truncate?: boolean;
-                        llama_4_scaling_beta?: number;
-                        max_position_embeddings?: number;
-                        short_factor?: number[];
-                        long_factor?: number[];
-                        factor?: number;
-                        low_freq_factor?: number;
-                        high_freq_factor?: number;
-                        beta_fast?: number;
-                        beta_slow?: number;
-                        attention_factor?: number;
-                        mscale?: number;
-                        mscale_all_dim?: number;
+                        llama_4_scaling_beta?: number | null;
+                        max_position_embeddings?: number | null;
+                        short_factor?: number[] | null;
+                        long_factor?: number[] | null;
+                        factor?: number | null;
+                        low_freq_factor?: number | null;
+                        high_freq_factor?: number | null;
+                        beta_fast?: number | null;
+                        beta_slow?: number | null;
+                        attention_factor?: number | null;
+                        mscale?: number | null;
+                        mscale_all_dim?: number | null;
                     } | null;
                     rope_parameters?: ({
                         /** @enum {string} */
-                        rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "su" | "yarn";
+                        rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "su" | "yarn";
                         /** @enum {string} */
-                        type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "su" | "yarn";
-                        rope_theta?: number;
-                        partial_rotary_factor?: number;
-                        original_max_position_embeddings?: number;
+                        type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "su" | "yarn";
+                        mrope_section?: number[] | null;
+                        mrope_interleaved?: boolean | null;
+                        interleaved?: boolean | null;
+                        rope_theta?: number | null;
+                        partial_rotary_factor?: number | null;
+                        original_max_position_embeddings?: number | null;
                         truncate?: boolean;
-                        llama_4_scaling_beta?: number;
-                        max_position_embeddings?: number;
-                        short_factor?: number[];
-                        long_factor?: number[];
-                        factor?: number;
-                        low_freq_factor?: number;
-                        high_freq_factor?: number;
-                        beta_fast?: number;
-                        beta_slow?: number;
-                        attention_factor?: number;
-                        mscale?: number;
-                        mscale_all_dim?: number;
+                        llama_4_scaling_beta?: number | null;
+                        max_position_embeddings?: number | null;
+                        short_factor?: number[] | null;
+                        long_factor?: number[] | null;
+                        factor?: number | null;
+                        low_freq_factor?: number | null;
+                        high_freq_factor?: number | null;
+                        beta_fast?: number | null;
+                        beta_slow?: number | null;
+                        attention_factor?: number | null;
+                        mscale?: number | null;
+                        mscale_all_dim?: number | null;
                     } | null) | {
                         [key: string]: {
                             /** @enum {string} */
-                            rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "su" | "yarn";
+                            rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "su" | "yarn";
                             /** @enum {string} */
-                            type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "su" | "yarn";
-                            rope_theta?: number;
-                            partial_rotary_factor?: number;
-                            original_max_position_embeddings?: number;
+                            type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "su" | "yarn";
+                            mrope_section?: number[] | null;
+                            mrope_interleaved?: boolean | null;
+                            interleaved?: boolean | null;
+                            rope_theta?: number | null;
+                            partial_rotary_factor?: number | null;
+                            original_max_position_embeddings?: number | null;
                             truncate?: boolean;
-                            llama_4_scaling_beta?: number;
-                            max_position_embeddings?: number;
-                            short_factor?: number[];
-                            long_factor?: number[];
-                            factor?: number;
-                            low_freq_factor?: number;
-                            high_freq_factor?: number;
-                            beta_fast?: number;
-                            beta_slow?: number;
-                            attention_factor?: number;
-                            mscale?: number;
-                            mscale_all_dim?: number;
+                            llama_4_scaling_beta?: number | null;
+                            max_position_embeddings?: number | null;
+                            short_factor?: number[] | null;
+                            long_factor?: number[] | null;
+                            factor?: number | null;
+                            low_freq_factor?: number | null;
+                            high_freq_factor?: number | null;
+                            beta_fast?: number | null;
+                            beta_slow?: number | null;
+                            attention_factor?: number | null;
+                            mscale?: number | null;
+                            mscale_all_dim?: number | null;
                         };
                     };
                     partial_rotary_factor?: number | null;
@@ -3036,8 +3079,19 @@ export interface operations {
                             };
                         }[];
                         nope_layers: number[];
-                        /** @description multimodal rope: not answered yet */
-                        mrope: null;
+                        /** @description multimodal rope (M-RoPE): how the three ids of a token share the frequencies, and the vision merge sizes POST /v1/rope/positions reads; null for a model without one */
+                        mrope: null | {
+                            section: number[];
+                            section_from: string | null;
+                            interleaved: boolean;
+                            /** @enum {string} */
+                            rotary: "chunked" | "interleaved" | "glm_pairs" | "ernie";
+                            /** @enum {string} */
+                            video: "block" | "per_frame";
+                            spatial_merge_size: number;
+                            temporal_merge_size: number | null;
+                            tokens_per_second: number | null;
+                        };
                         /** @description a model with one rope: its parameters */
                         params?: Record<string, never>;
                         rotary_dim?: number;
@@ -3050,6 +3104,339 @@ export interface operations {
                         urls?: {
                             [key: string]: string;
                         };
+                    };
+                };
+            };
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                    "text/plain": string;
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    rope_positions_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description config.json; model_type one of cohere_compass, cosmos3_edge, cosmos3_omni, ernie4_5_vl_moe, glm46v, glm4v, glm4v_moe, glm_ocr, paddleocr_vl, qwen2_5_vl, qwen2_vl, qwen3_5, qwen3_5_moe, qwen3_vl, qwen3_vl_moe, qwen4_exp (not yet: glm_image, hunyuan_vl, minicpmv4_7, qwen2_5_omni, qwen3_omni_moe) */
+                    config: {
+                        [key: string]: unknown;
+                    };
+                    segments?: ({
+                        text: number;
+                    } | {
+                        /** @description [t, h, w]: the patch grid before the spatial merge (image_grid_thw) */
+                        image: number[];
+                    } | {
+                        /** @description [t, h, w]: the patch grid before the spatial merge (image_grid_thw) */
+                        video: number[];
+                        second_per_grid_t?: number;
+                        frame_prefix?: number;
+                        frame_suffix?: number;
+                    })[];
+                    sequences?: ({
+                        text: number;
+                    } | {
+                        /** @description [t, h, w]: the patch grid before the spatial merge (image_grid_thw) */
+                        image: number[];
+                    } | {
+                        /** @description [t, h, w]: the patch grid before the spatial merge (image_grid_thw) */
+                        video: number[];
+                        second_per_grid_t?: number;
+                        frame_prefix?: number;
+                        frame_suffix?: number;
+                    })[][];
+                    /**
+                     * @description also the table the model applies for the ids, of the config's text rope: cos_sin (2, n, d), cos or sin (n, d), angle (n, d/2)
+                     * @enum {string}
+                     */
+                    component?: "cos_sin" | "cos" | "sin" | "angle";
+                    /** @enum {string} */
+                    recipe?: "exact" | "framework";
+                    /** @enum {string} */
+                    dtype?: "float32" | "float64";
+                };
+            };
+        };
+        responses: {
+            /** @description The (3, n) position ids a multimodal (M-RoPE) model gives a layout of text, images and videos, as its get_rope_index computes them */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        model_type: string;
+                        mrope: {
+                            section: number[];
+                            section_from: string | null;
+                            interleaved: boolean;
+                            /** @enum {string} */
+                            rotary: "chunked" | "interleaved" | "glm_pairs" | "ernie";
+                            /** @enum {string} */
+                            video: "block" | "per_frame";
+                            spatial_merge_size: number;
+                            temporal_merge_size: number | null;
+                            tokens_per_second: number | null;
+                        };
+                        /** @description the text rope the table is of, as /v1/rope/config gives it */
+                        params: null | Record<string, never>;
+                        sequences: {
+                            tokens: number;
+                            /** @description temporal, height and width ids: one column per token */
+                            position_ids: number[][];
+                            /** @description get_rope_index's mrope_position_deltas: what decoding adds to later positions */
+                            next_position_delta: number;
+                            /** @description the component asked, for these ids (only when component is given) */
+                            table?: unknown[];
+                        }[];
+                        tokens?: number;
+                        /** @description temporal, height and width ids: one column per token */
+                        position_ids?: number[][];
+                        /** @description get_rope_index's mrope_position_deltas: what decoding adds to later positions */
+                        next_position_delta?: number;
+                        /** @description the component asked, for these ids (only when component is given) */
+                        table?: unknown[];
+                    };
+                };
+            };
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                    "text/plain": string;
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    rope_positions_verify_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description config.json; model_type one of cohere_compass, cosmos3_edge, cosmos3_omni, ernie4_5_vl_moe, glm46v, glm4v, glm4v_moe, glm_ocr, paddleocr_vl, qwen2_5_vl, qwen2_vl, qwen3_5, qwen3_5_moe, qwen3_vl, qwen3_vl_moe, qwen4_exp (not yet: glm_image, hunyuan_vl, minicpmv4_7, qwen2_5_omni, qwen3_omni_moe) */
+                    config: {
+                        [key: string]: unknown;
+                    };
+                    segments?: ({
+                        text: number;
+                    } | {
+                        /** @description [t, h, w]: the patch grid before the spatial merge (image_grid_thw) */
+                        image: number[];
+                    } | {
+                        /** @description [t, h, w]: the patch grid before the spatial merge (image_grid_thw) */
+                        video: number[];
+                        second_per_grid_t?: number;
+                        frame_prefix?: number;
+                        frame_suffix?: number;
+                    })[];
+                    sequences?: ({
+                        text: number;
+                    } | {
+                        /** @description [t, h, w]: the patch grid before the spatial merge (image_grid_thw) */
+                        image: number[];
+                    } | {
+                        /** @description [t, h, w]: the patch grid before the spatial merge (image_grid_thw) */
+                        video: number[];
+                        second_per_grid_t?: number;
+                        frame_prefix?: number;
+                        frame_suffix?: number;
+                    })[][];
+                    /** @description (3, n) ids, or (n,) where a port used one row */
+                    position_ids: number[] | number[][];
+                    decode_steps?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description A client's M-RoPE position ids for a layout, held to the model's and diagnosed: text resuming at max + 1, height and width exchanged, frames on the wrong clock, no spatial merge, packed sequences not restarting, decode steps without the delta, one row for three */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        model_type: string;
+                        mrope: {
+                            section: number[];
+                            section_from: string | null;
+                            interleaved: boolean;
+                            /** @enum {string} */
+                            rotary: "chunked" | "interleaved" | "glm_pairs" | "ernie";
+                            /** @enum {string} */
+                            video: "block" | "per_frame";
+                            spatial_merge_size: number;
+                            temporal_merge_size: number | null;
+                            tokens_per_second: number | null;
+                        };
+                        /** @description the ids are the model's, every one */
+                        equal: boolean;
+                        /** @description the layout's tokens and decode steps */
+                        tokens: number;
+                        mismatched_tokens: number | null;
+                        first_difference: null | {
+                            token: number;
+                            segment: null | Record<string, never>;
+                            expected: number[];
+                            got: number[];
+                        };
+                        diagnosis: {
+                            /** @enum {string} */
+                            name: "one_dimensional" | "spatial_merge_missing" | "length_mismatch" | "text_resumes_at_max_plus_one" | "height_width_swapped" | "temporal_spacing" | "packed_not_restarting" | "decode_delta_missing";
+                            summary: string;
+                            evidence: Record<string, never>;
+                        }[];
                     };
                 };
             };

@@ -36,7 +36,11 @@ export interface Envelope {
 
 // The per-scheme paths of the contract when the document lists them (`/v1/{scheme}/table`), else
 // the alias: the build fails if the operation has disappeared from the contract in both forms.
-type PerScheme<O extends Operation> = Extract<keyof paths, `/v1/${string}/${O}`>;
+// One segment between /v1/ and the operation: /v1/rope/positions/verify is another operation.
+type PerScheme<O extends Operation> = Exclude<
+  Extract<keyof paths, `/v1/${string}/${O}`>,
+  `/v1/${string}/${string}/${O}`
+>;
 type PathOf<O extends Operation> = [PerScheme<O>] extends [never] ? Extract<keyof paths, `/v1/${O}`> : PerScheme<O>;
 
 // A model's config read by the scheme that offers it (`/v1/{scheme}/config`), typed from the

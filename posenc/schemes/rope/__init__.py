@@ -12,6 +12,8 @@ from posenc.conformance import Conformance
 from posenc.cost import Cost
 from posenc.declare import Extra, Scheme
 from posenc.schemes.rope import config_answer, conformance, maths, verify
+from posenc.schemes.rope.mrope import answer as mrope_answer
+from posenc.schemes.rope.mrope import schemas as mrope_schemas
 from posenc.schemes.rope.params import COMPONENTS, RopeParams
 
 
@@ -43,6 +45,28 @@ _CONFIG = Extra(
     config_answer.ANSWER_SCHEMA,
 )
 
+_POSITIONS = Extra(
+    "positions",
+    "The (3, n) position ids a multimodal (M-RoPE) model gives a layout of text, images and "
+    "videos, as its get_rope_index computes them",
+    mrope_answer.positions,
+    mrope_schemas.BODY_SCHEMA,
+    mrope_schemas.ANSWER_SCHEMA,
+    size=mrope_answer.size,
+)
+
+_POSITIONS_VERIFY = Extra(
+    "positions/verify",
+    "A client's M-RoPE position ids for a layout, held to the model's and diagnosed: text "
+    "resuming at max + 1, height and width exchanged, frames on the wrong clock, no spatial "
+    "merge, packed sequences not restarting, decode steps without the delta, one row for three",
+    mrope_answer.verify,
+    mrope_schemas.VERIFY_BODY_SCHEMA,
+    mrope_schemas.VERIFY_ANSWER_SCHEMA,
+    max_body_bytes=4 * 2**20,
+    size=mrope_answer.verify_size,
+)
+
 declaration = Scheme(
     "rope",
     "RoFormer rotary embedding with the long-context scalings of Hugging Face transformers",
@@ -70,6 +94,6 @@ declaration = Scheme(
     conformance_cost=_conformance_cost,
     components=COMPONENTS,
     rotate=maths.rotate,
-    extras=(_CONFIG,),
+    extras=(_CONFIG, _POSITIONS, _POSITIONS_VERIFY),
     magnitude=maths.magnitude,
 )

@@ -15,6 +15,9 @@ from posenc.numerics import costs
 from posenc.schemes.rope import maths
 from posenc.schemes.rope.config import LayerRope, read
 from posenc.schemes.rope.config_params import NUMBERS, SCALINGS
+from posenc.schemes.rope.mrope import config as mrope_config
+from posenc.schemes.rope.mrope.families import MROPE_FAMILIES
+from posenc.schemes.rope.mrope.schemas import MROPE_SCHEMA
 from posenc.schemes.rope.params import RopeParams
 from posenc.schemes.rope.verify import verify_rope_cost
 
@@ -97,7 +100,13 @@ def describe(
     answers did before models with several were read."""
     if not isinstance(config, Mapping):
         raise ParameterError("body", f"must be a JSON object, got {type(config).__name__}")
+    mrope = None
+    if config.get("model_type") in MROPE_FAMILIES:
+        mrope = mrope_config.read(config, where="")
+        config = mrope_config.text_rope_of(config)
     model = read(config)
+    if mrope is not None:
+        mrope_config.check_widths(mrope, [rope.params.d_model for rope in model.ropes])
     wanted = model.max_position_embeddings or 4096
     ropes = [_rope(rope, wanted, servable) for rope in model.ropes]
     answer: dict[str, Any] = {
@@ -109,7 +118,7 @@ def describe(
         "max_position_embeddings": model.max_position_embeddings,
         "ropes": ropes,
         "nope_layers": list(model.nope_layers),
-        "mrope": None,
+        "mrope": None if mrope is None else mrope.describe(),
     }
     if len(ropes) == 1:
         answer.update({key: ropes[0][key] for key in _SINGLE})
@@ -178,8 +187,12 @@ _ROPE: dict[str, Any] = {
     "type": ["object", "null"],
     "additionalProperties": False,
     "properties": {
-        "rope_type": {"type": "string", "enum": sorted(SCALINGS)},
-        "type": {"type": "string", "enum": sorted(SCALINGS)},
+        "rope_type": {"type": "string", "enum": sorted({*SCALINGS, "mrope"})},
+        "type": {"type": "string", "enum": sorted({*SCALINGS, "mrope"})},
+        # Read by POST /v1/rope/positions and for the answer's mrope, of M-RoPE models only.
+        "mrope_section": {"type": ["array", "null"], "items": {"type": "integer"}},
+        "mrope_interleaved": {"type": ["boolean", "null"]},
+        "interleaved": {"type": ["boolean", "null"]},
         "rope_theta": {"type": ["number", "null"], "exclusiveMinimum": 1, "maximum": 1e12},
         "partial_rotary_factor": {
             "type": ["number", "null"],
@@ -330,7 +343,12 @@ ANSWER_SCHEMA: dict[str, Any] = {
             "in nope_layers",
         },
         "nope_layers": {"type": "array", "items": {"type": "integer"}},
-        "mrope": {"type": "null", "description": "multimodal rope: not answered yet"},
+        "mrope": {
+            "anyOf": [{"type": "null"}, MROPE_SCHEMA],
+            "description": "multimodal rope (M-RoPE): how the three ids of a token share the "
+            "frequencies, and the vision merge sizes POST /v1/rope/positions reads; null for "
+            "a model without one",
+        },
         "params": {"type": "object", "description": "a model with one rope: its parameters"},
         "rotary_dim": {"type": "integer"},
         "partial_rotary_factor": _NUMBER,

@@ -1,0 +1,186 @@
+"""A multimodal model's ``config.json`` → what its M-RoPE needs: the family, the sections of the
+rotary frequencies each id turns, and the vision tower's merge sizes and time spacing.
+
+``mrope_section`` is read where transformers' rotary module reads it: the text model's
+``rope_parameters`` (or the legacy ``rope_scaling``, at the top of a v4 Qwen2-VL config), else
+the module's default. ``spatial_merge_size``, ``temporal_merge_size`` and ``tokens_per_second``
+are the vision config's, with its class's defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from posenc.errors import InconsistentError, ParameterError
+from posenc.schemes.rope.config_params import integer, number
+from posenc.schemes.rope.mrope.families import MROPE_FAMILIES, UNANSWERED, MRopeFamily
+from posenc.schemes.rope.mrope.layout import Vision
+
+_DEFAULT_MERGE = 2
+_DEFAULT_TEMPORAL_MERGE = 2  # ERNIE-4.5-VL's vision config
+_DEFAULT_TOKENS_PER_SECOND = 4  # Qwen2.5-VL's vision config class (its Hub configs say 2)
+
+
+@dataclass(frozen=True)
+class MRope:
+    model_type: str
+    family: MRopeFamily
+    section: tuple[int, ...]
+    section_from: str  # the field it was read from, or "" for the family's default
+    vision: Vision
+
+    def describe(self) -> dict[str, Any]:
+        """The ``mrope`` member of an answer."""
+        return {
+            "section": list(self.section),
+            "section_from": self.section_from or None,
+            "interleaved": self.family.rotary == "interleaved",
+            "rotary": self.family.rotary,
+            "video": self.family.video,
+            "spatial_merge_size": self.vision.spatial_merge_size,
+            "temporal_merge_size": self.vision.temporal_merge_size
+            if self.family.temporal_merge
+            else None,
+            "tokens_per_second": self.vision.tokens_per_second,
+        }
+
+
+def family_of(config: Mapping[str, Any], where: str) -> tuple[str, MRopeFamily]:
+    model_type = config.get("model_type")
+    field = f"{where}.model_type" if where else "model_type"
+    if not isinstance(model_type, str):
+        raise ParameterError(field, "is required: it names the family whose ids are computed")
+    if model_type in UNANSWERED:
+        raise ParameterError(field, f"{model_type!r}: {UNANSWERED[model_type]}")
+    if model_type not in MROPE_FAMILIES:
+        known = ", ".join(sorted(MROPE_FAMILIES))
+        raise ParameterError(field, f"{model_type!r} has no multimodal rope here; known: {known}")
+    return model_type, MROPE_FAMILIES[model_type]
+
+
+def read(config: Mapping[str, Any], where: str = "config") -> MRope:
+    model_type, family = family_of(config, where)
+    section, section_from = _section(config, where, family)
+    vision_config = config.get("vision_config") or {}
+    if not isinstance(vision_config, Mapping):
+        raise ParameterError(f"{where}.vision_config", "must be an object")
+    at = f"{where}.vision_config"
+    merge = integer(vision_config, "spatial_merge_size", at) or _DEFAULT_MERGE
+    temporal = integer(vision_config, "temporal_merge_size", at) or _DEFAULT_TEMPORAL_MERGE
+    per_second = None
+    if family.video_time == "tokens_per_second":
+        given = number(vision_config, "tokens_per_second", at)
+        per_second = _DEFAULT_TOKENS_PER_SECOND if given is None else given
+        if not 0 < per_second <= 1e6:
+            raise ParameterError(f"{at}.tokens_per_second", f"must be in (0, 1e6], got {given}")
+    vision = Vision(family, merge, temporal if family.temporal_merge else 1, per_second)
+    return MRope(model_type, family, section, section_from, vision)
+
+
+def _section(
+    config: Mapping[str, Any], where: str, family: MRopeFamily
+) -> tuple[tuple[int, ...], str]:
+    text = config.get("text_config")
+    places = [("text_config", text)] if isinstance(text, Mapping) else []
+    places.append(("", config))
+    for prefix, source in places:
+        for key in ("rope_parameters", "rope_scaling"):
+            rope = source.get(key)
+            if not isinstance(rope, Mapping):
+                continue
+            found = _sections_in(rope)
+            path = ".".join(p for p in (where, prefix, key) if p)
+            if len(set(found.values())) > 1:
+                raise InconsistentError(
+                    path, "its layer types give different mrope_section values: not answered"
+                )
+            if found:
+                (name, given), *_ = found.items()
+                return _checked(given, f"{path}{name}.mrope_section"), f"{path}{name}"
+    return family.section, ""
+
+
+def _sections_in(rope: Mapping[str, Any]) -> dict[str, Any]:
+    """``mrope_section`` of a flat rope dict, or of each layer type's (``""`` or ``.type``)."""
+    if "mrope_section" in rope:
+        return {"": _hashable(rope["mrope_section"])}
+    return {
+        f".{name}": _hashable(inner["mrope_section"])
+        for name, inner in rope.items()
+        if isinstance(inner, Mapping) and "mrope_section" in inner
+    }
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _checked(value: Any, field: str) -> tuple[int, ...]:
+    if not (
+        isinstance(value, tuple)
+        and len(value) == 3
+        and all(isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 65536 for v in value)
+    ):
+        raise ParameterError(field, f"must be three positive integers, got {_shown(value)}")
+    return value
+
+
+def _shown(value: Any) -> str:
+    return repr(list(value)) if isinstance(value, tuple) else repr(value)
+
+
+# What a rope dict says of the multimodal part only; the text rope is the rest.
+_MROPE_KEYS = ("mrope_section", "mrope_interleaved", "interleaved")
+_ROPE_DICTS = ("rope_parameters", "rope_scaling")
+
+
+def text_rope_of(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` without its M-RoPE keys, and with the legacy rope type ``mrope`` read as
+    ``default`` (as transformers standardises it): the rope a text token turns by, all three
+    of its ids being equal. A Qwen2-VL config of transformers 4, flat, is its own text model's
+    (``qwen2_vl_text``), as transformers 5 reads it."""
+    plain = _without_mrope(config)
+    model_type = config.get("model_type")
+    if "text_config" not in config and model_type in MROPE_FAMILIES:
+        plain["model_type"] = f"{model_type}_text"
+    return plain
+
+
+def _without_mrope(config: Mapping[str, Any]) -> dict[str, Any]:
+    plain: dict[str, Any] = {}
+    for key, value in config.items():
+        if key in _ROPE_DICTS and isinstance(value, Mapping):
+            plain[key] = _plain_rope(value)
+        elif isinstance(value, Mapping):
+            plain[key] = _without_mrope(value)
+        else:
+            plain[key] = value
+    return plain
+
+
+def _plain_rope(rope: Mapping[str, Any]) -> dict[str, Any]:
+    plain: dict[str, Any] = {}
+    for key, value in rope.items():
+        if key in _MROPE_KEYS:
+            continue
+        if key in ("type", "rope_type") and value == "mrope":
+            value = "default"
+        plain[key] = _plain_rope(value) if isinstance(value, Mapping) else value
+    return plain
+
+
+def check_widths(mrope: MRope, rotary_dims: Sequence[int]) -> None:
+    """Sections that split the frequencies in chunks must cover them exactly, or transformers'
+    rotary module fails; interleaved sections only choose among them."""
+    if mrope.family.rotary == "interleaved":
+        return
+    field = f"{mrope.section_from}.mrope_section" if mrope.section_from else "mrope_section"
+    for rotary in rotary_dims:
+        if 2 * sum(mrope.section) != rotary:
+            raise InconsistentError(
+                field,
+                f"{list(mrope.section)} sums to {sum(mrope.section)}, not the "
+                f"{rotary // 2} frequencies of a {rotary}-wide rotary dimension",
+            )

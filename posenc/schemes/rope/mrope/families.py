@@ -1,0 +1,67 @@
+"""How each multimodal-rope (M-RoPE) model type of transformers places its tokens, as data.
+
+Read from each type's ``get_rope_index`` and text rotary module in transformers 5.23. Three
+things differ between families that otherwise share one algorithm: whether a video is one block
+or one block per frame (Qwen3-VL and GLM-4V give each frame its own ``[1, h, w]`` grid and carry
+time in timestamp text), how a video's temporal ids are spaced (Qwen2.5-VL scales the frame index
+by ``tokens_per_second · second_per_grid_t``; ERNIE merges ``temporal_merge_size`` frames), and
+how the three ids share the rotary frequencies (chunked sections, Qwen3-VL's interleaving, GLM's
+pairwise repeat, ERNIE's permutation). The types whose ``get_rope_index`` works otherwise are
+listed in :data:`UNANSWERED` with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Video = Literal["block", "per_frame"]
+VideoTime = Literal["index", "tokens_per_second"]
+# How cos/sin are assembled from the three ids' frequencies.
+Rotary = Literal["chunked", "interleaved", "glm_pairs", "ernie"]
+
+
+@dataclass(frozen=True)
+class MRopeFamily:
+    video: Video
+    rotary: Rotary
+    section: tuple[int, ...]  # the rotary module's default mrope_section
+    video_time: VideoTime = "index"
+    temporal_merge: bool = False  # a video's frames are merged by vision_config.temporal_merge_size
+
+
+_QWEN2 = MRopeFamily("block", "chunked", (16, 24, 24))
+_QWEN3 = MRopeFamily("per_frame", "interleaved", (24, 20, 20))
+_QWEN3_5 = MRopeFamily("per_frame", "interleaved", (11, 11, 10))
+_GLM4V = MRopeFamily("per_frame", "glm_pairs", (8, 12, 12))
+
+MROPE_FAMILIES: dict[str, MRopeFamily] = {
+    "qwen2_vl": _QWEN2,
+    "paddleocr_vl": _QWEN2,
+    "qwen2_5_vl": MRopeFamily("block", "chunked", (16, 24, 24), video_time="tokens_per_second"),
+    "ernie4_5_vl_moe": MRopeFamily("block", "ernie", (22, 22, 20), temporal_merge=True),
+    "qwen3_vl": _QWEN3,
+    "qwen3_vl_moe": _QWEN3,
+    "cosmos3_omni": _QWEN3,
+    "cosmos3_edge": _QWEN3,
+    "cohere_compass": _QWEN3,
+    "qwen3_5": _QWEN3_5,
+    "qwen3_5_moe": _QWEN3_5,
+    "qwen4_exp": _QWEN3_5,
+    "glm4v": _GLM4V,
+    "glm46v": _GLM4V,
+    "glm_ocr": _GLM4V,
+    "glm4v_moe": MRopeFamily("per_frame", "chunked", (8, 12, 12)),
+}
+
+UNANSWERED: dict[str, str] = {
+    "qwen2_5_omni": "its get_rope_index scans token ids, counts the vision start and end tokens "
+    "and resumes at the maximum + 1; not modelled yet",
+    "qwen3_omni_moe": "its get_rope_index keeps ids in float32 (fractional temporal ids); "
+    "not modelled yet",
+    "glm_image": "its ids come from image start/end token spans without a spatial merge; "
+    "not modelled yet",
+    "hunyuan_vl": "its xdrope gives len(mrope_section) axes with absolute grid ids; "
+    "not modelled yet",
+    "minicpmv4_7": "its ids are laid on a canvas of thumbnails and slices; not modelled yet",
+}

@@ -1,0 +1,112 @@
+"""The cos/sin POST /v1/rope/positions gives for a layout are those of the model's own text
+rotary module (transformers), within API.md §6.3's bound for the framework recipe; the exact
+table takes each column from the id transformers' module turns that frequency by."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+import torch
+
+from tests.conftest import Client
+from tests.reference.test_mrope_positions import ANSWERED, _layout
+from tests.reference.transformers_mrope import hub_config, reference_cos_sin
+
+# Types whose text rope /v1/rope/config does not answer (never measured right against
+# transformers: their default configs are inconsistent; ERNIE-VL permutes its frequencies), so
+# neither is their table.
+UNTABLED = {"cohere_compass", "cosmos3_edge", "ernie4_5_vl_moe", "glm46v", "glm4v", "glm4v_moe"}
+TABLED = [t for t in ANSWERED if t not in UNTABLED]
+
+
+def _ulps(ours: npt.NDArray[Any], theirs: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    a = np.asarray(ours, dtype=np.float32).view(np.int32).astype(np.int64)
+    b = np.asarray(theirs, dtype=np.float32).view(np.int32).astype(np.int64)
+    return np.abs(a - b)
+
+
+def _table(
+    client: Client, config: dict[str, Any], segments: list[dict[str, Any]], recipe: str
+) -> dict[str, Any]:
+    body = {"config": config, "segments": segments, "component": "cos_sin", "recipe": recipe}
+    response = client.post("/v1/rope/positions", json=body)
+    assert response.status_code == 200, response.text
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+@pytest.mark.parametrize("model_type", sorted(UNTABLED))
+def test_a_table_of_a_text_rope_not_answered_is_refused_by_name(
+    client: Client, model_type: str
+) -> None:
+    body = {"config": hub_config(model_type), "segments": [{"text": 1}], "component": "cos"}
+    response = client.post("/v1/rope/positions", json=body)
+    assert response.status_code == 422
+    assert response.json()["detail"].startswith("config.text_config.model_type:")
+    # Its ids are answered all the same.
+    del body["component"]
+    assert client.post("/v1/rope/positions", json=body).status_code == 200
+
+
+def _same_frequencies(params: dict[str, Any]) -> npt.NDArray[np.bool_]:
+    """Columns whose frequency is bit-identical to torch's (default rope: base^(-2i/d) by
+    torch's float32 pow); §6.3 bounds cos/sin there."""
+    d = params["d_model"]
+    exponents = torch.arange(0, d, 2, dtype=torch.int64).float() / d
+    theirs = (1.0 / (params["base"] ** exponents)).numpy()
+    from posenc.schemes.rope.framework import frequencies
+    from posenc.schemes.rope.params import RopeParams
+
+    ours, _ = frequencies(RopeParams(**params), 1)
+    same = _ulps(ours, theirs) == 0
+    return np.concatenate([same, same]) if params["layout"] == "split" else np.repeat(same, 2)
+
+
+@pytest.mark.parametrize("model_type", TABLED)
+def test_the_framework_table_is_the_rotary_module_s(client: Client, model_type: str) -> None:
+    config = hub_config(model_type)
+    rng = random.Random(model_type)
+    for _ in range(8):
+        segments = _layout(rng, model_type, config)
+        answer = _table(client, config, segments, "framework")
+        ids = np.array(answer["position_ids"])
+        cos, sin = reference_cos_sin(config, ids)
+        table = np.array(answer["table"], dtype=np.float32)
+        assert table.shape == (2, *cos.shape), (table.shape, cos.shape)
+        same = _same_frequencies(answer["params"])
+        assert same.mean() > 0.5, "too few frequencies are torch's for the bound to say much"
+        worst = max(_ulps(table[0], cos)[:, same].max(), _ulps(table[1], sin)[:, same].max())
+        assert worst <= 1, (segments, worst)
+
+
+@pytest.mark.parametrize("model_type", TABLED)
+def test_each_column_of_the_exact_table_turns_by_the_id_the_module_reads(
+    client: Client, model_type: str
+) -> None:
+    """Which of the three ids each column reads, found by moving one id at a time through
+    transformers' module; the exact table's column is the exact rope's at that id."""
+    config = hub_config(model_type)
+    segments: list[dict[str, Any]] = [{"text": 2}, {"image": [1, 4, 6]}, {"text": 1}]
+    answer = _table(client, config, segments, "exact")
+    ids = np.array(answer["position_ids"])
+    base_cos, _ = reference_cos_sin(config, np.zeros_like(ids))
+    reads = np.full(base_cos.shape[1], -1)
+    for row in range(3):
+        moved = np.zeros_like(ids)
+        moved[row] = 1000
+        cos, _ = reference_cos_sin(config, moved)
+        reads[(cos != base_cos).any(axis=0)] = row
+    assert (reads >= 0).all(), "a column that no id moves"
+    table = np.array(answer["table"])
+    params = "&".join(f"{k}={v}" for k, v in answer["params"].items())
+    for row in range(3):
+        positions = ",".join(str(p) for p in ids[row])
+        one_d = client.get(f"/v1/rope/encode?{params}&positions={positions}&format=json")
+        assert one_d.status_code == 200, one_d.text
+        rows = np.array(one_d.json()["data"])
+        columns = reads == row
+        assert np.array_equal(table[:, :, columns], rows[:, :, columns])
