@@ -27,14 +27,18 @@ def _layout(rng: random.Random, model_type: str, config: dict[str, Any]) -> list
     """Text, images and videos in a random order, as a processor would lay them out: vision
     segments of one kind are never adjacent (the processor's start and end tokens are text)."""
     family = MROPE_FAMILIES[model_type]
-    merge = config.get("vision_config", {}).get("spatial_merge_size", 2)
-    temporal = config.get("vision_config", {}).get("temporal_merge_size", 2)
+    root = config.get(family.config_root, {}) if family.config_root else config
+    merge = root.get("vision_config", {}).get("spatial_merge_size", 2)
+    temporal = root.get("vision_config", {}).get("temporal_merge_size", 2)
+    # Families that scan token ids read the text token on each side of a medium as its start
+    # and end marker: each needs one of its own.
+    least = 2 if family.markers else 1
     segments: list[dict[str, Any]] = []
     for _ in range(rng.randint(1, 4)):
-        if not segments or rng.random() < 0.6 or "text" not in segments[-1]:
-            segments.append({"text": rng.randint(1, 9)})
+        if not segments or rng.random() < 0.6 or "text" not in segments[-1] or family.markers:
+            segments.append({"text": rng.randint(least, 9)})
         grid = [1, merge * rng.randint(1, 6), merge * rng.randint(1, 6)]
-        if rng.random() < 0.5:
+        if rng.random() < 0.5 or family.video == "none":
             segments.append({"image": grid})
             continue
         frames = rng.randint(1, 5)
@@ -47,7 +51,7 @@ def _layout(rng: random.Random, model_type: str, config: dict[str, Any]) -> list
             video["frame_prefix"] = rng.randint(1, 4)
             video["frame_suffix"] = rng.randint(0, 2)
         segments.append(video)
-    if rng.random() < 0.7:
+    if rng.random() < 0.7 or family.markers:
         segments.append({"text": rng.randint(1, 9)})
     return segments
 
@@ -119,6 +123,13 @@ def test_every_multimodal_type_of_transformers_is_answered_or_refused_by_name(
         ),
         ({"model_type": "ernie4_5_vl_moe"}, [{"video": [3, 2, 2]}], "segments[0].video"),
         ({"model_type": "qwen2_vl"}, [{"text": 2**30}], "segments"),
+        ({"model_type": "qwen2_5_omni"}, [{"image": [1, 2, 2]}, {"text": 1}], "segments[0]"),
+        (
+            {"model_type": "qwen2_5_omni"},
+            [{"text": 1}, {"image": [1, 2, 2]}, {"text": 1}, {"image": [1, 2, 2]}, {"text": 1}],
+            "segments[3]",
+        ),
+        ({"model_type": "glm_image"}, [{"text": 1}, {"video": [1, 2, 2]}], "segments[1].video"),
         (
             {"model_type": "qwen2_vl", "rope_scaling": {"mrope_section": [16, 24]}},
             [{"text": 1}],

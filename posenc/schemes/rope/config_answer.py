@@ -190,7 +190,12 @@ _ROPE: dict[str, Any] = {
         "rope_type": {"type": "string", "enum": sorted({*SCALINGS, "mrope"})},
         "type": {"type": "string", "enum": sorted({*SCALINGS, "mrope"})},
         # Read by POST /v1/rope/positions and for the answer's mrope, of M-RoPE models only.
-        "mrope_section": {"type": ["array", "null"], "items": {"type": "integer"}},
+        "mrope_section": {
+            "type": "array",
+            "items": {"type": "integer", "minimum": 1, "maximum": 65536},
+            "minItems": 3,
+            "maxItems": 3,
+        },
         "mrope_interleaved": {"type": ["boolean", "null"]},
         "interleaved": {"type": ["boolean", "null"]},
         "rope_theta": {"type": ["number", "null"], "exclusiveMinimum": 1, "maximum": 1e12},

@@ -47,6 +47,8 @@ NUMBERS = (
 # Keys transformers keeps in a rope dict that do not change cos/sin: its validation ignores the
 # first; Llama 4's query scaling (reported beside the rope) multiplies q, not the cache.
 IGNORED = ("max_position_embeddings", "llama_4_scaling_beta")
+# A multimodal model's keys (read by .mrope.config, removed before the text rope is read).
+MROPE_KEYS = ("mrope_section", "mrope_interleaved", "interleaved")
 _KNOWN = frozenset(
     {
         "rope_type",
@@ -75,6 +77,14 @@ def rope_params(
     """
     defaults = _defaults(text)
     rope_type = rope.get("rope_type", rope.get("type", "default"))
+    if rope_type == "mrope" or any(key in rope for key in MROPE_KEYS):
+        named = "rope_type" if "rope_type" in rope else "type"
+        key = next((key for key in MROPE_KEYS if key in rope), named)
+        raise InconsistentError(
+            f"{where}.{key}",
+            "multimodal rope (M-RoPE) belongs to the multimodal model types "
+            "POST /v1/rope/positions names, not to this model_type",
+        )
     if not isinstance(rope_type, str) or rope_type not in SCALINGS:
         known = ", ".join(sorted(SCALINGS))
         key = "rope_type" if "rope_type" in rope else "type"

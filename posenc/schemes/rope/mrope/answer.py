@@ -27,7 +27,7 @@ from posenc.schemes.rope.mrope import tables
 from posenc.schemes.rope.mrope.config import MRope, read, text_rope_of
 from posenc.schemes.rope.mrope.diagnose import Expected, diagnose
 from posenc.schemes.rope.mrope.layout import Run, check_size, runs_of
-from posenc.schemes.rope.mrope.positions import position_ids
+from posenc.schemes.rope.mrope.positions import sequence_ids
 from posenc.schemes.rope.params import RopeParams
 
 # Per id: int64 (8 bytes), its JSON text (at most 10 digits and a comma), and the work of
@@ -84,11 +84,14 @@ def _text_rope(body: Mapping[str, Any]) -> RopeParams | None:
 
 
 def _in_config(error: PosencError) -> PosencError:
-    """The reader names fields of a config.json; here it sits at ``config``."""
+    """The reader names fields of a config.json; here it sits at ``config``. A config this
+    operation accepts whose text rope the reader refuses is one a table cannot be made of: the
+    table asked and the config disagree."""
     param, message = getattr(error, "param", None), getattr(error, "message", None)
     if param is None or message is None or isinstance(error, NotApplicableError):
         return error
-    return type(error)(f"config.{param}", message)
+    kind = LimitError if isinstance(error, LimitError) else InconsistentError
+    return kind(f"config.{param}", f"{message} (the text rope, for the table component asks)")
 
 
 def _given(params: RopeParams) -> dict[str, Any]:
@@ -118,7 +121,7 @@ def positions(body: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
     params = _text_rope(body)
     answers = []
     for sequence in runs:
-        ids, delta = position_ids(sequence)
+        ids, delta = sequence_ids(sequence, mrope.family)
         one = {"tokens": ids.shape[1], "position_ids": ids, "next_position_delta": delta}
         if params is not None:
             family, dtype = mrope.family, body.get("dtype", "float32")
@@ -168,10 +171,10 @@ def verify_size(body: Mapping[str, Any], limits: Limits) -> Sized:
 def verify(body: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
     mrope, key, runs = _read(body, limits.max_values)
     steps = _decode_steps(body, key, _tokens(runs), limits.max_values)
-    expected = Expected(runs, steps)
+    expected = Expected(mrope.family, runs, steps)
     given = body["position_ids"]
     if given and isinstance(given[0], list) and len({len(row) for row in given}) > 1:
-        raise ParameterError("position_ids", "its rows must be equally long")
+        raise InconsistentError("position_ids", "its rows must be equally long")
     ids = np.asarray(given, dtype=np.int64)
     if ids.ndim == 2 and ids.shape[0] == 2:
         raise InconsistentError("position_ids", "must be (3, n) ids, or (n,) of one row")

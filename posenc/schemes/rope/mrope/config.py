@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from posenc.errors import InconsistentError, ParameterError
-from posenc.schemes.rope.config_params import integer, number
+from posenc.schemes.rope.config_params import MROPE_KEYS, integer, number
 from posenc.schemes.rope.mrope.families import MROPE_FAMILIES, UNANSWERED, MRopeFamily
 from posenc.schemes.rope.mrope.layout import Vision
 
-_DEFAULT_MERGE = 2
 _DEFAULT_TEMPORAL_MERGE = 2  # ERNIE-4.5-VL's vision config
 _DEFAULT_TOKENS_PER_SECOND = 4  # Qwen2.5-VL's vision config class (its Hub configs say 2)
+_DEFAULT_IDS_PER_SECOND = 25  # Qwen2.5-Omni's thinker config class
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,7 @@ class MRope:
             if self.family.temporal_merge
             else None,
             "tokens_per_second": self.vision.tokens_per_second,
+            "position_id_per_seconds": self.vision.position_id_per_seconds,
         }
 
 
@@ -62,21 +63,46 @@ def family_of(config: Mapping[str, Any], where: str) -> tuple[str, MRopeFamily]:
 
 def read(config: Mapping[str, Any], where: str = "config") -> MRope:
     model_type, family = family_of(config, where)
-    section, section_from = _section(config, where, family)
-    vision_config = config.get("vision_config") or {}
+    root, where = _root(config, family, where)
+    section, section_from = _section(root, where, family)
+    vision_config = root.get("vision_config") or {}
     if not isinstance(vision_config, Mapping):
         raise ParameterError(f"{where}.vision_config", "must be an object")
     at = f"{where}.vision_config"
-    merge = integer(vision_config, "spatial_merge_size", at) or _DEFAULT_MERGE
+    merge = integer(vision_config, "spatial_merge_size", at) or family.merge
     temporal = integer(vision_config, "temporal_merge_size", at) or _DEFAULT_TEMPORAL_MERGE
     per_second = None
     if family.video_time == "tokens_per_second":
-        given = number(vision_config, "tokens_per_second", at)
-        per_second = _DEFAULT_TOKENS_PER_SECOND if given is None else given
-        if not 0 < per_second <= 1e6:
-            raise ParameterError(f"{at}.tokens_per_second", f"must be in (0, 1e6], got {given}")
-    vision = Vision(family, merge, temporal if family.temporal_merge else 1, per_second)
+        per_second = _rate(vision_config, "tokens_per_second", at, _DEFAULT_TOKENS_PER_SECOND)
+    per_position = None
+    if family.video_time == "seconds":
+        per_position = _rate(root, "position_id_per_seconds", where, _DEFAULT_IDS_PER_SECOND)
+    vision = Vision(
+        family, merge, temporal if family.temporal_merge else 1, per_second, per_position
+    )
     return MRope(model_type, family, section, section_from, vision)
+
+
+def _root(
+    config: Mapping[str, Any], family: MRopeFamily, where: str
+) -> tuple[Mapping[str, Any], str]:
+    if not family.config_root:
+        return config, where
+    root = config.get(family.config_root) or {}
+    field = f"{where}.{family.config_root}" if where else family.config_root
+    if not isinstance(root, Mapping):
+        raise ParameterError(field, "must be an object")
+    return root, field
+
+
+def _rate(source: Mapping[str, Any], key: str, where: str, default: float) -> float:
+    given = number(source, key, where)
+    rate = default if given is None else given
+    if not 0 < rate <= 1e6:
+        raise ParameterError(
+            f"{where}.{key}" if where else key, f"must be in (0, 1e6], got {given}"
+        )
+    return rate
 
 
 def _section(
@@ -92,7 +118,8 @@ def _section(
                 continue
             found = _sections_in(rope)
             path = ".".join(p for p in (where, prefix, key) if p)
-            if len(set(found.values())) > 1:
+            values = list(found.values())
+            if any(value != values[0] for value in values):
                 raise InconsistentError(
                     path, "its layer types give different mrope_section values: not answered"
                 )
@@ -105,15 +132,15 @@ def _section(
 def _sections_in(rope: Mapping[str, Any]) -> dict[str, Any]:
     """``mrope_section`` of a flat rope dict, or of each layer type's (``""`` or ``.type``)."""
     if "mrope_section" in rope:
-        return {"": _hashable(rope["mrope_section"])}
+        return {"": _tupled(rope["mrope_section"])}
     return {
-        f".{name}": _hashable(inner["mrope_section"])
+        f".{name}": _tupled(inner["mrope_section"])
         for name, inner in rope.items()
         if isinstance(inner, Mapping) and "mrope_section" in inner
     }
 
 
-def _hashable(value: Any) -> Any:
+def _tupled(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
@@ -131,8 +158,6 @@ def _shown(value: Any) -> str:
     return repr(list(value)) if isinstance(value, tuple) else repr(value)
 
 
-# What a rope dict says of the multimodal part only; the text rope is the rest.
-_MROPE_KEYS = ("mrope_section", "mrope_interleaved", "interleaved")
 _ROPE_DICTS = ("rope_parameters", "rope_scaling")
 
 
@@ -143,7 +168,8 @@ def text_rope_of(config: Mapping[str, Any]) -> dict[str, Any]:
     (``qwen2_vl_text``), as transformers 5 reads it."""
     plain = _without_mrope(config)
     model_type = config.get("model_type")
-    if "text_config" not in config and model_type in MROPE_FAMILIES:
+    family = MROPE_FAMILIES.get(model_type) if isinstance(model_type, str) else None
+    if "text_config" not in config and family is not None and not family.config_root:
         plain["model_type"] = f"{model_type}_text"
     return plain
 
@@ -163,7 +189,7 @@ def _without_mrope(config: Mapping[str, Any]) -> dict[str, Any]:
 def _plain_rope(rope: Mapping[str, Any]) -> dict[str, Any]:
     plain: dict[str, Any] = {}
     for key, value in rope.items():
-        if key in _MROPE_KEYS:
+        if key in MROPE_KEYS:
             continue
         if key in ("type", "rope_type") and value == "mrope":
             value = "default"

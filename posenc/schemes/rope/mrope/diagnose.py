@@ -19,8 +19,9 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc.conformance import Finding
+from posenc.schemes.rope.mrope.families import MRopeFamily
 from posenc.schemes.rope.mrope.layout import Run, float32_product
-from posenc.schemes.rope.mrope.positions import position_ids
+from posenc.schemes.rope.mrope.positions import position_ids, sequence_ids
 
 Ids = npt.NDArray[np.int64]
 
@@ -29,6 +30,7 @@ Ids = npt.NDArray[np.int64]
 class Expected:
     """The layout's sequences (their runs) and the model's ids for them, decode steps after."""
 
+    family: MRopeFamily
     sequences: Sequence[Sequence[Run]]
     decode_steps: int = 0
 
@@ -37,7 +39,7 @@ class Expected:
         each sequence's delta."""
         parts, deltas = [], []
         for runs in self.sequences:
-            ids, delta = position_ids(runs)
+            ids, delta = sequence_ids(runs, self.family)
             parts.append(ids)
             deltas.append(delta)
         if self.decode_steps:
@@ -197,7 +199,8 @@ def _clock(
             [respace(run) if run.kind == "video" else run for run in runs]
             for runs in expected.sequences
         ]
-        if np.array_equal(given, Expected(sequences, expected.decode_steps).ids()[0]):
+        respaced = Expected(expected.family, sequences, expected.decode_steps)
+        if np.array_equal(given, respaced.ids()[0]):
             token = _first(wanted, given)
             return Finding(
                 "temporal_spacing",
@@ -213,21 +216,22 @@ def _clock(
 
 
 def _spaced(rate: float) -> Callable[[Run], Run]:
-    return lambda run: dataclasses.replace(run, interval=float32_product(rate, run.seconds))
+    return lambda run: dataclasses.replace(run, clock=(float32_product(rate, run.seconds), 1.0))
 
 
 # Clocks a port may have used for a video's frames: the frame index, or a rate of ids a second.
 _CLOCKS: tuple[tuple[str, Callable[[Run], Run]], ...] = (
-    ("the frame index", lambda run: dataclasses.replace(run, interval=None)),
+    ("the frame index", lambda run: dataclasses.replace(run, clock=None)),
     *((f"{rate:g} ids a second", _spaced(rate)) for rate in (1.0, 2.0, 4.0, 8.0, 25.0, 50.0)),
 )
 
 
 def _spacing_of(videos: list[tuple[int, Run]]) -> str:
-    intervals = {run.interval for _, run in videos}
-    if intervals == {None}:
+    clocks = {run.clock for _, run in videos}
+    if clocks == {None}:
         return "one id per frame"
-    return "frames " + ", ".join(f"{i:g}" for i in sorted(i for i in intervals if i)) + " apart"
+    steps = sorted({float(np.float32(c[0]) * np.float32(c[1])) for c in clocks if c})
+    return "frames " + ", ".join(f"{step:g}" for step in steps) + " apart"
 
 
 def _not_restarting(

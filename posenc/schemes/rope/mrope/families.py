@@ -15,8 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Video = Literal["block", "per_frame"]
-VideoTime = Literal["index", "tokens_per_second"]
+Video = Literal["block", "per_frame", "none"]
+# A video's temporal ids: the frame index; int(i · (tokens_per_second · s)) (Qwen2.5-VL); or
+# int((i · s) · position_id_per_seconds), images too scaled by the rate (Qwen2.5-Omni).
+VideoTime = Literal["index", "tokens_per_second", "seconds"]
+# Where what follows a vision block starts: its start + max(h, w) (transformers 5), or the
+# largest id so far + 1 (the Qwen-Omni thinkers, and transformers 4).
+Resume = Literal["grid", "max"]
 # How cos/sin are assembled from the three ids' frequencies.
 Rotary = Literal["chunked", "interleaved", "glm_pairs", "ernie"]
 
@@ -28,6 +33,13 @@ class MRopeFamily:
     section: tuple[int, ...]  # the rotary module's default mrope_section
     video_time: VideoTime = "index"
     temporal_merge: bool = False  # a video's frames are merged by vision_config.temporal_merge_size
+    resume: Resume = "grid"
+    # Media found by scanning token ids: the text token before a placeholder run is read as its
+    # start marker and the one after as its end marker, so each needs text on both sides.
+    markers: bool = False
+    zero_delta: bool = False  # GLM-Image returns a delta of 0 whatever the ids
+    config_root: str = ""  # where the model keeps its text and vision configs (Omni: the thinker)
+    merge: int = 2  # the vision config's default spatial_merge_size
 
 
 _QWEN2 = MRopeFamily("block", "chunked", (16, 24, 24))
@@ -52,14 +64,22 @@ MROPE_FAMILIES: dict[str, MRopeFamily] = {
     "glm46v": _GLM4V,
     "glm_ocr": _GLM4V,
     "glm4v_moe": MRopeFamily("per_frame", "chunked", (8, 12, 12)),
+    "qwen2_5_omni": MRopeFamily(
+        "block",
+        "chunked",
+        (16, 24, 24),
+        video_time="seconds",
+        resume="max",
+        markers=True,
+        config_root="thinker_config",
+    ),
+    "glm_image": MRopeFamily(
+        "none", "chunked", (8, 12, 12), markers=True, zero_delta=True, merge=1
+    ),
 }
 
 UNANSWERED: dict[str, str] = {
-    "qwen2_5_omni": "its get_rope_index scans token ids, counts the vision start and end tokens "
-    "and resumes at the maximum + 1; not modelled yet",
     "qwen3_omni_moe": "its get_rope_index keeps ids in float32 (fractional temporal ids); "
-    "not modelled yet",
-    "glm_image": "its ids come from image start/end token spans without a spatial merge; "
     "not modelled yet",
     "hunyuan_vl": "its xdrope gives len(mrope_section) axes with absolute grid ids; "
     "not modelled yet",

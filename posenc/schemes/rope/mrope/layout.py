@@ -33,6 +33,7 @@ class Vision:
     spatial_merge_size: int
     temporal_merge_size: int = 1
     tokens_per_second: float | None = None
+    position_id_per_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,8 @@ class Run:
     frames: int = 1
     prefix: int = 0
     suffix: int = 0
-    interval: float | None = None  # the temporal spacing of a video's frames (Qwen2.5-VL)
+    # Frame i's temporal id is int(float32(float32(i · a) · b)) for clock (a, b); None: i.
+    clock: tuple[float, float] | None = None
     merge: int = 1  # the spatial merge that made ``grid`` of the patch grid
     seconds: float = 1.0  # a video's second_per_grid_t
 
@@ -74,6 +76,8 @@ def runs_of(segments: Sequence[Mapping[str, Any]], vision: Vision, where: str) -
     if not runs:
         raise ParameterError(where, "must hold at least one segment")
     _no_merged_runs(runs, where)
+    if vision.family.markers:
+        _marked(runs, where)
     return runs
 
 
@@ -91,9 +95,15 @@ def check_size(runs: Sequence[Run], max_values: int, where: str) -> int:
 
 
 def _temporal_reach(run: Run) -> int:
-    if run.kind != "video" or run.interval is None:
+    if run.kind == "text" or run.clock is None:
         return 0
-    return int((run.grid[0] - 1) * run.interval) + 1
+    return frame_time(run.grid[0] - 1, run.clock) + 1
+
+
+def frame_time(frame: int, clock: tuple[float, float]) -> int:
+    """Frame ``frame``'s temporal id, as torch computes it: float32 products, truncated."""
+    a, b = np.float32(clock[0]), np.float32(clock[1])
+    return int(np.float32(np.float32(frame) * a) * b)
 
 
 def _run(segment: Mapping[str, Any], index: int, vision: Vision, where: str) -> Run:
@@ -115,7 +125,12 @@ def _run(segment: Mapping[str, Any], index: int, vision: Vision, where: str) -> 
                 "applies only to families that give each video frame its own grid",
             )
     if kind == "image":
-        return Run("image", index, grid=(t, h // m, w // m), merge=m)
+        clock = (
+            (1.0, vision.position_id_per_seconds or 1.0) if family.video_time == "seconds" else None
+        )
+        return Run("image", index, grid=(t, h // m, w // m), merge=m, clock=clock)
+    if family.video == "none":
+        raise InconsistentError(f"{where}.video", "this model type has no video input")
     if framed:
         prefix, suffix = int(segment.get("frame_prefix", 1)), int(segment.get("frame_suffix", 1))
         if t > 1 and prefix + suffix == 0:
@@ -140,17 +155,39 @@ def _run(segment: Mapping[str, Any], index: int, vision: Vision, where: str) -> 
             f"{where}.video", f"t must be a multiple of temporal_merge_size {merge}, got {t}"
         )
     seconds = float(segment.get("second_per_grid_t", 1.0))
-    interval = None
+    clock = None
     if family.video_time == "tokens_per_second":
-        interval = float32_product(vision.tokens_per_second or 1.0, seconds)
+        clock = (float32_product(vision.tokens_per_second or 1.0, seconds), 1.0)
+    elif family.video_time == "seconds":
+        clock = (seconds, vision.position_id_per_seconds or 1.0)
     grid = (t // merge, h // m, w // m)
-    return Run("video", index, grid=grid, interval=interval, merge=m, seconds=seconds)
+    return Run("video", index, grid=grid, clock=clock, merge=m, seconds=seconds)
 
 
 def float32_product(a: float, b: float) -> float:
     """``a · b`` as torch computes a Python number times a float32 tensor: both rounded to
     float32, the product rounded to float32."""
     return float(np.float32(a) * np.float32(b))
+
+
+def _marked(runs: Sequence[Run], where: str) -> None:
+    """A family that finds its media by their start and end tokens needs them: a text token of
+    its own on each side of every image or video."""
+    for index, run in enumerate(runs):
+        if run.kind == "text":
+            continue
+        before = runs[index - 1] if index else None
+        after = runs[index + 1] if index + 1 < len(runs) else None
+        shared = index >= 2 and runs[index - 2].kind != "text" and before is not None
+        if before is None or before.kind != "text" or (shared and before.count < 2):
+            raise InconsistentError(
+                f"{where}[{run.segment}]",
+                "needs its start token: a text token of its own before it",
+            )
+        if after is None or after.kind != "text":
+            raise InconsistentError(
+                f"{where}[{run.segment}]", "needs its end token: a text token after it"
+            )
 
 
 def _no_merged_runs(runs: Sequence[Run], where: str) -> None:

@@ -1,12 +1,14 @@
 """The ``(3, n)`` position ids (temporal, height, width) of one sequence, as ``get_rope_index``
-of transformers 5.23 computes them for the Qwen2-VL, Qwen3-VL, GLM-4V and ERNIE-VL families.
+of transformers 5.23 computes them for the Qwen2-VL, Qwen3-VL, GLM-4V, ERNIE-VL, Qwen2.5-Omni
+and GLM-Image families.
 
 Text continues one id a token on all three rows. A vision block of merged grid ``(t, h, w)``
 starting at id ``s`` gives ``s + time(i)``, ``s + row``, ``s + column`` in t-major, then h, then
-w order, where ``time(i)`` is the frame index, or ``int(i · interval)`` in float32 where the
-family spaces frames in time; what follows resumes at ``s + max(h, w)`` (not at the block's
-largest id + 1, as transformers 4 and vLLM did: a video's temporal ids may pass it). The delta
-a decoder adds to later positions is the largest id + 1 − n.
+w order, where ``time(i)`` is the frame index, or float32 products truncated where the family
+spaces frames in time; what follows resumes at ``s + max(h, w)`` (not at the block's largest
+id + 1, as transformers 4 and vLLM did, and the Qwen-Omni thinkers still do: a video's temporal
+ids may pass it). The delta a decoder adds to later positions is the largest id + 1 − n
+(GLM-Image's is 0).
 """
 
 from __future__ import annotations
@@ -16,7 +18,14 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from posenc.schemes.rope.mrope.families import MRopeFamily
 from posenc.schemes.rope.mrope.layout import Run
+
+
+def sequence_ids(runs: Sequence[Run], family: MRopeFamily) -> tuple[npt.NDArray[np.int64], int]:
+    """The ids and delta of one sequence by the family's rules."""
+    ids, delta = position_ids(runs, resume_at_max=family.resume == "max")
+    return ids, 0 if family.zero_delta else delta
 
 
 def position_ids(
@@ -49,10 +58,11 @@ def _run_ids(run: Run, start: int) -> npt.NDArray[np.int64]:
     if run.kind == "text":
         return np.arange(start, start + run.count, dtype=np.int64)
     t, h, w = run.grid
-    if run.interval is None:
+    if run.clock is None:
         times = np.arange(t, dtype=np.int64)
-    else:  # torch: float32 frame indices times a float32 interval, truncated
-        times = (np.arange(t, dtype=np.float32) * np.float32(run.interval)).astype(np.int64)
+    else:  # torch: float32 frame indices times float32 numbers, truncated
+        a, b = (np.float32(v) for v in run.clock)
+        times = ((np.arange(t, dtype=np.float32) * a) * b).astype(np.int64)
     grid = np.empty((3, t, h, w), np.int64)
     grid[0] = times[:, None, None]
     grid[1] = np.arange(h)[None, :, None]

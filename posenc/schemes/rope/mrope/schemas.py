@@ -18,6 +18,7 @@ MROPE_SCHEMA: dict[str, Any] = {
         "spatial_merge_size",
         "temporal_merge_size",
         "tokens_per_second",
+        "position_id_per_seconds",
     ],
     "additionalProperties": False,
     "properties": {
@@ -25,14 +26,44 @@ MROPE_SCHEMA: dict[str, Any] = {
         "section_from": {"type": ["string", "null"]},
         "interleaved": {"type": "boolean"},
         "rotary": {"type": "string", "enum": ["chunked", "interleaved", "glm_pairs", "ernie"]},
-        "video": {"type": "string", "enum": ["block", "per_frame"]},
+        "video": {"type": "string", "enum": ["block", "per_frame", "none"]},
         "spatial_merge_size": {"type": "integer"},
         "temporal_merge_size": {"type": ["integer", "null"]},
         "tokens_per_second": {"type": ["number", "null"]},
+        "position_id_per_seconds": {"type": ["number", "null"]},
     },
 }
 
 
+_SMALL = {"minimum": 1, "maximum": 64}
+# Where a rope dict keeps the sections (flat; per layer type, each type's is read too).
+_ROPE_DICT = {
+    "type": ["object", "null"],
+    "additionalProperties": True,
+    "properties": {
+        "mrope_section": {
+            "type": "array",
+            "items": {"type": "integer", "minimum": 1, "maximum": 65536},
+            "minItems": 3,
+            "maxItems": 3,
+        }
+    },
+}
+_RATE = {"type": ["number", "null"], "exclusiveMinimum": 0, "maximum": 1e6}
+_VISION = {
+    "type": ["object", "null"],
+    "additionalProperties": True,
+    "properties": {
+        "spatial_merge_size": {"type": ["integer", "null"], **_SMALL},
+        "temporal_merge_size": {"type": ["integer", "null"], **_SMALL},
+        "tokens_per_second": _RATE,
+    },
+}
+_TEXT = {
+    "type": ["object", "null"],
+    "additionalProperties": True,
+    "properties": {"rope_parameters": _ROPE_DICT, "rope_scaling": _ROPE_DICT},
+}
 _GRID = {
     "type": "array",
     "items": {"type": "integer", "minimum": 1, "maximum": 2**20},
@@ -78,7 +109,24 @@ BODY_SCHEMA: dict[str, Any] = {
     "properties": {
         "config": {
             "type": "object",
+            "required": ["model_type"],
             "additionalProperties": True,
+            "properties": {
+                "model_type": {"type": "string", "enum": sorted(MROPE_FAMILIES)},
+                "vision_config": _VISION,
+                "text_config": _TEXT,
+                "thinker_config": {
+                    "type": ["object", "null"],
+                    "additionalProperties": True,
+                    "properties": {
+                        "vision_config": _VISION,
+                        "text_config": _TEXT,
+                        "position_id_per_seconds": _RATE,
+                    },
+                },
+                "rope_parameters": _ROPE_DICT,
+                "rope_scaling": _ROPE_DICT,
+            },
             "description": "config.json; model_type one of "
             + ", ".join(sorted(MROPE_FAMILIES))
             + " (not yet: "
@@ -144,7 +192,9 @@ ANSWER_SCHEMA: dict[str, Any] = {
     },
 }
 
-_INT64 = {"type": "integer", "minimum": -(2**62), "maximum": 2**62}
+# Ids are int32-sized (a sequence's ids never pass 2^31); wider would compare inexactly as
+# JSON numbers.
+_INT64 = {"type": "integer", "minimum": -(2**31), "maximum": 2**31 - 1}
 VERIFY_BODY_SCHEMA: dict[str, Any] = {
     "description": "a multimodal model's config.json, a layout, and the client's position ids "
     "for it (packed: the sequences' ids one after the other), with decode_steps decoded "
