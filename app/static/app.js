@@ -540,6 +540,20 @@ var Api = class {
       signal
     );
   }
+  positionsUrl(scheme, verify2 = false) {
+    return `${location.origin}/v1/${scheme}/positions${verify2 ? "/verify" : ""}`;
+  }
+  /** The (3, n) ids the model of `layout.config` gives its segments, or the service's refusal. */
+  async positions(scheme, layout2, signal) {
+    return this.settle((s) => client.POST(`/v1/${scheme}/positions`, { body: layout2, signal: s }), signal);
+  }
+  /** A client's ids for `layout`, held to the model's and diagnosed. */
+  async verifyIds(scheme, layout2, ids, signal) {
+    return this.settle(
+      (s) => client.POST(`/v1/${scheme}/positions/verify`, { body: { ...layout2, position_ids: ids }, signal: s }),
+      signal
+    );
+  }
   async settle(call, outer) {
     const timer = new AbortController();
     const timeout = setTimeout(() => timer.abort(), TIMEOUT_MS);
@@ -723,12 +737,12 @@ var Slot = class {
   command(text2) {
     this.copyable(Object.assign(document.createElement("code"), { textContent: text2 }), "copy command", `copy the command ${text2}`);
   }
-  copyable(shown2, button, label) {
+  copyable(shown3, button, label) {
     const row = document.createElement("div");
     const copy = Object.assign(document.createElement("button"), { type: "button", textContent: button });
     copy.setAttribute("aria-label", label);
-    copy.addEventListener("click", () => navigator.clipboard?.writeText(shown2.textContent ?? ""));
-    row.append(copy, shown2);
+    copy.addEventListener("click", () => navigator.clipboard?.writeText(shown3.textContent ?? ""));
+    row.append(copy, shown3);
     this.bar.append(row);
   }
   plot(label, name = "plot") {
@@ -1042,15 +1056,15 @@ var pairwise = {
         });
       }
     }
-    const shown2 = stack.slice(0, 8);
-    const columns = Math.min(shown2.length, 4), rowsOfPanels = Math.ceil(shown2.length / columns);
-    const all = shown2.flat(2);
+    const shown3 = stack.slice(0, 8);
+    const columns = Math.min(shown3.length, 4), rowsOfPanels = Math.ceil(shown3.length / columns);
+    const all = shown3.flat(2);
     const [zmin, zmax] = [all.reduce((a, b) => Math.min(a, b)), all.reduce((a, b) => Math.max(a, b))];
-    const maps = shown2.map((z, k) => ({ type: "heatmap", z, zmin, zmax, xaxis: `x${k ? k + 1 : ""}`, yaxis: `y${k ? k + 1 : ""}`, colorscale: "Viridis", showscale: k === 0, name: labels[k] }));
-    const annotations = shown2.map((_, k) => ({ text: labels[k], showarrow: false, font: { size: 10 }, xref: `x${k ? k + 1 : ""} domain`, yref: `y${k ? k + 1 : ""} domain`, x: 0.5, y: 1.12 }));
+    const maps = shown3.map((z, k) => ({ type: "heatmap", z, zmin, zmax, xaxis: `x${k ? k + 1 : ""}`, yaxis: `y${k ? k + 1 : ""}`, colorscale: "Viridis", showscale: k === 0, name: labels[k] }));
+    const annotations = shown3.map((_, k) => ({ text: labels[k], showarrow: false, font: { size: 10 }, xref: `x${k ? k + 1 : ""} domain`, yref: `y${k ? k + 1 : ""} domain`, x: 0.5, y: 1.12 }));
     const grid = layout("", "", "", { grid: { rows: rowsOfPanels, columns, pattern: "independent" }, annotations, height: 220 * rowsOfPanels + 60 });
-    for (let k = 0; k < shown2.length; k++) grid[`yaxis${k ? k + 1 : ""}`] = { autorange: "reversed" };
-    const maps_node = slot.plot(`${shown2.length} maps of the pairwise array`, "maps");
+    for (let k = 0; k < shown3.length; k++) grid[`yaxis${k ? k + 1 : ""}`] = { autorange: "reversed" };
+    const maps_node = slot.plot(`${shown3.length} maps of the pairwise array`, "maps");
     maps_node.style.height = `${220 * rowsOfPanels + 60}px`;
     await Plotly.newPlot(maps_node, maps, grid, CONFIG);
     const n = stack[0].length, i = Math.floor(n / 2);
@@ -1487,6 +1501,458 @@ var ModelPanel = class _ModelPanel {
   }
 };
 
+// app/static/src/layout.ts
+var ROWS = ["temporal", "height", "width"];
+var MODEL_TYPES = ["qwen2_vl", "qwen2_5_vl", "qwen3_vl", "glm4v", "ernie4_5_vl_moe"];
+var DEFAULT_LAYOUT = {
+  config: { model_type: "qwen2_vl" },
+  // Text on each side of every image and video: the models that find their media by the tokens
+  // around them (Qwen2.5-Omni, GLM-Image) need it, and a processor writes it.
+  segments: [{ text: 5 }, { image: [1, 8, 12] }, { text: 2 }, { video: [4, 6, 8], second_per_grid_t: 0.5 }, { text: 7 }]
+};
+var MAX_CELLS = 2e4;
+var VIRIDIS = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
+function piecesOf(segments, mrope) {
+  const m = mrope.spatial_merge_size;
+  return segments.flatMap((segment, s) => {
+    if ("text" in segment) return [{ kind: "text", count: segment.text, where: `text (segment ${s})` }];
+    const kind = "image" in segment ? "image" : "video";
+    const [t, h, w] = "image" in segment ? segment.image : segment.video;
+    const grid = (f, frames2) => ({
+      kind,
+      rows: h / m,
+      columns: w / m,
+      where: `${kind} (segment ${s})${frames2 > 1 ? `, frame ${f + 1} of ${frames2}` : ""}`,
+      caption: `${kind} ${h / m}\xD7${w / m}${frames2 > 1 ? `, frame ${f + 1}/${frames2}` : ""}`
+    });
+    if ("image" in segment) return Array.from({ length: t }, (_, f) => grid(f, t));
+    if (mrope.video === "per_frame") {
+      const prefix = segment.frame_prefix ?? 1, suffix = segment.frame_suffix ?? 1;
+      const around = (f, count) => ({ kind: "text", count, where: `text around frame ${f + 1} of the video (segment ${s})` });
+      return Array.from({ length: t }, (_, f) => [around(f, prefix), grid(f, t), around(f, suffix)]).flat().filter((piece) => piece.kind !== "text" || piece.count > 0);
+    }
+    const frames = t / (mrope.temporal_merge_size ?? 1);
+    return Array.from({ length: frames }, (_, f) => grid(f, frames));
+  });
+}
+var tokensOf = (pieces) => pieces.reduce((n, p) => n + (p.kind === "text" ? p.count : p.rows * p.columns), 0);
+function colour(fraction) {
+  const x = Math.min(Math.max(fraction, 0), 1) * (VIRIDIS.length - 1);
+  const i = Math.min(Math.floor(x), VIRIDIS.length - 2);
+  const rgb = VIRIDIS[i].map((c, k) => Math.round(c + (VIRIDIS[i + 1][k] - c) * (x - i)));
+  const linear = rgb.map((c) => c / 255 <= 0.04045 ? c / 255 / 12.92 : ((c / 255 + 0.055) / 1.055) ** 2.4);
+  const luminance = 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2];
+  return { background: `rgb(${rgb.join(", ")})`, text: luminance > 0.179 ? "#000" : "#fff" };
+}
+var NPY_TYPES = { "<i8": BigInt64Array, "<i4": Int32Array, "<i2": Int16Array, "|i1": Int8Array };
+function readNpy(bytes) {
+  const view = new DataView(bytes);
+  const start2 = view.getUint8(6) === 1 ? 10 : 12;
+  const length = start2 === 10 ? view.getUint16(8, true) : view.getUint32(8, true);
+  const header = new TextDecoder("latin1").decode(new Uint8Array(bytes, start2, length));
+  const descr = /'descr':\s*'(<i8|<i4|<i2|\|i1)'/.exec(header)?.[1];
+  const shape = /'shape':\s*\(([\d,\s]*)\)/.exec(header)?.[1].split(",").filter((v) => v.trim()).map(Number);
+  if (!descr || !shape || shape.length < 1 || shape.length > 2) {
+    throw new Error(`its header says ${header.trim()}: ids are a (3, n) or (n,) array of little-endian integers`);
+  }
+  const data = bytes.slice(start2 + length);
+  const typed = NPY_TYPES[descr];
+  const size = shape.reduce((a, b) => a * b, 1);
+  if (data.byteLength < size * typed.BYTES_PER_ELEMENT) throw new Error(`it holds fewer values than its shape (${shape.join(", ")})`);
+  const values = Array.from(new typed(data, 0, size), Number);
+  if (!values.every(Number.isSafeInteger)) throw new Error("it holds ids past 2^53, which the page cannot read exactly");
+  if (shape.length === 1) return values;
+  const [rows, columns] = shape;
+  const fortran = /'fortran_order':\s*True/.test(header);
+  return Array.from({ length: rows }, (_, r) => Array.from({ length: columns }, (_2, c) => values[fortran ? c * rows + r : r * columns + c]));
+}
+function parseIds(text2) {
+  const value = JSON.parse(text2);
+  if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+    const holder = value;
+    return holder.position_ids ?? holder.data;
+  }
+  return value;
+}
+function theirsAt(ids, k) {
+  if (!Array.isArray(ids)) return null;
+  const rows = Array.isArray(ids[0]) ? ids : [ids];
+  return ROWS.map((_, r) => {
+    const v = (rows.length === 1 ? rows[0] : rows[r])?.[k];
+    return typeof v === "number" ? v : void 0;
+  });
+}
+var shown2 = (value) => typeof value === "object" && value !== null ? JSON.stringify(value) : String(value);
+var segmentText = (segments) => `[
+${segments.map((s) => `  ${JSON.stringify(s)}`).join(",\n")}
+]`;
+var LayoutPanel = class _LayoutPanel {
+  /** `address(push)` writes the page's URL with every panel's fragment. */
+  constructor(api2, scheme, address2) {
+    this.api = api2;
+    this.scheme = scheme;
+    this.address = address2;
+    const make = (tag, props = {}) => Object.assign(document.createElement(tag), props);
+    this.section = make("section", { id: "view-layout", className: "view" });
+    this.section.setAttribute("aria-labelledby", "view-layout-title");
+    const blurb = make("p", {
+      textContent: "A multimodal model's (M-RoPE) position ids for a layout of text, images and videos, as its get_rope_index computes them: each token is a cell, each image and video frame its grid after the spatial merge, coloured by one of its three ids. Drop or paste your own ids beside it to have them diagnosed. The link holds the layout."
+    });
+    const form2 = make("div", { className: "layout-form" });
+    this.model = make("select", { id: "layout-model" });
+    for (const type of MODEL_TYPES) this.model.append(new Option(type, type));
+    this.config = make("textarea", { id: "layout-config", rows: 2, spellcheck: false });
+    this.segments = make("textarea", { id: "layout-segments", rows: 6, spellcheck: false });
+    const send = make("button", { type: "button", id: "layout-send", textContent: "draw the layout's ids" });
+    form2.append(
+      make("label", { htmlFor: "layout-model", textContent: "model_type" }),
+      this.model,
+      make("label", { htmlFor: "layout-config", textContent: "config.json (a model_type is enough; vision_config gives the merge sizes and tokens_per_second):" }),
+      this.config,
+      make("label", { htmlFor: "layout-segments", textContent: 'segments: {"text": n}, {"image": [t, h, w]}, {"video": [t, h, w], "second_per_grid_t": s} \u2014 grids before the spatial merge:' }),
+      this.segments,
+      send
+    );
+    this.fill(DEFAULT_LAYOUT);
+    this.model.addEventListener("change", () => {
+      let config;
+      try {
+        config = JSON.parse(this.config.value);
+      } catch {
+        config = null;
+      }
+      const object = config !== null && typeof config === "object" && !Array.isArray(config) ? config : {};
+      this.config.value = JSON.stringify({ ...object, model_type: this.model.value });
+      void this.submit();
+    });
+    send.addEventListener("click", () => void this.submit());
+    this.rows = make("fieldset", { className: "layout-rows", hidden: true });
+    this.rows.append(make("legend", { textContent: "colour by" }));
+    for (const row of ROWS) {
+      const label = make("label");
+      const radio = make("input", { type: "radio", name: "layout-row", value: row, checked: row === this.row });
+      radio.addEventListener("change", () => {
+        this.row = row;
+        this.paint();
+        this.address(false);
+      });
+      label.append(radio, `${row} id`);
+      this.rows.append(label);
+    }
+    this.figure = make("div", { className: "layout-figure" });
+    this.figure.append(this.rows);
+    const verify2 = make("div", { className: "subview", id: "layout-verify" });
+    const zone = make("div", { className: "dropzone", id: "layout-drop" });
+    const file = make("input", { type: "file", id: "layout-ids-file", accept: ".npy,.json,application/json" });
+    const paste = make("textarea", { id: "layout-ids-json", rows: 3, spellcheck: false, placeholder: "[[0, 1, 2, \u2026], [0, 1, 2, \u2026], [0, 1, 2, \u2026]]" });
+    const check = make("button", { type: "button", id: "layout-ids-send", textContent: "verify the pasted ids" });
+    zone.append(
+      make("label", { htmlFor: "layout-ids-file", textContent: "Drop your (3, n) ids here, a .npy of integers or a JSON file, or choose one:" }),
+      file,
+      make("label", { htmlFor: "layout-ids-json", textContent: "or paste them as JSON:" }),
+      paste,
+      check
+    );
+    file.addEventListener("change", () => {
+      if (file.files?.[0]) void this.check(() => this.readIds(file.files?.[0]));
+    });
+    check.addEventListener("click", () => void this.check(async () => parseIds(paste.value)));
+    zone.addEventListener("dragover", (event) => {
+      event.preventDefault();
+      zone.classList.add("over");
+    });
+    zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+    zone.addEventListener("drop", (event) => {
+      event.preventDefault();
+      zone.classList.remove("over");
+      const dropped = event.dataTransfer?.files?.[0];
+      if (dropped) void this.check(() => this.readIds(dropped));
+    });
+    verify2.append(make("h3", { textContent: "Your ids, held to the model's" }), zone, make("div", { className: "api" }));
+    const pair = make("div", { className: "layout-pair" });
+    pair.append(this.figure, verify2);
+    this.section.append(make("h2", { id: "view-layout-title", textContent: _LayoutPanel.title }), blurb, form2, make("div", { className: "api" }), pair);
+    this.slot = new Slot(this.section);
+    this.checks = new Slot(verify2);
+    this.slot.done("waiting");
+    this.checks.done("waiting");
+  }
+  api;
+  scheme;
+  address;
+  section;
+  slot;
+  checks;
+  model;
+  config;
+  segments;
+  figure;
+  rows;
+  code = null;
+  // the layout of the link, as the fragment holds it
+  row = "temporal";
+  drawn = null;
+  drawing = new AbortController();
+  checking = new AbortController();
+  static title = "A multimodal layout's position ids";
+  /** This panel's part of the link's fragment (no "#"): the layout and the id row coloured. */
+  fragment() {
+    if (this.code === null) return "";
+    return `layout=${this.code}${this.row === "temporal" ? "" : `&colour=${this.row}`}`;
+  }
+  /** Show what the fragment `hash` says (a link opened, back or forward): only what changed. */
+  restore(hash) {
+    const given = new URLSearchParams(hash.replace(/^#/, ""));
+    const row = ROWS.find((r) => r === given.get("colour")) ?? "temporal";
+    if (row !== this.row) {
+      this.row = row;
+      this.rows.querySelectorAll("input").forEach((radio) => {
+        radio.checked = radio.value === row;
+      });
+      this.paint();
+    }
+    const code = given.get("layout");
+    if (code === this.code) return;
+    this.code = code;
+    if (code === null) {
+      this.begin();
+      this.fill(DEFAULT_LAYOUT);
+      this.slot.done("waiting");
+      return;
+    }
+    void this.load(code);
+  }
+  fill(layout2) {
+    this.config.value = JSON.stringify(layout2.config);
+    this.segments.value = segmentText(layout2.segments ?? []);
+    this.syncModel(layout2.config);
+  }
+  syncModel(config) {
+    const type = typeof config.model_type === "string" ? config.model_type : "";
+    if (type && ![...this.model.options].some((o) => o.value === type)) this.model.append(new Option(type, type));
+    if (type) this.model.value = type;
+  }
+  /** The layout the fields hold, or a message saying what in them is not one. */
+  layout() {
+    const parse = (text2, what) => {
+      try {
+        return JSON.parse(text2);
+      } catch (error) {
+        throw new ApiError(`The ${what} not JSON: ${error.message}`, 0);
+      }
+    };
+    const config = parse(this.config.value, "config is");
+    if (config === null || typeof config !== "object" || Array.isArray(config)) {
+      throw new ApiError('The config must be a JSON object, such as {"model_type": "qwen2_vl"}.', 0);
+    }
+    const segments = parse(this.segments.value, "segments are");
+    if (!Array.isArray(segments)) throw new ApiError('The segments must be a JSON array, such as [{"text": 5}, {"image": [1, 8, 12]}].', 0);
+    this.syncModel(config);
+    return { config, segments };
+  }
+  /** Abandon what is drawing or verifying, and empty the view for what comes next. */
+  begin() {
+    this.drawing.abort();
+    this.checking.abort();
+    this.drawing = new AbortController();
+    this.drawn = null;
+    delete this.section.dataset.tokens;
+    delete this.section.dataset.marked;
+    this.rows.hidden = true;
+    this.slot.reset();
+    this.checks.reset();
+    this.checks.done("waiting");
+    return this.drawing;
+  }
+  async load(code) {
+    const signal = this.begin().signal;
+    let layout2;
+    try {
+      const value = JSON.parse(await unpack(code));
+      if (typeof value?.config !== "object" || !Array.isArray(value.segments)) throw new Error("it holds no config and segments");
+      layout2 = value;
+    } catch (error) {
+      if (!signal.aborted) this.slot.fail(new ApiError(`The link's layout could not be read (${error.message}): write it again.`, 0));
+      return;
+    }
+    if (signal.aborted) return;
+    this.fill(layout2);
+    await this.show(layout2, signal);
+  }
+  async submit() {
+    const signal = this.begin().signal;
+    let layout2;
+    try {
+      layout2 = this.layout();
+    } catch (error) {
+      this.slot.fail(error);
+      return;
+    }
+    await this.post(layout2, signal);
+  }
+  /** Put `layout` in the link, and draw it. */
+  async post(layout2, signal) {
+    const code = await pack(JSON.stringify(layout2));
+    if (signal.aborted) return;
+    if (code !== this.code) {
+      this.code = code;
+      this.address(true);
+    }
+    await this.show(layout2, signal);
+  }
+  async show(layout2, signal) {
+    const body = JSON.stringify(layout2).replaceAll("'", "'\\''");
+    this.slot.command(`curl -X POST ${this.api.positionsUrl(this.scheme.name)} -H 'Content-Type: application/json' -d '${body}'`);
+    try {
+      const answer = await this.api.positions(this.scheme.name, layout2, signal);
+      if (signal.aborted) return;
+      this.render(layout2, answer);
+      this.slot.done();
+    } catch (error) {
+      if (!signal.aborted) this.slot.fail(error);
+    }
+  }
+  render(layout2, answer) {
+    const ids = answer.position_ids ?? answer.sequences[0].position_ids;
+    const tokens = ids[0].length;
+    this.section.dataset.tokens = String(tokens);
+    if (tokens > MAX_CELLS) {
+      throw new ApiError(`The layout holds ${tokens} tokens: the page draws up to ${MAX_CELLS}, one cell each; the command above gives every id.`, 0);
+    }
+    const pieces = piecesOf(layout2.segments ?? [], answer.mrope);
+    if (tokensOf(pieces) !== tokens) throw new Error(`it reads the layout as ${tokensOf(pieces)} tokens, the service as ${tokens}`);
+    const legend = Object.assign(document.createElement("p"), { className: "report layout-legend" });
+    const drawing = Object.assign(document.createElement("div"), { className: "report layout-drawing", tabIndex: 0 });
+    drawing.setAttribute("role", "figure");
+    drawing.setAttribute("aria-label", `the ${tokens} tokens of the layout, each coloured by one of its ids`);
+    const cells = [];
+    let run = null;
+    const cell = (kind, where) => {
+      const node = Object.assign(document.createElement("span"), { className: "cell" });
+      node.dataset.token = String(cells.length);
+      node.dataset.kind = kind;
+      node.dataset.where = where;
+      cells.push(node);
+      return node;
+    };
+    for (const piece of pieces) {
+      if (piece.kind === "text") {
+        if (!run) drawing.append(run = Object.assign(document.createElement("div"), { className: "run" }));
+        for (let i = 0; i < piece.count; i++) run.append(cell("text", piece.where));
+        continue;
+      }
+      run = null;
+      const block = Object.assign(document.createElement("div"), { className: "block" });
+      const grid = Object.assign(document.createElement("div"), { className: "grid" });
+      grid.style.setProperty("--columns", String(piece.columns));
+      for (let r = 0; r < piece.rows; r++) {
+        for (let c = 0; c < piece.columns; c++) grid.append(cell(piece.kind, `${piece.where}, row ${r}, column ${c}`));
+      }
+      block.append(Object.assign(document.createElement("small"), { textContent: piece.caption }), grid);
+      drawing.append(block);
+    }
+    this.figure.append(legend, drawing);
+    this.rows.hidden = false;
+    this.drawn = { key: JSON.stringify(layout2), ids, cells, legend, theirs: null, first: null };
+    this.paint();
+  }
+  /** Colour every cell by the chosen row, and mark where the verified ids differ. */
+  paint() {
+    if (!this.drawn) return;
+    const { ids, cells, legend, theirs, first: first2 } = this.drawn;
+    const values = ids[ROWS.indexOf(this.row)];
+    const low = Math.min(...values), high = Math.max(...values);
+    let marked = 0;
+    cells.forEach((node, k) => {
+      const { background, text: text2 } = colour((values[k] - low) / (high - low || 1));
+      node.style.background = background;
+      node.style.color = text2;
+      node.textContent = String(values[k]);
+      const model = ids.map((row) => row[k]);
+      const yours = theirs === null ? null : theirsAt(theirs, k);
+      const differs = yours !== null && yours.some((v, r) => v !== model[r]);
+      node.classList.toggle("mismatch", differs);
+      node.classList.toggle("first", differs && k === first2);
+      if (differs) marked++;
+      node.title = `token ${k}, ${node.dataset.where}: temporal ${model[0]}, height ${model[1]}, width ${model[2]}` + (differs ? ` \u2014 yours: ${(yours ?? []).map((v) => v ?? "none").join(", ")}` : "");
+    });
+    this.section.dataset.marked = String(marked);
+    legend.textContent = `Each cell is a token, showing its ${this.row} id and coloured by it, from ${low} (dark) to ${high} (light); its title holds all three.` + (theirs === null ? "" : ` Ringed: the ${marked === 1 ? "token" : `${marked} tokens`} where your ids differ.`);
+  }
+  async readIds(file) {
+    const bytes = await file.arrayBuffer();
+    const magic = new Uint8Array(bytes.slice(0, 6));
+    const npy = magic[0] === 147 && String.fromCharCode(...magic.slice(1)) === "NUMPY";
+    return npy ? readNpy(bytes) : parseIds(new TextDecoder().decode(bytes));
+  }
+  /** Post the client's ids (as `read` gives them) for the layout the fields hold, drawn first. */
+  async check(read2) {
+    this.checking.abort();
+    const checking = this.checking = new AbortController();
+    this.checks.reset();
+    let ids;
+    let layout2;
+    try {
+      ids = await read2();
+      layout2 = this.layout();
+    } catch (error) {
+      if (checking.signal.aborted) return;
+      this.checks.fail(error instanceof ApiError ? error : new ApiError(`Your ids could not be read: ${error.message}`, 0));
+      return;
+    }
+    if (checking.signal.aborted) return;
+    if (this.drawn?.key !== JSON.stringify(layout2)) {
+      const drawing = this.begin().signal;
+      this.checks.reset();
+      await this.post(layout2, drawing);
+      if (drawing.aborted) return;
+    }
+    this.checking = new AbortController();
+    const signal = this.checking.signal;
+    this.checks.command(`curl -X POST ${this.api.positionsUrl(this.scheme.name, true)} -H 'Content-Type: application/json' -d @layout-and-ids.json`);
+    try {
+      const report = await this.api.verifyIds(this.scheme.name, layout2, ids, signal);
+      if (signal.aborted) return;
+      this.report(report);
+      if (this.drawn?.key === JSON.stringify(layout2)) {
+        this.drawn.theirs = ids;
+        this.drawn.first = report.first_difference?.token ?? null;
+        this.paint();
+      }
+      this.checks.done();
+    } catch (error) {
+      if (!signal.aborted) this.checks.fail(error);
+    }
+  }
+  report(report) {
+    const verdict = this.checks.block("p");
+    verdict.className = `report verdict ${report.equal ? "pass" : "fail"}`;
+    const differs = report.mismatched_tokens === null ? "they" : `${report.mismatched_tokens} of ${report.tokens} tokens`;
+    verdict.textContent = report.equal ? `Equal: the ids of all ${report.tokens} tokens are the model's.` : `Not equal: ${differs} differ (ringed in the drawing).`;
+    const first2 = report.first_difference;
+    if (first2) {
+      const where = first2.segment ? ` (${Object.entries(first2.segment).map(([k, v]) => `${k} ${shown2(v)}`).join(", ")})` : "";
+      const line = this.checks.block("p");
+      line.className = "report first-difference";
+      line.textContent = `First at token ${first2.token}${where}: the model gives ${first2.expected.join(", ")}, yours ${first2.got.join(", ")}.`;
+    }
+    const list = this.checks.block("ul");
+    list.className = "report findings";
+    for (const finding of report.diagnosis) {
+      const item = document.createElement("li");
+      item.dataset.finding = finding.name;
+      const evidence = document.createElement("dl");
+      for (const [k, v] of Object.entries(finding.evidence)) {
+        evidence.append(Object.assign(document.createElement("dt"), { textContent: k.replaceAll("_", " ") }), Object.assign(document.createElement("dd"), { textContent: shown2(v) }));
+      }
+      item.append(Object.assign(document.createElement("strong"), { textContent: finding.name }), Object.assign(document.createElement("p"), { textContent: finding.summary }), evidence);
+      list.append(item);
+    }
+    if (!report.diagnosis.length && !report.equal) list.append(Object.assign(document.createElement("li"), { textContent: "No known fault explains the differences." }));
+    this.checks.section.dataset.findings = report.diagnosis.map((f) => f.name).join(" ");
+  }
+};
+
 // app/static/src/main.ts
 var slots = /* @__PURE__ */ new Map();
 var schemes = [];
@@ -1494,9 +1960,14 @@ var api;
 var current;
 var generation = 0;
 var panel;
+var layouts;
 var drawnSearch = "";
+function fragment() {
+  const parts = [panel?.fragment() ?? "", layouts?.fragment() ?? ""].map((f) => f.replace(/^#/, "")).filter(Boolean);
+  return parts.length ? `#${parts.join("&")}` : "";
+}
 function address(push, url = location.pathname + location.search) {
-  const full = url + (panel?.fragment() ?? "");
+  const full = url + fragment();
   if (push) history.pushState(null, "", full);
   else history.replaceState(null, "", full);
   drawnSearch = location.search;
@@ -1523,13 +1994,22 @@ function sections() {
   const reader = schemes.find((s) => s.endpoints?.includes("config"));
   if (reader) {
     panel = new ModelPanel(api, reader, (push) => address(push), (href) => {
-      history.pushState(null, "", href);
+      const url = new URL(href, location.href);
+      history.pushState(null, "", url.pathname + url.search + fragment());
       restore();
       document.getElementById("controls")?.scrollIntoView();
     });
     main.append(panel.section);
     const item = document.createElement("li");
     item.append(Object.assign(document.createElement("a"), { href: `#${panel.section.id}`, textContent: ModelPanel.title }));
+    nav.append(item);
+  }
+  const positions = schemes.find((s) => s.endpoints?.includes("positions"));
+  if (positions) {
+    layouts = new LayoutPanel(api, positions, (push) => address(push));
+    main.append(layouts.section);
+    const item = document.createElement("li");
+    item.append(Object.assign(document.createElement("a"), { href: `#${layouts.section.id}`, textContent: LayoutPanel.title }));
     nav.append(item);
   }
 }
@@ -1593,10 +2073,10 @@ async function draw(state) {
   document.title = `posenc \u2014 ${ctx.scheme.name}`;
   const work = VIEWS.map(async (view) => {
     const slot = slots.get(view.id);
-    const shown2 = view.applies(ctx.scheme);
-    slot.section.hidden = !shown2;
-    (document.querySelector(`#toc a[href="#${view.id}"]`)?.parentElement).hidden = !shown2;
-    if (!shown2) return;
+    const shown3 = view.applies(ctx.scheme);
+    slot.section.hidden = !shown3;
+    (document.querySelector(`#toc a[href="#${view.id}"]`)?.parentElement).hidden = !shown3;
+    if (!shown3) return;
     slot.reset();
     try {
       await view.draw(ctx, slot);
@@ -1625,6 +2105,7 @@ async function slide() {
 }
 function restore() {
   panel?.restore(location.hash);
+  layouts?.restore(location.hash);
   if (location.search === drawnSearch) return;
   drawnSearch = location.search;
   build(schemes, fromUrl());
@@ -1678,6 +2159,7 @@ async function start() {
   build(schemes, initial);
   const state = read(schemes);
   panel?.restore(location.hash);
+  layouts?.restore(location.hash);
   address(false, toUrl(state));
   syncOutput();
   await draw(state);

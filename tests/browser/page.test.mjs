@@ -3,7 +3,8 @@
 // follows the slider, q·k is the service's /similarity, a dropped faulty cache gets its diagnosis,
 // every view is photographed at desktop and phone width, and axe finds nothing serious. Issue 22:
 // a pasted config.json shows every rope of the model with its layers, its link (the config in the
-// fragment) restores the view in a fresh page, and a refused config names the field.
+// fragment) restores the view in a fresh page, and a refused config names the field. Issue 23: a
+// multimodal layout is drawn cell by cell with the service's ids, and dropped ids are diagnosed.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync } from "node:fs";
@@ -368,6 +369,162 @@ test("a refused config names the field; a failed request, a broken link say so; 
   const kept = new URLSearchParams(new URL(page.url()).hash.slice(1)).get("config");
   assert.equal(inflateRawSync(Buffer.from(kept, "base64url")).toString(), GEMMA3, "the link keeps the config");
   assert.equal(await page.locator("#view-config article.rope").count(), 2, "the model view is not redrawn");
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+// Issue 23: a multimodal layout drawn token by token, and a client's ids diagnosed beside it.
+const layoutState = (page, selector = "#view-layout") => page.waitForSelector(`${selector}:not([data-state=loading])`, { timeout: 30000 })
+  .then(() => page.getAttribute(selector, "data-state"));
+const positions = async (body, verify = false) => (await fetch(`${BASE}/v1/rope/positions${verify ? "/verify" : ""}`, {
+  method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+})).json();
+/** What the drawing shows: every cell's token, kind, number, title and colour, and each grid's cells. */
+const drawing = (page) => page.evaluate(() => ({
+  cells: [...document.querySelectorAll("#view-layout .cell")].map((cell) => ({
+    token: Number(cell.dataset.token), kind: cell.dataset.kind, text: cell.textContent, title: cell.title,
+    background: getComputedStyle(cell).backgroundColor, mismatch: cell.classList.contains("mismatch"),
+  })),
+  grids: [...document.querySelectorAll("#view-layout .block .grid")].map((grid) => [grid.style.getPropertyValue("--columns"), grid.children.length]),
+}));
+
+test("a layout is drawn token by token, each image and video frame as its grid, coloured by the service's ids", async () => {
+  const { page, problems } = await open("/?scheme=rope&d_model=16&seq_len=32");
+  assert.equal(await page.getAttribute("#view-layout", "data-state"), "waiting");
+  const layout = { config: { model_type: "qwen3_vl" }, segments: [{ text: 3 }, { image: [1, 4, 6] }, { text: 2 }, { video: [2, 4, 4] }, { text: 2 }] };
+  await page.fill("#layout-segments", JSON.stringify(layout.segments));
+  await page.selectOption("#layout-model", "qwen3_vl"); // a pick draws at once
+  assert.equal(await layoutState(page), "drawn");
+  const answer = await positions(layout);
+  const ids = answer.position_ids;
+  const shown = await drawing(page);
+  assert.equal(shown.cells.length, answer.tokens, "one cell per token the service counted");
+  assert.equal(await page.getAttribute("#view-layout", "data-tokens"), String(answer.tokens));
+  // The image is one 2×3 grid; each of the video's frames a 2×2 grid between its start and end tokens.
+  assert.deepEqual(shown.grids, [["3", 6], ["2", 4], ["2", 4]]);
+  assert.deepEqual(shown.cells.map((c) => c.kind), [
+    ...Array(3).fill("text"), ...Array(6).fill("image"), ...Array(2).fill("text"),
+    "text", ...Array(4).fill("video"), "text", "text", ...Array(4).fill("video"), "text", ...Array(2).fill("text"),
+  ]);
+  shown.cells.forEach((cell, k) => {
+    assert.equal(cell.token, k);
+    assert.ok(cell.title.startsWith(`token ${k}, `), cell.title);
+    assert.ok(cell.title.endsWith(`: temporal ${ids[0][k]}, height ${ids[1][k]}, width ${ids[2][k]}`), cell.title);
+    assert.equal(cell.text, String(ids[0][k]), "each cell shows its temporal id");
+  });
+  assert.match(shown.cells[3].title, /image \(segment 1\), row 0, column 0/);
+  // One colour per id, and a different one for each id.
+  const colourOf = (cells, row) => new Map(cells.map((c, k) => [ids[row][k], c.background]));
+  const temporal = colourOf(shown.cells, 0);
+  shown.cells.forEach((c, k) => assert.equal(c.background, temporal.get(ids[0][k]), `token ${k}`));
+  assert.equal(new Set(temporal.values()).size, temporal.size);
+
+  // Coloured by the width id instead: the numbers and the colours follow, and the link says so.
+  await page.check("#view-layout input[value=width]");
+  const wide = await drawing(page);
+  wide.cells.forEach((c, k) => assert.equal(c.text, String(ids[2][k])));
+  const width = colourOf(wide.cells, 2);
+  wide.cells.forEach((c, k) => assert.equal(c.background, width.get(ids[2][k]), `token ${k}`));
+  const link = new URL(page.url());
+  assert.equal(new URLSearchParams(link.hash.slice(1)).get("colour"), "width");
+  assert.equal(link.searchParams.get("d_model"), "16", "the controls stay in the link");
+  await page.locator("#view-layout").screenshot({ path: join(ARTIFACTS, "views", "1200-layout.png") });
+  await page.close();
+
+  // The link, in a fresh page at phone width, with a model's config beside the layout in the
+  // fragment: the same layout drawn the same way, and the model's ropes.
+  const config = deflateRawSync(Buffer.from(GEMMA3)).toString("base64url");
+  const fresh = await open(`${link.pathname}${link.search}${link.hash}&config=${config}`, { width: 375, height: 900 });
+  assert.equal(await layoutState(fresh.page), "drawn");
+  assert.deepEqual(await drawing(fresh.page), wide);
+  assert.equal(await configState(fresh.page), "drawn");
+  assert.deepEqual(JSON.parse(await fresh.page.inputValue("#layout-segments")), layout.segments);
+  assert.equal(await fresh.page.inputValue("#layout-model"), "qwen3_vl");
+  const overflow = await fresh.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `the layout view at 375 px scrolls sideways by ${overflow} px`);
+  await fresh.page.locator("#view-layout").screenshot({ path: join(ARTIFACTS, "views", "375-layout.png") });
+  await fresh.page.addScriptTag({ path: AXE });
+  const audit = await fresh.page.evaluate(() => globalThis.axe.run("#view-layout", { runOnly: ["wcag2a", "wcag2aa", "best-practice"] }));
+  const bad = audit.violations.filter((v) => ["serious", "critical"].includes(v.impact));
+  assert.deepEqual(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.length}) ${v.nodes[0].target}`), []);
+
+  // A rope of the model opened in the views above keeps the layout in the link and on the page.
+  await fresh.page.click("#view-config article.rope >> nth=0 >> text=show this rope in every view above");
+  await fresh.page.waitForFunction(() => new URLSearchParams(location.search).get("d_model") === "256");
+  await ready(fresh.page);
+  const kept = new URLSearchParams(new URL(fresh.page.url()).hash.slice(1));
+  assert.deepEqual([kept.get("layout"), kept.get("colour"), kept.get("config")], [new URLSearchParams(link.hash.slice(1)).get("layout"), "width", config]);
+  assert.deepEqual(await drawing(fresh.page), wide);
+
+  // A layout the service refuses: its message, as every view shows one.
+  await fresh.page.fill("#layout-segments", '[{"text": 1}, {"image": [1, 3, 4]}]');
+  await fresh.page.click("#layout-send");
+  assert.equal(await layoutState(fresh.page), "error");
+  assert.match(await fresh.page.locator("#view-layout > .state").textContent(), /^The service refused \(422\): .*spatial_merge_size 2/);
+  assert.equal(await fresh.page.locator("#view-layout .cell").count(), 0);
+  assert.deepEqual([...problems, ...fresh.problems], []);
+  await fresh.page.close();
+});
+
+/** A .npy file of int64 rows. */
+function npyInt64(rows) {
+  let header = `{'descr': '<i8', 'fortran_order': False, 'shape': (${rows.length}, ${rows[0].length}), }`;
+  header = header.padEnd(64 * Math.ceil((header.length + 11) / 64) - 11) + "\n";
+  const prefix = Buffer.concat([Buffer.from([0x93]), Buffer.from("NUMPY"), Buffer.from([1, 0, header.length & 255, header.length >> 8]), Buffer.from(header, "latin1")]);
+  return Buffer.concat([prefix, Buffer.from(BigInt64Array.from(rows.flat(), BigInt).buffer)]);
+}
+
+test("dropped ids that resume text at max + 1 are diagnosed beside the drawing, the token marked", async () => {
+  const { page, problems } = await open("/?scheme=rope&d_model=16&seq_len=32");
+  const layout = { config: { model_type: "qwen2_5_vl", vision_config: { tokens_per_second: 2 } }, segments: [{ text: 1 }, { video: [4, 2, 2] }, { text: 1 }] };
+  const faulty = [[0, 1, 3, 5, 7, 8], [0, 1, 1, 1, 1, 8], [0, 1, 1, 1, 1, 8]];
+  await page.fill("#layout-config", JSON.stringify(layout.config));
+  await page.fill("#layout-segments", JSON.stringify(layout.segments));
+  // Dropped before the layout is drawn: the page draws it, then verifies.
+  const transfer = await page.evaluateHandle((data) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([new Uint8Array(data)], "position_ids.npy", { type: "application/octet-stream" }));
+    return dt;
+  }, [...npyInt64(faulty)]);
+  await page.dispatchEvent("#layout-drop", "drop", { dataTransfer: transfer });
+  assert.equal(await layoutState(page, "#layout-verify"), "drawn");
+  assert.equal(await page.getAttribute("#view-layout", "data-state"), "drawn");
+  const findings = (await page.getAttribute("#layout-verify", "data-findings")).split(" ");
+  assert.deepEqual(findings, ["text_resumes_at_max_plus_one"]);
+  const finding = page.locator("#layout-verify li[data-finding=text_resumes_at_max_plus_one]");
+  assert.match(await finding.textContent(), /^text_resumes_at_max_plus_one/);
+  assert.ok(await finding.isVisible());
+  assert.match(await page.locator("#layout-verify .verdict").textContent(), /^Not equal: 1 of 6 tokens differ/);
+  const report = await positions({ ...layout, position_ids: faulty }, true);
+  const first = report.first_difference;
+  assert.match(await page.locator("#layout-verify .first-difference").textContent(),
+    new RegExp(`^First at token ${first.token} .*the model gives ${first.expected.join(", ")}, yours ${first.got.join(", ")}\\.`));
+  // The drawing marks the one token the ids get wrong, and its title says what they gave.
+  const shown = await drawing(page);
+  assert.equal(shown.cells.length, 6);
+  assert.deepEqual(shown.cells.filter((c) => c.mismatch).map((c) => c.token), [first.token]);
+  assert.match(shown.cells[first.token].title, /— yours: 8, 8, 8$/);
+  assert.equal(await page.getAttribute(`#view-layout .cell[data-token="${first.token}"]`, "class"), "cell mismatch first");
+  await page.locator("#view-layout").screenshot({ path: join(ARTIFACTS, "views", "1200-layout-verify.png") });
+
+  // The model's own ids, pasted: equal, nothing marked.
+  const right = (await positions(layout)).position_ids;
+  await page.fill("#layout-ids-json", JSON.stringify(right));
+  await page.click("#layout-ids-send");
+  assert.equal(await layoutState(page, "#layout-verify"), "drawn");
+  assert.match(await page.locator("#layout-verify .verdict").textContent(), /^Equal: the ids of all 6 tokens/);
+  assert.equal(await page.locator("#view-layout .cell.mismatch").count(), 0);
+
+  // Unreadable ids are the page's to say; ids the service refuses, the service's.
+  await page.fill("#layout-ids-json", "[[0, 1,");
+  await page.click("#layout-ids-send");
+  assert.equal(await layoutState(page, "#layout-verify"), "error");
+  assert.match(await page.locator("#layout-verify .state").textContent(), /^Your ids could not be read: /);
+  await page.fill("#layout-ids-json", '[["a"]]');
+  await page.click("#layout-ids-send");
+  assert.equal(await layoutState(page, "#layout-verify"), "error");
+  assert.match(await page.locator("#layout-verify .state").textContent(), /^The service refused \(4\d\d\): \S/);
+  assert.equal(await page.locator("#view-layout .cell").count(), 6, "the drawing stays");
   assert.deepEqual(problems, []);
   await page.close();
 });

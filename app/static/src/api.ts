@@ -48,6 +48,14 @@ type PathOf<O extends Operation> = [PerScheme<O>] extends [never] ? Extract<keyo
 type ConfigPath = Extract<keyof paths, `/v1/${string}/config`>;
 export type ConfigAnswer = paths[ConfigPath]["post"]["responses"][200]["content"]["application/json"];
 
+// A layout's multimodal ids (`/v1/{scheme}/positions`) and a client's held to them (…/verify).
+type PositionsPath = Extract<keyof paths, `/v1/${string}/positions`>;
+type IdsPath = Extract<keyof paths, `/v1/${string}/positions/verify`>;
+export type Layout = paths[PositionsPath]["post"]["requestBody"]["content"]["application/json"];
+export type PositionsAnswer = paths[PositionsPath]["post"]["responses"][200]["content"]["application/json"];
+export type ClientIds = paths[IdsPath]["post"]["requestBody"]["content"]["application/json"]["position_ids"];
+export type IdsReport = paths[IdsPath]["post"]["responses"][200]["content"]["application/json"];
+
 const TIMEOUT_MS = 20000;
 
 // Commas stay commas: the copied URLs read like the README's (`positions=0,5,17`).
@@ -121,6 +129,22 @@ export class Api {
         headers: { "Content-Type": "application/json" },
         signal: s,
       }),
+    signal);
+  }
+
+  positionsUrl(scheme: string, verify = false): string {
+    return `${location.origin}/v1/${scheme}/positions${verify ? "/verify" : ""}`;
+  }
+
+  /** The (3, n) ids the model of `layout.config` gives its segments, or the service's refusal. */
+  async positions(scheme: string, layout: Layout, signal: AbortSignal): Promise<PositionsAnswer> {
+    return this.settle<PositionsAnswer>((s) => client.POST(`/v1/${scheme}/positions` as PositionsPath, { body: layout, signal: s }), signal);
+  }
+
+  /** A client's ids for `layout`, held to the model's and diagnosed. */
+  async verifyIds(scheme: string, layout: Layout, ids: ClientIds, signal: AbortSignal): Promise<IdsReport> {
+    return this.settle<IdsReport>((s) =>
+      client.POST(`/v1/${scheme}/positions/verify` as IdsPath, { body: { ...layout, position_ids: ids }, signal: s }),
     signal);
   }
 

@@ -2,6 +2,7 @@
 // view drawn from the API.
 import { Api, loadSchemes, type Scheme } from "./api";
 import { apiParameters, build, fromUrl, read, type State, toUrl } from "./controls";
+import { LayoutPanel } from "./layout";
 import { ModelPanel } from "./model";
 import { type Context, drop, rotation, Slot, VIEWS } from "./views";
 
@@ -11,11 +12,18 @@ let api: Api;
 let current: AbortController | undefined;
 let generation = 0;
 let panel: ModelPanel | undefined;
+let layouts: LayoutPanel | undefined;
 let drawnSearch = ""; // the query the views were drawn for: a fragment's change redraws none of them
 
-/** Write the address bar: the controls' query (or `url`) and the model panel's fragment. */
+/** The panels' state, as the link's fragment. */
+function fragment(): string {
+  const parts = [panel?.fragment() ?? "", layouts?.fragment() ?? ""].map((f) => f.replace(/^#/, "")).filter(Boolean);
+  return parts.length ? `#${parts.join("&")}` : "";
+}
+
+/** Write the address bar: the controls' query (or `url`) and the panels' fragments. */
 function address(push: boolean, url = location.pathname + location.search): void {
-  const full = url + (panel?.fragment() ?? "");
+  const full = url + fragment();
   if (push) history.pushState(null, "", full);
   else history.replaceState(null, "", full);
   drawnSearch = location.search;
@@ -44,13 +52,24 @@ function sections(): void {
   const reader = schemes.find((s) => s.endpoints?.includes("config"));
   if (reader) {
     panel = new ModelPanel(api, reader, (push) => address(push), (href) => {
-      history.pushState(null, "", href);
+      // The rope's link holds the model panel's fragment; the layout panel's stays too.
+      const url = new URL(href, location.href);
+      history.pushState(null, "", url.pathname + url.search + fragment());
       restore();
       document.getElementById("controls")?.scrollIntoView();
     });
     main.append(panel.section);
     const item = document.createElement("li");
     item.append(Object.assign(document.createElement("a"), { href: `#${panel.section.id}`, textContent: ModelPanel.title }));
+    nav.append(item);
+  }
+  // The scheme that gives a multimodal layout's ids, if one does.
+  const positions = schemes.find((s) => s.endpoints?.includes("positions"));
+  if (positions) {
+    layouts = new LayoutPanel(api, positions, (push) => address(push));
+    main.append(layouts.section);
+    const item = document.createElement("li");
+    item.append(Object.assign(document.createElement("a"), { href: `#${layouts.section.id}`, textContent: LayoutPanel.title }));
     nav.append(item);
   }
 }
@@ -147,6 +166,7 @@ async function slide(): Promise<void> {
 
 function restore(): void {
   panel?.restore(location.hash);
+  layouts?.restore(location.hash);
   if (location.search === drawnSearch) return;
   drawnSearch = location.search;
   build(schemes, fromUrl());
@@ -202,6 +222,7 @@ async function start(): Promise<void> {
   build(schemes, initial);
   const state = read(schemes);
   panel?.restore(location.hash); // reads the link's config, and posts it beside the views' requests
+  layouts?.restore(location.hash);
   address(false, toUrl(state));
   syncOutput();
   await draw(state);

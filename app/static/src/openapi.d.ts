@@ -2956,7 +2956,7 @@ export interface operations {
                         rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "su" | "yarn";
                         /** @enum {string} */
                         type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "su" | "yarn";
-                        mrope_section?: number[] | null;
+                        mrope_section?: number[];
                         mrope_interleaved?: boolean | null;
                         interleaved?: boolean | null;
                         rope_theta?: number | null;
@@ -2981,7 +2981,7 @@ export interface operations {
                         rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "su" | "yarn";
                         /** @enum {string} */
                         type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "su" | "yarn";
-                        mrope_section?: number[] | null;
+                        mrope_section?: number[];
                         mrope_interleaved?: boolean | null;
                         interleaved?: boolean | null;
                         rope_theta?: number | null;
@@ -3006,7 +3006,7 @@ export interface operations {
                             rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "su" | "yarn";
                             /** @enum {string} */
                             type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "su" | "yarn";
-                            mrope_section?: number[] | null;
+                            mrope_section?: number[];
                             mrope_interleaved?: boolean | null;
                             interleaved?: boolean | null;
                             rope_theta?: number | null;
@@ -3083,10 +3083,11 @@ export interface operations {
                             /** @enum {string} */
                             rotary: "chunked" | "interleaved" | "glm_pairs" | "ernie";
                             /** @enum {string} */
-                            video: "block" | "per_frame";
+                            video: "block" | "per_frame" | "none";
                             spatial_merge_size: number;
                             temporal_merge_size: number | null;
                             tokens_per_second: number | null;
+                            position_id_per_seconds: number | null;
                         };
                         /** @description a model with one rope: its parameters */
                         params?: Record<string, never>;
@@ -3190,8 +3191,68 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description config.json; model_type one of cohere_compass, cosmos3_edge, cosmos3_omni, ernie4_5_vl_moe, glm46v, glm4v, glm4v_moe, glm_ocr, paddleocr_vl, qwen2_5_vl, qwen2_vl, qwen3_5, qwen3_5_moe, qwen3_vl, qwen3_vl_moe, qwen4_exp (not yet: glm_image, hunyuan_vl, minicpmv4_7, qwen2_5_omni, qwen3_omni_moe) */
+                    /** @description config.json; model_type one of cohere_compass, cosmos3_edge, cosmos3_omni, ernie4_5_vl_moe, glm46v, glm4v, glm4v_moe, glm_image, glm_ocr, paddleocr_vl, qwen2_5_omni, qwen2_5_vl, qwen2_vl, qwen3_5, qwen3_5_moe, qwen3_vl, qwen3_vl_moe, qwen4_exp (not yet: hunyuan_vl, minicpmv4_7, qwen3_omni_moe) */
                     config: {
+                        /** @enum {string} */
+                        model_type: "cohere_compass" | "cosmos3_edge" | "cosmos3_omni" | "ernie4_5_vl_moe" | "glm46v" | "glm4v" | "glm4v_moe" | "glm_image" | "glm_ocr" | "paddleocr_vl" | "qwen2_5_omni" | "qwen2_5_vl" | "qwen2_vl" | "qwen3_5" | "qwen3_5_moe" | "qwen3_vl" | "qwen3_vl_moe" | "qwen4_exp";
+                        vision_config?: ({
+                            spatial_merge_size?: number | null;
+                            temporal_merge_size?: number | null;
+                            tokens_per_second?: number | null;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        text_config?: ({
+                            rope_parameters?: ({
+                                mrope_section?: number[];
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
+                            rope_scaling?: ({
+                                mrope_section?: number[];
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        thinker_config?: ({
+                            vision_config?: ({
+                                spatial_merge_size?: number | null;
+                                temporal_merge_size?: number | null;
+                                tokens_per_second?: number | null;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
+                            text_config?: ({
+                                rope_parameters?: ({
+                                    mrope_section?: number[];
+                                } & {
+                                    [key: string]: unknown;
+                                }) | null;
+                                rope_scaling?: ({
+                                    mrope_section?: number[];
+                                } & {
+                                    [key: string]: unknown;
+                                }) | null;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
+                            position_id_per_seconds?: number | null;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        rope_parameters?: ({
+                            mrope_section?: number[];
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        rope_scaling?: ({
+                            mrope_section?: number[];
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                    } & {
                         [key: string]: unknown;
                     };
                     segments?: ({
@@ -3247,10 +3308,11 @@ export interface operations {
                             /** @enum {string} */
                             rotary: "chunked" | "interleaved" | "glm_pairs" | "ernie";
                             /** @enum {string} */
-                            video: "block" | "per_frame";
+                            video: "block" | "per_frame" | "none";
                             spatial_merge_size: number;
                             temporal_merge_size: number | null;
                             tokens_per_second: number | null;
+                            position_id_per_seconds: number | null;
                         };
                         /** @description the text rope the table is of, as /v1/rope/config gives it */
                         params: null | Record<string, never>;
@@ -3360,8 +3422,68 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description config.json; model_type one of cohere_compass, cosmos3_edge, cosmos3_omni, ernie4_5_vl_moe, glm46v, glm4v, glm4v_moe, glm_ocr, paddleocr_vl, qwen2_5_vl, qwen2_vl, qwen3_5, qwen3_5_moe, qwen3_vl, qwen3_vl_moe, qwen4_exp (not yet: glm_image, hunyuan_vl, minicpmv4_7, qwen2_5_omni, qwen3_omni_moe) */
+                    /** @description config.json; model_type one of cohere_compass, cosmos3_edge, cosmos3_omni, ernie4_5_vl_moe, glm46v, glm4v, glm4v_moe, glm_image, glm_ocr, paddleocr_vl, qwen2_5_omni, qwen2_5_vl, qwen2_vl, qwen3_5, qwen3_5_moe, qwen3_vl, qwen3_vl_moe, qwen4_exp (not yet: hunyuan_vl, minicpmv4_7, qwen3_omni_moe) */
                     config: {
+                        /** @enum {string} */
+                        model_type: "cohere_compass" | "cosmos3_edge" | "cosmos3_omni" | "ernie4_5_vl_moe" | "glm46v" | "glm4v" | "glm4v_moe" | "glm_image" | "glm_ocr" | "paddleocr_vl" | "qwen2_5_omni" | "qwen2_5_vl" | "qwen2_vl" | "qwen3_5" | "qwen3_5_moe" | "qwen3_vl" | "qwen3_vl_moe" | "qwen4_exp";
+                        vision_config?: ({
+                            spatial_merge_size?: number | null;
+                            temporal_merge_size?: number | null;
+                            tokens_per_second?: number | null;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        text_config?: ({
+                            rope_parameters?: ({
+                                mrope_section?: number[];
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
+                            rope_scaling?: ({
+                                mrope_section?: number[];
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        thinker_config?: ({
+                            vision_config?: ({
+                                spatial_merge_size?: number | null;
+                                temporal_merge_size?: number | null;
+                                tokens_per_second?: number | null;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
+                            text_config?: ({
+                                rope_parameters?: ({
+                                    mrope_section?: number[];
+                                } & {
+                                    [key: string]: unknown;
+                                }) | null;
+                                rope_scaling?: ({
+                                    mrope_section?: number[];
+                                } & {
+                                    [key: string]: unknown;
+                                }) | null;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
+                            position_id_per_seconds?: number | null;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        rope_parameters?: ({
+                            mrope_section?: number[];
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        rope_scaling?: ({
+                            mrope_section?: number[];
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                    } & {
                         [key: string]: unknown;
                     };
                     segments?: ({
@@ -3411,10 +3533,11 @@ export interface operations {
                             /** @enum {string} */
                             rotary: "chunked" | "interleaved" | "glm_pairs" | "ernie";
                             /** @enum {string} */
-                            video: "block" | "per_frame";
+                            video: "block" | "per_frame" | "none";
                             spatial_merge_size: number;
                             temporal_merge_size: number | null;
                             tokens_per_second: number | null;
+                            position_id_per_seconds: number | null;
                         };
                         /** @description the ids are the model's, every one */
                         equal: boolean;
