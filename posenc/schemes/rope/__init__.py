@@ -15,6 +15,8 @@ from posenc.schemes.rope import config_answer, conformance, maths, verify
 from posenc.schemes.rope.mrope import answer as mrope_answer
 from posenc.schemes.rope.mrope import schemas as mrope_schemas
 from posenc.schemes.rope.params import COMPONENTS, RopeParams
+from posenc.schemes.rope.vision import answer as vision_answer
+from posenc.schemes.rope.vision import schemas as vision_schemas
 
 
 def _conformance(
@@ -67,6 +69,16 @@ _POSITIONS_VERIFY = Extra(
     size=mrope_answer.verify_size,
 )
 
+_VISION = Extra(
+    "vision",
+    "The 2-D rope a vision tower (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4V, Pixtral, Llama 4) "
+    "applies to a patch grid: cos/sin per patch in the order its attention sees them",
+    vision_answer.answer,
+    vision_schemas.BODY_SCHEMA,
+    vision_schemas.ANSWER_SCHEMA,
+    size=vision_answer.size,
+)
+
 declaration = Scheme(
     "rope",
     "RoFormer rotary embedding with the long-context scalings of Hugging Face transformers",
@@ -94,6 +106,6 @@ declaration = Scheme(
     conformance_cost=_conformance_cost,
     components=COMPONENTS,
     rotate=maths.rotate,
-    extras=(_CONFIG, _POSITIONS, _POSITIONS_VERIFY),
+    extras=(_CONFIG, _POSITIONS, _POSITIONS_VERIFY, _VISION),
     magnitude=maths.magnitude,
 )
