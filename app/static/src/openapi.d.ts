@@ -227,6 +227,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/rope/vision": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The 2-D rope a vision tower (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4V, Pixtral, Llama 4) applies to a patch grid: cos/sin per patch in the order its attention sees them */
+        post: operations["rope_vision_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/alibi/table": {
         parameters: {
             query?: never;
@@ -3556,6 +3573,157 @@ export interface operations {
                             summary: string;
                             evidence: Record<string, never>;
                         }[];
+                    };
+                };
+            };
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                    "text/plain": string;
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    rope_vision_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description config.json; model_type one of glm4v, glm4v_moe, glm_ocr, llama4, mistral3, pixtral, qwen2_5_vl, qwen2_vl, qwen3_vl, qwen3_vl_moe, or any whose vision_config.model_type is pixtral (not yet: cohere_compass, ernie4_5_vl_moe, exaone4_5, kimi_k25, lfm3_vl, minimax_m3_vl, paddleocr_vl, qwen2_5_omni, qwen3_omni_moe, video_llama_3) */
+                    config: {
+                        [key: string]: unknown;
+                    };
+                    /** @description [t, h, w]: the patch grid (image_grid_thw); Pixtral: t images of h × w patches; Llama 4: [1, s, s], its own image_size / patch_size */
+                    grid: number[];
+                    /**
+                     * @description cos_sin (2, n, head_dim), cos or sin (n, head_dim) in the tower's layout, angle (n, head_dim/2); default cos_sin
+                     * @enum {string}
+                     */
+                    component?: "cos_sin" | "cos" | "sin" | "angle";
+                    /**
+                     * @description exact (default: rounded once) or framework: the tower's rotary module in float32, operation by operation
+                     * @enum {string}
+                     */
+                    recipe?: "exact" | "framework";
+                    /** @enum {string} */
+                    dtype?: "float32" | "float64";
+                };
+            };
+        };
+        responses: {
+            /** @description The 2-D rope a vision tower (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4V, Pixtral, Llama 4) applies to a patch grid: cos/sin per patch in the order its attention sees them */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        scheme: string;
+                        model_type: string;
+                        vision: {
+                            /** @enum {string} */
+                            family: "qwen" | "pixtral" | "llama4";
+                            head_dim: number;
+                            theta: number;
+                            /**
+                             * @description split: pairs (i, i + d/2), rotate_half; interleaved: complex pairs (2i, 2i+1) (Llama 4's freqs_ci)
+                             * @enum {string}
+                             */
+                            layout: "split" | "interleaved";
+                            /** @description the merge blocks that order the patches (Qwen, GLM) */
+                            spatial_merge_size: number | null;
+                            /** @description Qwen2.5-VL: merge blocks a side of an attention window (window_size / spatial_merge_size / patch_size), whose order the patches take */
+                            window: number | null;
+                            /** @description Llama 4: patches a side of its one grid */
+                            side: number | null;
+                            /** @description per pair: 0 turns by the row (h), 1 by the column (w) */
+                            axis: number[];
+                            /** @description per pair: the index i of its frequency base^(-2i/d_model) in rope */
+                            frequency: number[];
+                            /** @description the one-dimensional rope whose frequencies the tower uses, as /v1/rope/table takes it */
+                            rope: Record<string, never>;
+                        };
+                        grid: number[];
+                        component: string;
+                        shape: number[];
+                        /** @description the component, one row per patch in the order the tower's attention sees them */
+                        table: unknown[];
+                        /** @description per patch, in that order: the (row, column) ids its rope turns by (Llama 4: counted from 1, its CLS token last at (0, 0)) */
+                        positions: number[][];
                     };
                 };
             };
