@@ -3215,7 +3215,7 @@ export interface operations {
                     /** @description config.json; model_type one of cohere_compass, cosmos3_edge, cosmos3_omni, ernie4_5_vl_moe, glm46v, glm4v, glm4v_moe, glm_image, glm_ocr, paddleocr_vl, qwen2_5_omni, qwen2_5_vl, qwen2_vl, qwen3_5, qwen3_5_moe, qwen3_vl, qwen3_vl_moe, qwen4_exp (not yet: hunyuan_vl, minicpmv4_7, qwen3_omni_moe) */
                     config: {
                         /** @enum {string} */
-                        model_type: "cohere_compass" | "cosmos3_edge" | "cosmos3_omni" | "ernie4_5_vl_moe" | "glm46v" | "glm4v" | "glm4v_moe" | "glm_image" | "glm_ocr" | "paddleocr_vl" | "qwen2_5_omni" | "qwen2_5_vl" | "qwen2_vl" | "qwen3_5" | "qwen3_5_moe" | "qwen3_vl" | "qwen3_vl_moe" | "qwen4_exp";
+                        model_type: "cohere_compass" | "cosmos3_edge" | "cosmos3_omni" | "ernie4_5_vl_moe" | "glm46v" | "glm4v" | "glm4v_moe" | "glm_image" | "glm_ocr" | "hunyuan_vl" | "minicpmv4_7" | "paddleocr_vl" | "qwen2_5_omni" | "qwen2_5_vl" | "qwen2_vl" | "qwen3_5" | "qwen3_5_moe" | "qwen3_omni_moe" | "qwen3_vl" | "qwen3_vl_moe" | "qwen4_exp";
                         vision_config?: ({
                             spatial_merge_size?: number | null;
                             temporal_merge_size?: number | null;
@@ -3446,7 +3446,7 @@ export interface operations {
                     /** @description config.json; model_type one of cohere_compass, cosmos3_edge, cosmos3_omni, ernie4_5_vl_moe, glm46v, glm4v, glm4v_moe, glm_image, glm_ocr, paddleocr_vl, qwen2_5_omni, qwen2_5_vl, qwen2_vl, qwen3_5, qwen3_5_moe, qwen3_vl, qwen3_vl_moe, qwen4_exp (not yet: hunyuan_vl, minicpmv4_7, qwen3_omni_moe) */
                     config: {
                         /** @enum {string} */
-                        model_type: "cohere_compass" | "cosmos3_edge" | "cosmos3_omni" | "ernie4_5_vl_moe" | "glm46v" | "glm4v" | "glm4v_moe" | "glm_image" | "glm_ocr" | "paddleocr_vl" | "qwen2_5_omni" | "qwen2_5_vl" | "qwen2_vl" | "qwen3_5" | "qwen3_5_moe" | "qwen3_vl" | "qwen3_vl_moe" | "qwen4_exp";
+                        model_type: "cohere_compass" | "cosmos3_edge" | "cosmos3_omni" | "ernie4_5_vl_moe" | "glm46v" | "glm4v" | "glm4v_moe" | "glm_image" | "glm_ocr" | "hunyuan_vl" | "minicpmv4_7" | "paddleocr_vl" | "qwen2_5_omni" | "qwen2_5_vl" | "qwen2_vl" | "qwen3_5" | "qwen3_5_moe" | "qwen3_omni_moe" | "qwen3_vl" | "qwen3_vl_moe" | "qwen4_exp";
                         vision_config?: ({
                             spatial_merge_size?: number | null;
                             temporal_merge_size?: number | null;
@@ -3669,6 +3669,11 @@ export interface operations {
                 "application/json": {
                     /** @description config.json; model_type one of glm4v, glm4v_moe, glm_ocr, llama4, mistral3, pixtral, qwen2_5_vl, qwen2_vl, qwen3_vl, qwen3_vl_moe, or any whose vision_config.model_type is pixtral (not yet: cohere_compass, ernie4_5_vl_moe, exaone4_5, kimi_k25, lfm3_vl, minimax_m3_vl, paddleocr_vl, qwen2_5_omni, qwen3_omni_moe, video_llama_3) */
                     config: {
+                        model_type: string;
+                        vision_config?: {
+                            [key: string]: unknown;
+                        } | null;
+                    } & {
                         [key: string]: unknown;
                     };
                     /** @description [t, h, w]: the patch grid (image_grid_thw); Pixtral: t images of h × w patches; Llama 4: [1, s, s], its own image_size / patch_size */

@@ -53,8 +53,8 @@ def family_of(config: Mapping[str, Any], where: str) -> tuple[str, MRopeFamily]:
     field = f"{where}.model_type" if where else "model_type"
     if not isinstance(model_type, str):
         raise ParameterError(field, "is required: it names the family whose ids are computed")
-    if model_type in UNANSWERED:
-        raise ParameterError(field, f"{model_type!r}: {UNANSWERED[model_type]}")
+    if model_type in UNANSWERED:  # allowed by the document, not answered by the service
+        raise InconsistentError(field, f"{model_type!r}: {UNANSWERED[model_type]}")
     if model_type not in MROPE_FAMILIES:
         known = ", ".join(sorted(MROPE_FAMILIES))
         raise ParameterError(field, f"{model_type!r} has no multimodal rope here; known: {known}")
@@ -145,13 +145,20 @@ def _tupled(value: Any) -> Any:
 
 
 def _checked(value: Any, field: str) -> tuple[int, ...]:
+    """Three section sizes; 24.0 is the integer 24, as JSON and transformers read it."""
     if not (
         isinstance(value, tuple)
         and len(value) == 3
-        and all(isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 65536 for v in value)
+        and all(_integral(v) and 0 < v <= 65536 for v in value)
     ):
         raise ParameterError(field, f"must be three positive integers, got {_shown(value)}")
-    return value
+    return tuple(int(v) for v in value)
+
+
+def _integral(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
 
 
 def _shown(value: Any) -> str:

@@ -112,7 +112,7 @@ BODY_SCHEMA: dict[str, Any] = {
             "required": ["model_type"],
             "additionalProperties": True,
             "properties": {
-                "model_type": {"type": "string", "enum": sorted(MROPE_FAMILIES)},
+                "model_type": {"type": "string", "enum": sorted({*MROPE_FAMILIES, *UNANSWERED})},
                 "vision_config": _VISION,
                 "text_config": _TEXT,
                 "thinker_config": {

@@ -68,11 +68,13 @@ def _family(config: Mapping[str, Any]) -> tuple[str, VisionFamily, Mapping[str, 
         raise ParameterError("config.vision_config", "must be an object")
     if vision.get("model_type") == PIXTRAL_TOWER:
         return model_type, VISION_FAMILIES[PIXTRAL_TOWER], vision, "config.vision_config"
+    # A model type the document allows whose tower has no rope answered here: the config and
+    # the operation disagree (as the contract's refusals of schema-valid bodies are typed).
     if model_type in UNANSWERED:
-        raise ParameterError("config.model_type", f"{model_type!r}: {UNANSWERED[model_type]}")
+        raise InconsistentError("config.model_type", f"{model_type!r}: {UNANSWERED[model_type]}")
     if model_type not in VISION_FAMILIES:
         known = ", ".join(sorted(VISION_FAMILIES))
-        raise ParameterError(
+        raise InconsistentError(
             "config.model_type",
             f"{model_type!r} has no vision rope here (a Pixtral tower is read from any type "
             f"whose vision_config.model_type is 'pixtral'); known: {known}",

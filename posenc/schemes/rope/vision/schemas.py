@@ -14,7 +14,12 @@ BODY_SCHEMA: dict[str, Any] = {
     "properties": {
         "config": {
             "type": "object",
+            "required": ["model_type"],
             "additionalProperties": True,
+            "properties": {
+                "model_type": {"type": "string"},
+                "vision_config": {"type": ["object", "null"], "additionalProperties": True},
+            },
             "description": "config.json; model_type one of "
             + ", ".join(sorted(VISION_FAMILIES))
             + ", or any whose vision_config.model_type is pixtral (not yet: "
