@@ -27,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 from app import admission, bodies, documents, handlers, responses
 from app.models import Endpoint, list_fields, model
 from app.responses import Body
-from posenc.declare import Extra, Limits, Scheme, choices, hints, spec
+from posenc.declare import Extra, Limits, Scheme, Sized, choices, hints, spec
 from posenc.errors import InconsistentError, NotApplicableError, ParameterError
 from posenc.registry import DEFAULT
 
@@ -158,23 +158,34 @@ def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
 
     async def handle(request: Request) -> Response:
         request.state.param_source = "body"
+        if request.query_params:  # the body carries everything; a format= would go unheard
+            name = next(iter(request.query_params))
+            raise ParameterError(name, "this operation takes no query parameters: it answers JSON")
         body = await bodies.receive_bounded(request, extra.max_body_bytes)
-        try:
-            given = orjson.loads(body)
-        except orjson.JSONDecodeError as error:
-            raise ParameterError("body", f"must be a JSON document: {error}") from None
-        bodies.validate(given, body_schema)
         settings = request.app.state.settings
         limits = Limits(settings.max_elements, settings.max_work, settings.memory_bytes)
-        if extra.size is not None:
-            sized = extra.size(given, limits)
+
+        def read() -> tuple[Any, Sized | None]:
+            try:
+                given = orjson.loads(body)
+            except orjson.JSONDecodeError as error:
+                raise ParameterError("body", f"must be a JSON document: {error}") from None
+            bodies.validate(given, body_schema)
+            return given, None if extra.size is None else extra.size(given, limits)
+
+        # Parsing, checking and sizing a body of megabytes is CPU work: in the bounded pool,
+        # under the deadline, never on the event loop; so are the answer and its JSON.
+        given, sized = await admission.run(request, read)
+        if sized is not None:
             what = f"the answer of {scheme.name}/{extra.name}"
             await admission.admit(
                 request, admission.Estimate(sized.cost, sized.values, True, sized.param, what)
             )
-        # Reading a megabyte of config is CPU work: in the bounded pool, under the deadline.
-        answer = await admission.run(request, extra.handle, given, limits)
-        content = orjson.dumps(answer, option=orjson.OPT_SERIALIZE_NUMPY)
+
+        def answer() -> bytes:
+            return orjson.dumps(extra.handle(given, limits), option=orjson.OPT_SERIALIZE_NUMPY)
+
+        content = await admission.run(request, answer)
         return responses.send(Body.text(content, "json", responses.accepts_gzip(request)), None)
 
     made.add_api_route(

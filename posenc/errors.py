@@ -42,3 +42,12 @@ class InconsistentError(ParameterError):
 class LimitError(ParameterError):
     """Each parameter is in its range, but together they ask for more than the service serves
     (positions past 2^31, more grid cells than 2^24)."""
+
+
+def against_model_type(error: ParameterError) -> ParameterError:
+    """A value refused deep in a model's config.json, which an operation's schema takes as an
+    object without typing every key of every family: the config disagrees with what its
+    model type's config class takes, a rule between the two (limits stay limits)."""
+    if isinstance(error, InconsistentError | LimitError):
+        return error
+    return InconsistentError(error.param, error.message)

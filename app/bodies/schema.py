@@ -115,17 +115,22 @@ def _members(value: dict[str, Any], schema: Mapping[str, Any], where: str) -> No
 
 
 def _any_of(value: Any, choices: list[Mapping[str, Any]], where: str) -> None:
-    first: ParameterError | None = None
+    errors: list[tuple[int, ParameterError]] = []
     for choice in choices:
         try:
             validate(value, choice, where)
             return
         except ParameterError as error:
-            # The deepest complaint names the field a reader would fix.
-            if first is None or error.param.count(".") > first.param.count("."):
-                first = error
-    assert first is not None
-    raise first
+            errors.append((_aimed(value, choice), error))
+    # The complaint of the choice the value was meant for (it holds that choice's required
+    # keys: a video segment's, not the text segment's), else the deepest: the field to fix.
+    _, worst = max(errors, key=lambda pair: (pair[0], pair[1].param.count(".")))
+    raise worst
+
+
+def _aimed(value: Any, choice: Mapping[str, Any]) -> int:
+    required = choice.get("required", ())
+    return int(bool(required) and isinstance(value, dict) and all(k in value for k in required))
 
 
 def _is(value: Any, kind: str) -> bool:

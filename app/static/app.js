@@ -1813,7 +1813,8 @@ var LayoutPanel = class _LayoutPanel {
     }
   }
   render(layout2, answer) {
-    const ids = answer.position_ids ?? answer.sequences[0].position_ids;
+    const ids = answer.position_ids;
+    if (ids === void 0) throw new Error("the answer holds no position_ids");
     const tokens = ids[0].length;
     this.section.dataset.tokens = String(tokens);
     if (tokens > MAX_CELLS) {

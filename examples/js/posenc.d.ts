@@ -3337,7 +3337,8 @@ export interface operations {
                         };
                         /** @description the text rope the table is of, as /v1/rope/config gives it */
                         params: null | Record<string, never>;
-                        sequences: {
+                        /** @description each sequence's ids, when sequences were given (segments: the ids stand at the top) */
+                        sequences?: {
                             tokens: number;
                             /** @description temporal, height and width ids: one column per token */
                             position_ids: number[][];

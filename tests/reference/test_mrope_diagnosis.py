@@ -155,3 +155,9 @@ def test_decode_steps_without_the_delta_are_named(client: Client, config: dict[s
     )
     assert _names(answer) == ["decode_delta_missing"]
     assert answer["diagnosis"][0]["evidence"]["delta"] == delta
+
+
+def test_one_row_of_text_alone_is_the_model_s_ids(client: Client) -> None:
+    """Text has three equal rows: one row says all of it, and no fault is named."""
+    answer = _verify(client, QWEN2, np.arange(6), segments=[{"text": 6}])
+    assert answer["equal"] and answer["diagnosis"] == []

@@ -130,6 +130,24 @@ def test_every_multimodal_type_of_transformers_is_answered_or_refused_by_name(
             "segments[3]",
         ),
         ({"model_type": "glm_image"}, [{"text": 1}, {"video": [1, 2, 2]}], "segments[1].video"),
+        # Qwen2.5-Omni resumes at the largest id + 1: every video's temporal reach adds up.
+        (
+            {"model_type": "qwen2_5_omni", "thinker_config": {"position_id_per_seconds": 1e6}},
+            [
+                {"text": 1},
+                {"video": [2, 2, 2], "second_per_grid_t": 1500},
+                {"text": 2},
+                {"video": [2, 2, 2], "second_per_grid_t": 1500},
+                {"text": 1},
+            ],
+            "segments",
+        ),
+        # The segment the body was meant as is the one named, not the first choice's key.
+        (
+            {"model_type": "qwen2_vl"},
+            [{"video": [2, 2, 2], "frame_prefix": -1}],
+            "segments[0].frame_prefix",
+        ),
         (
             {"model_type": "qwen2_vl", "rope_scaling": {"mrope_section": [16, 24]}},
             [{"text": 1}],
@@ -143,3 +161,69 @@ def test_a_layout_transformers_cannot_read_is_a_422_naming_the_field(
     response = client.post("/v1/rope/positions", json={"config": config, "segments": segments})
     assert response.status_code == 422, response.text
     assert response.json()["detail"].startswith(field + ":"), response.text
+
+
+def test_a_config_nested_past_any_text_model_s_is_read_without_recursing_into_it(
+    client: Client,
+) -> None:
+    deep = '{"a": 1}'
+    for _ in range(1000):  # orjson takes 1024 levels; Python's recursion stops near 1000
+        deep = '{"a": ' + deep + "}"
+    body = '{"model_type": "qwen2_vl", "head_dim": 128, "x": ' + deep + "}"
+    response = client.post(
+        "/v1/rope/config", content=body, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["mrope"]["section"] == [16, 24, 24]
+
+
+def test_a_query_parameter_is_refused_not_ignored(client: Client) -> None:
+    body = {"config": {"model_type": "qwen2_vl"}, "segments": [{"text": 1}]}
+    response = client.post("/v1/rope/positions?format=npy", json=body)
+    assert response.status_code == 422
+    assert response.json()["detail"].startswith("format:")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # A long per-frame video: its frames' ids are assembled from several copies.
+        {
+            "config": {"model_type": "qwen3_vl"},
+            "segments": [{"video": [200_000, 2, 2], "frame_prefix": 0, "frame_suffix": 1}],
+        },
+        # Many small runs: their Python objects outweigh their ids.
+        {
+            "config": {"model_type": "qwen2_vl"},
+            "segments": [{"text": 1}, {"image": [1, 2, 2]}] * 10_000,
+        },
+        # Several sequences with their tables: each held, one computed at a time.
+        {
+            "config": hub_config("qwen2_vl"),
+            "sequences": [[{"text": 40}, {"image": [1, 8, 8]}]] * 20,
+            "component": "cos_sin",
+            "recipe": "framework",
+        },
+    ],
+    ids=["per-frame video", "many runs", "sequences with tables"],
+)
+def test_the_declared_cost_holds_the_measured_peak(body: dict[str, Any]) -> None:
+    import tracemalloc
+
+    import orjson
+
+    from posenc.declare import Limits
+    from posenc.schemes.rope.mrope import answer
+
+    limits = Limits(2**24, 2 * 10**9, 2**32)
+    declared = answer.size(body, limits).cost.bytes
+    tracemalloc.start()
+    try:
+        orjson.dumps(answer.positions(body, limits), option=orjson.OPT_SERIALIZE_NUMPY)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= declared, (peak, declared)
+    # And not so loose that a modest request is refused: an order of magnitude at most (the
+    # table's cost is the rope's general bound for listed positions, with its scratch).
+    assert declared <= 16 * peak + 32 * 2**20, (peak, declared)

@@ -146,7 +146,7 @@ NOT_EXPRESSIBLE: dict[str, str] = {
 
 
 @contextlib.contextmanager
-def _quiet() -> Iterator[None]:
+def quiet() -> Iterator[None]:
     """Config validation logs notes (ids outside the talker's vocabulary, empty per-layer rope
     parameters) that say nothing about positions."""
     logger = logging.getLogger("transformers")
@@ -182,7 +182,7 @@ def hub_config(model_type: str) -> dict[str, Any]:
     if model_type not in _CLASSES:
         raise KeyError(f"{model_type}: {NOT_EXPRESSIBLE.get(model_type, 'no get_rope_index')}")
     cls = CONFIG_MAPPING[model_type]
-    with _quiet():
+    with quiet():
         defaults = _thinker(cls()).text_config
     rope = {**defaults.rope_parameters, "mrope_section": list(_SECTION[model_type])}
     rope |= _ROPE_EXTRA.get(model_type, {})
@@ -190,7 +190,7 @@ def hub_config(model_type: str) -> dict[str, Any]:
         rope = {"full_attention": {"rope_type": "default", "rope_theta": 10000.0, **rope}}
     text = {"rope_parameters": rope, **_TEXT_EXTRA.get(model_type, {})}
     body = _merge({"text_config": text}, _TOP_EXTRA.get(model_type, {}))
-    with _quiet():
+    with quiet():
         config = cls(**({"thinker_config": body} if model_type in _OMNI else body))
     out: dict[str, Any] = config.to_dict()
     return out
@@ -201,7 +201,7 @@ def _config(serialised: str) -> Any:
     from transformers import CONFIG_MAPPING
 
     body = json.loads(serialised)
-    with _quiet():
+    with quiet():
         return CONFIG_MAPPING[body.pop("model_type")].from_dict(body)
 
 
@@ -312,7 +312,7 @@ def reference_positions(
     images, videos = _grid(run.images), _grid(run.videos)
     seconds = torch.tensor(run.seconds, dtype=torch.float32) if run.seconds else None
     model = _owner(model_type, inner)
-    with torch.no_grad(), _quiet():
+    with torch.no_grad(), quiet():
         if model_type in _OMNI:
             pos, delta = model.get_rope_index(
                 ids, images, videos, mask, use_audio_in_video=False, second_per_grids=seconds
@@ -339,7 +339,7 @@ def _rotary(serialised: str) -> tuple[Any, str | None]:
     layer_type = None
     if model_type == "cohere_compass":
         layer_type = next(k for k in text.layer_types if text.rope_parameters.get(k) is not None)
-    with _quiet():
+    with quiet():
         return cls(text), layer_type
 
 

@@ -19,15 +19,14 @@ The config is built by the model type's own config class from the body's dict. T
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-import logging
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import torch
+
+from tests.reference.transformers_mrope import quiet as _quiet
 
 __all__ = ["ROTARY", "pair_frequencies", "reference"]
 
@@ -45,17 +44,6 @@ ROTARY: dict[str, str] = {
     "pixtral": "pixtral.PixtralVisionRotaryEmbedding",
     "llama4": "llama4.Llama4VisionRotaryEmbedding",
 }
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    logger = logging.getLogger("transformers")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 def _class(dotted: str) -> Any:

@@ -346,7 +346,9 @@ export class LayoutPanel {
   }
 
   private render(layout: Layout, answer: PositionsAnswer): void {
-    const ids = answer.position_ids ?? answer.sequences[0].position_ids;
+    // The page posts one sequence (segments): its ids stand at the top of the answer.
+    const ids = answer.position_ids;
+    if (ids === undefined) throw new Error("the answer holds no position_ids");
     const tokens = ids[0].length;
     this.section.dataset.tokens = String(tokens);
     if (tokens > MAX_CELLS) {

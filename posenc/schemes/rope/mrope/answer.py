@@ -19,21 +19,25 @@ from posenc.errors import (
     NotApplicableError,
     ParameterError,
     PosencError,
+    against_model_type,
 )
 from posenc.numerics.costs import SCRATCH
 from posenc.schemes.rope import config as rope_config
 from posenc.schemes.rope import maths
 from posenc.schemes.rope.mrope import tables
-from posenc.schemes.rope.mrope.config import MRope, read, text_rope_of
+from posenc.schemes.rope.mrope.config import MRope, check_widths, read, text_rope_of
 from posenc.schemes.rope.mrope.diagnose import Expected, diagnose
 from posenc.schemes.rope.mrope.layout import Run, check_size, runs_of
 from posenc.schemes.rope.mrope.positions import sequence_ids
 from posenc.schemes.rope.params import RopeParams
 
-# Per id: int64 (8 bytes), its JSON text (at most 10 digits and a comma), and the work of
-# writing both (measured ≈ 10 ns; counted at 25).
-_BYTES_PER_ID = 8 + 11
+# Per id: int64 (8 bytes) held up to six times while a video's frames are assembled, its JSON
+# text (at most 10 digits and a comma), and the work of writing both (measured ≈ 10 ns;
+# counted at 25). Per run: its Python objects and the per-run overhead of building its ids.
+_BYTES_PER_ID = 6 * 8 + 11
 _WORK_PER_ID = 25
+_BYTES_PER_RUN = 2048
+_WORK_PER_RUN = 30_000
 # Per table value: its JSON text (at most 25 characters) and writing it (≈ 30 ns).
 _BYTES_PER_VALUE = 25
 _WORK_PER_VALUE = 40
@@ -64,7 +68,7 @@ def _read(body: Mapping[str, Any], max_values: int) -> tuple[MRope, str, list[li
     return mrope, key, runs
 
 
-def _text_rope(body: Mapping[str, Any]) -> RopeParams | None:
+def _text_rope(body: Mapping[str, Any], mrope: MRope) -> RopeParams | None:
     """The rope the table is asked of (None: no table asked): the config's, one for every
     layer, in the recipe asked."""
     if "component" not in body:
@@ -80,18 +84,17 @@ def _text_rope(body: Mapping[str, Any]) -> RopeParams | None:
         raise InconsistentError(
             "config.layer_types", f"the model has {len(model.ropes)} ropes: not answered"
         )
-    return dataclasses.replace(model.ropes[0].params, recipe=body.get("recipe", "exact"))
+    params = model.ropes[0].params
+    check_widths(mrope, [params.d_model])
+    return dataclasses.replace(params, recipe=body.get("recipe", "exact"))
 
 
 def _in_config(error: PosencError) -> PosencError:
-    """The reader names fields of a config.json; here it sits at ``config``. A config this
-    operation accepts whose text rope the reader refuses is one a table cannot be made of: the
-    table asked and the config disagree."""
-    param, message = getattr(error, "param", None), getattr(error, "message", None)
-    if param is None or message is None or isinstance(error, NotApplicableError):
+    """The reader names fields of a config.json; here it sits at ``config``."""
+    if not isinstance(error, ParameterError) or isinstance(error, NotApplicableError):
         return error
-    kind = LimitError if isinstance(error, LimitError) else InconsistentError
-    return kind(f"config.{param}", f"{message} (the text rope, for the table component asks)")
+    moved = type(error)(f"config.{error.param}", error.message)
+    return against_model_type(moved)
 
 
 def _given(params: RopeParams) -> dict[str, Any]:
@@ -101,24 +104,30 @@ def _given(params: RopeParams) -> dict[str, Any]:
 
 def size(body: Mapping[str, Any], limits: Limits) -> Sized:
     """What the answer costs, from the layout's numbers alone."""
-    _, key, runs = _read(body, limits.max_values)
+    mrope, key, runs = _read(body, limits.max_values)
     tokens = [sum(run.tokens for run in sequence) for sequence in runs]
-    ids = 3 * sum(tokens)
-    cost, values = Cost(ids * _BYTES_PER_ID + SCRATCH, ids * _WORK_PER_ID), ids
-    params = _text_rope(body)
-    if params is not None:
-        dtype, component = body.get("dtype", "float32"), body["component"]
-        for count in tokens:
-            shape = maths.shape(params, count, component)
-            cost += tables.cost(params, count, dtype, component)
-            cost += Cost(math.prod(shape) * _BYTES_PER_VALUE, math.prod(shape) * _WORK_PER_VALUE)
-            values += math.prod(shape)
-    return Sized(cost, values, key)
+    ids, count = 3 * sum(tokens), sum(len(sequence) for sequence in runs)
+    cost = Cost(ids * _BYTES_PER_ID + count * _BYTES_PER_RUN + SCRATCH, ids * _WORK_PER_ID)
+    cost += Cost(0, count * _WORK_PER_RUN)
+    params = _text_rope(body, mrope)
+    if params is None:
+        return Sized(cost, ids, key)
+    dtype, component = body.get("dtype", "float32"), body["component"]
+    # Every sequence's table is held until the answer is written; the working memory of
+    # computing one is let go before the next.
+    values, transient = 0, Cost(0, 0)
+    for n in tokens:
+        shape = maths.shape(params, n, component)
+        values += math.prod(shape)
+        transient = transient.peak(tables.cost(params, n, dtype, component))
+    held = values * np.dtype(dtype).itemsize
+    cost += transient + Cost(held + values * _BYTES_PER_VALUE, values * _WORK_PER_VALUE)
+    return Sized(cost, ids + values, key)
 
 
 def positions(body: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
     mrope, key, runs = _read(body, limits.max_values)
-    params = _text_rope(body)
+    params = _text_rope(body, mrope)
     answers = []
     for sequence in runs:
         ids, delta = sequence_ids(sequence, mrope.family)
@@ -134,10 +143,9 @@ def positions(body: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
         "model_type": mrope.model_type,
         "mrope": mrope.describe(),
         "params": None if params is None else _given(params),
-        "sequences": answers,
     }
-    if key == "segments":
-        answer.update(answers[0])
+    # One sequence's ids stand at the top, several in a list: each array once.
+    answer.update(answers[0] if key == "segments" else {"sequences": answers})
     return answer
 
 
@@ -145,6 +153,7 @@ def positions(body: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
 # each written in ≈ 10 ns an id and held at once while compared).
 _DIAGNOSIS_BYTES_PER_ID = 10 * 8 + 40  # and the client's ids as Python ints, parsed
 _DIAGNOSIS_WORK_PER_ID = 200
+_DIAGNOSIS_WORK_PER_RUN = 12 * _WORK_PER_RUN  # every candidate rebuilds every run
 
 
 def _decode_steps(body: Mapping[str, Any], key: str, tokens: int, max_values: int) -> int:
@@ -164,7 +173,11 @@ def verify_size(body: Mapping[str, Any], limits: Limits) -> Sized:
     _, key, runs = _read(body, limits.max_values)
     tokens = _tokens(runs)
     ids = 3 * (tokens + _decode_steps(body, key, tokens, limits.max_values))
-    cost = Cost(ids * _DIAGNOSIS_BYTES_PER_ID + SCRATCH, ids * _DIAGNOSIS_WORK_PER_ID)
+    count = sum(len(sequence) for sequence in runs)
+    cost = Cost(
+        ids * _DIAGNOSIS_BYTES_PER_ID + count * _BYTES_PER_RUN + SCRATCH,
+        ids * _DIAGNOSIS_WORK_PER_ID + count * _DIAGNOSIS_WORK_PER_RUN,
+    )
     return Sized(cost, 0, key)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from posenc.errors import InconsistentError, ParameterError
+from posenc.errors import InconsistentError, ParameterError, against_model_type
 from posenc.schemes.rope.config_params import MROPE_KEYS, integer, number
 from posenc.schemes.rope.mrope.families import MROPE_FAMILIES, UNANSWERED, MRopeFamily
 from posenc.schemes.rope.mrope.layout import Vision
@@ -62,13 +62,23 @@ def family_of(config: Mapping[str, Any], where: str) -> tuple[str, MRopeFamily]:
 
 
 def read(config: Mapping[str, Any], where: str = "config") -> MRope:
+    """The model's M-RoPE. The operations' schemas type the config's keys they read only where
+    they sit in every family; a value the model type's config class would not take, deeper in,
+    is refused as a config inconsistent with its model type, the field named."""
+    try:
+        return _read(config, where)
+    except ParameterError as error:
+        raise against_model_type(error) from None
+
+
+def _read(config: Mapping[str, Any], where: str) -> MRope:
     model_type, family = family_of(config, where)
     root, where = _root(config, family, where)
     section, section_from = _section(root, where, family)
     vision_config = root.get("vision_config") or {}
     if not isinstance(vision_config, Mapping):
         raise ParameterError(f"{where}.vision_config", "must be an object")
-    at = f"{where}.vision_config"
+    at = f"{where}.vision_config" if where else "vision_config"
     merge = integer(vision_config, "spatial_merge_size", at) or family.merge
     temporal = integer(vision_config, "temporal_merge_size", at) or _DEFAULT_TEMPORAL_MERGE
     per_second = None
@@ -181,26 +191,33 @@ def text_rope_of(config: Mapping[str, Any]) -> dict[str, Any]:
     return plain
 
 
-def _without_mrope(config: Mapping[str, Any]) -> dict[str, Any]:
+# Where a rope dict may sit: the body, its text model's config (a thinker's, a VLM's), and
+# nothing deeper; the walk goes no further, whatever nesting a client sends.
+_CONFIG_DEPTH = 3
+
+
+def _without_mrope(config: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
     plain: dict[str, Any] = {}
     for key, value in config.items():
         if key in _ROPE_DICTS and isinstance(value, Mapping):
             plain[key] = _plain_rope(value)
-        elif isinstance(value, Mapping):
-            plain[key] = _without_mrope(value)
+        elif isinstance(value, Mapping) and depth < _CONFIG_DEPTH:
+            plain[key] = _without_mrope(value, depth + 1)
         else:
             plain[key] = value
     return plain
 
 
-def _plain_rope(rope: Mapping[str, Any]) -> dict[str, Any]:
+def _plain_rope(rope: Mapping[str, Any], per_layer: bool = True) -> dict[str, Any]:
+    """A rope dict without its M-RoPE keys; a per-layer-type one, each type's too."""
     plain: dict[str, Any] = {}
     for key, value in rope.items():
         if key in MROPE_KEYS:
             continue
         if key in ("type", "rope_type") and value == "mrope":
             value = "default"
-        plain[key] = _plain_rope(value) if isinstance(value, Mapping) else value
+        nested = per_layer and isinstance(value, Mapping)
+        plain[key] = _plain_rope(value, per_layer=False) if nested else value
     return plain
 
 

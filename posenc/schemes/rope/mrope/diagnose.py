@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from posenc.cancel import checkpoint
 from posenc.conformance import Finding
 from posenc.schemes.rope.mrope.families import MRopeFamily
 from posenc.schemes.rope.mrope.layout import Run, float32_product
@@ -39,6 +40,7 @@ class Expected:
         each sequence's delta."""
         parts, deltas = [], []
         for runs in self.sequences:
+            checkpoint()
             ids, delta = sequence_ids(runs, self.family)
             parts.append(ids)
             deltas.append(delta)
@@ -53,13 +55,16 @@ def diagnose(expected: Expected, given: npt.NDArray[Any]) -> dict[str, Any]:
     wanted, deltas = expected.ids()
     findings: list[Finding] = []
     if given.ndim == 1 or given.shape[0] == 1:
-        findings.append(_one_row(wanted, given.reshape(-1)))
         given = np.broadcast_to(given.reshape(1, -1), (3, given.size))
+        one_row = _one_row(wanted)
+        if one_row is not None:  # text alone has three equal rows: one row is all of it
+            findings.append(one_row)
     if given.shape[1] != wanted.shape[1]:
         findings.extend(_length(expected, wanted, given))
         return _report(wanted, given, expected, findings, equal=False)
     if not np.array_equal(given, wanted):
         for check in (_resume_at_max, _swapped, _clock, _not_restarting, _decode):
+            checkpoint()  # each check rebuilds the layout's ids: a client may have gone
             found = check(expected, wanted, given, deltas)
             if found is not None:
                 findings.append(found)
@@ -99,13 +104,15 @@ def _segment_of(expected: Expected, token: int) -> dict[str, int] | None:
     return None
 
 
-def _one_row(wanted: Ids, row: npt.NDArray[Any]) -> Finding:
+def _one_row(wanted: Ids) -> Finding | None:
     spread = np.flatnonzero((wanted != wanted[0]).any(axis=0))
+    if not spread.size:
+        return None
     return Finding(
         "one_dimensional",
         "one row of ids where the model uses three (temporal, height, width): every vision "
         "token turns as if it were text",
-        {"first_token_with_distinct_ids": int(spread[0]) if spread.size else None},
+        {"first_token_with_distinct_ids": int(spread[0])},
     )
 
 
@@ -158,10 +165,9 @@ def _vision_mask(expected: Expected, total: int) -> npt.NDArray[np.bool_]:
         for run in runs:
             if run.kind != "text":
                 t, h, w = run.grid
-                frame = run.prefix + t * h * w + run.suffix
-                for k in range(run.frames):
-                    begin = at + k * frame + run.prefix
-                    mask[begin : begin + t * h * w] = True
+                frame = np.zeros(run.prefix + t * h * w + run.suffix, bool)
+                frame[run.prefix : run.prefix + t * h * w] = True
+                mask[at : at + run.tokens] = np.tile(frame, run.frames)
             at += run.tokens
     return mask
 

@@ -88,7 +88,9 @@ def check_size(runs: Sequence[Run], max_values: int, where: str) -> int:
         raise LimitError(
             where, f"{tokens} tokens give {3 * tokens} ids, over the limit of {max_values}"
         )
-    highest = sum(run.advance for run in runs) + max(_temporal_reach(run) for run in runs)
+    # Each run's ids span at most its advance or its temporal reach, whichever is larger,
+    # under either resume rule (at the grid, or at the largest id + 1).
+    highest = sum(max(run.advance, _temporal_reach(run)) for run in runs)
     if highest > MAX_ID:
         raise LimitError(where, f"the ids would reach {highest}, past 2^31 - 1")
     return tokens
@@ -125,30 +127,39 @@ def _run(segment: Mapping[str, Any], index: int, vision: Vision, where: str) -> 
                 "applies only to families that give each video frame its own grid",
             )
     if kind == "image":
-        clock = (
-            (1.0, vision.position_id_per_seconds or 1.0) if family.video_time == "seconds" else None
-        )
+        clock = None
+        if family.video_time == "seconds":  # Omni scales an image's frames by the rate too
+            clock = (1.0, vision.position_id_per_seconds or 1.0)
         return Run("image", index, grid=(t, h // m, w // m), merge=m, clock=clock)
     if family.video == "none":
         raise InconsistentError(f"{where}.video", "this model type has no video input")
     if framed:
-        prefix, suffix = int(segment.get("frame_prefix", 1)), int(segment.get("frame_suffix", 1))
-        if t > 1 and prefix + suffix == 0:
-            raise InconsistentError(
-                f"{where}.frame_prefix",
-                "with no text between a video's frames, transformers reads them as one run of "
-                "one frame's grid and fails: the processor writes vision start and end tokens "
-                "around each frame",
-            )
-        return Run(
-            "video",
-            index,
-            grid=(1, h // m, w // m),
-            frames=t,
-            prefix=prefix,
-            suffix=suffix,
-            merge=m,
+        return _framed_video(segment, index, (t, h // m, w // m), m, where)
+    return _block_video(segment, index, vision, (t, h // m, w // m), where)
+
+
+def _framed_video(
+    segment: Mapping[str, Any], index: int, grid: tuple[int, int, int], m: int, where: str
+) -> Run:
+    """A video whose every frame is its own ``[1, h, w]`` grid between text tokens."""
+    prefix, suffix = int(segment.get("frame_prefix", 1)), int(segment.get("frame_suffix", 1))
+    t, h, w = grid
+    if t > 1 and prefix + suffix == 0:
+        raise InconsistentError(
+            f"{where}.frame_prefix",
+            "with no text between a video's frames, transformers reads them as one run of "
+            "one frame's grid and fails: the processor writes vision start and end tokens "
+            "around each frame",
         )
+    return Run("video", index, grid=(1, h, w), frames=t, prefix=prefix, suffix=suffix, merge=m)
+
+
+def _block_video(
+    segment: Mapping[str, Any], index: int, vision: Vision, grid: tuple[int, int, int], where: str
+) -> Run:
+    """A video as one block: its frames merged in time (ERNIE) and spaced on the family's
+    clock."""
+    family, (t, h, w) = vision.family, grid
     merge = vision.temporal_merge_size if family.temporal_merge else 1
     if t % merge:
         raise InconsistentError(
@@ -160,8 +171,8 @@ def _run(segment: Mapping[str, Any], index: int, vision: Vision, where: str) -> 
         clock = (float32_product(vision.tokens_per_second or 1.0, seconds), 1.0)
     elif family.video_time == "seconds":
         clock = (seconds, vision.position_id_per_seconds or 1.0)
-    grid = (t // merge, h // m, w // m)
-    return Run("video", index, grid=grid, clock=clock, merge=m, seconds=seconds)
+    m = vision.spatial_merge_size
+    return Run("video", index, grid=(t // merge, h, w), clock=clock, merge=m, seconds=seconds)
 
 
 def float32_product(a: float, b: float) -> float:

@@ -177,7 +177,7 @@ _SEQUENCE: dict[str, Any] = {
     },
 }
 ANSWER_SCHEMA: dict[str, Any] = {
-    "required": ["scheme", "model_type", "mrope", "params", "sequences"],
+    "required": ["scheme", "model_type", "mrope", "params"],
     "additionalProperties": False,
     "properties": {
         "scheme": {"type": "string"},
@@ -187,7 +187,12 @@ ANSWER_SCHEMA: dict[str, Any] = {
             "anyOf": [{"type": "null"}, {"type": "object"}],
             "description": "the text rope the table is of, as /v1/rope/config gives it",
         },
-        "sequences": {"type": "array", "items": _SEQUENCE},
+        "sequences": {
+            "type": "array",
+            "items": _SEQUENCE,
+            "description": "each sequence's ids, when sequences were given (segments: the "
+            "ids stand at the top)",
+        },
         **_SEQUENCE["properties"],
     },
 }

@@ -38,7 +38,7 @@ def frequency_rows(rotary: Rotary, section: tuple[int, ...], half: int) -> npt.N
         raise InconsistentError(
             "config.model_type", "ERNIE-VL's permuted frequencies: not answered"
         )
-    if sum(section) != half:
+    if sum(section) != half:  # config.check_widths refuses it first, naming the field
         raise InconsistentError(
             "mrope_section", f"{list(section)} does not split {half} frequencies"
         )

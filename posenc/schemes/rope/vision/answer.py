@@ -11,7 +11,7 @@ from typing import Any
 
 from posenc.cost import Cost
 from posenc.declare import Limits, Sized
-from posenc.errors import LimitError
+from posenc.errors import LimitError, ParameterError, against_model_type
 from posenc.numerics.costs import SCRATCH
 from posenc.schemes.rope.vision import tables
 from posenc.schemes.rope.vision.config import VisionRope, read
@@ -32,7 +32,10 @@ def _grid(body: Mapping[str, Any]) -> tuple[int, int, int]:
 
 
 def _read(body: Mapping[str, Any], max_values: int) -> tuple[VisionRope, tuple[int, int, int], int]:
-    vision = read(body["config"])
+    try:
+        vision = read(body["config"])
+    except ParameterError as error:
+        raise against_model_type(error) from None
     grid = _grid(body)
     patches = count(vision, grid)
     values = math.prod(tables.shape(vision, patches, body.get("component", "cos_sin")))
