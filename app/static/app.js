@@ -710,6 +710,20 @@ function layout(title, x, y, extra = {}) {
     ...extra
   };
 }
+function writeFindings(list, diagnosis, passed, value, title) {
+  list.className = "report findings";
+  for (const finding of diagnosis) {
+    const item = document.createElement("li");
+    item.dataset.finding = finding.name;
+    const evidence = document.createElement("dl");
+    for (const [k, v] of Object.entries(finding.evidence)) {
+      evidence.append(Object.assign(document.createElement("dt"), { textContent: k.replaceAll("_", " ") }), Object.assign(document.createElement("dd"), { textContent: value(v) }));
+    }
+    item.append(Object.assign(document.createElement("strong"), { textContent: title(finding.name) }), Object.assign(document.createElement("p"), { textContent: finding.summary }), evidence);
+    list.append(item);
+  }
+  if (!diagnosis.length && !passed) list.append(Object.assign(document.createElement("li"), { textContent: "No known fault explains the differences." }));
+}
 var Slot = class {
   constructor(section) {
     this.section = section;
@@ -1131,19 +1145,7 @@ var drop = {
       const verdict = slot.block("p");
       verdict.className = `report verdict ${report.conforms ? "pass" : "fail"}`;
       verdict.textContent = report.conforms ? `Conforms: every value within tolerance (largest error ${fmt(report.max_abs_error)}, ${fmt(report.max_ulp_error)} ulp).` : `Does not conform: largest error ${fmt(report.max_abs_error)} (${fmt(report.max_ulp_error)} ulp), first bad position ${fmt(report.first_bad_position)}.`;
-      const list = slot.block("ul");
-      list.className = "report findings";
-      for (const finding of report.diagnosis) {
-        const item = document.createElement("li");
-        item.dataset.finding = finding.name;
-        const evidence = document.createElement("dl");
-        for (const [k, v] of Object.entries(finding.evidence)) {
-          evidence.append(Object.assign(document.createElement("dt"), { textContent: k.replaceAll("_", " ") }), Object.assign(document.createElement("dd"), { textContent: fmt(v) }));
-        }
-        item.append(Object.assign(document.createElement("strong"), { textContent: finding.name.replaceAll("_", " ") }), Object.assign(document.createElement("p"), { textContent: finding.summary }), evidence);
-        list.append(item);
-      }
-      if (!report.diagnosis.length && !report.conforms) list.append(Object.assign(document.createElement("li"), { textContent: "No known fault explains the differences." }));
+      writeFindings(slot.block("ul"), report.diagnosis, report.conforms, fmt, (name) => name.replaceAll("_", " "));
       const start2 = Number(report.params?.offset ?? 0);
       const trace = { type: "scatter", mode: "lines", name: "error", x: report.error_by_position.map((_, k) => start2 + k), y: report.error_by_position.map((v) => v > 0 ? v : null) };
       await Plotly.newPlot(slot.plot("error of the dropped table by position, log scale"), [trace], layout("largest error per position", "position", "max abs error", { yaxis: { type: "log", exponentformat: "power", title: { text: "max abs error" } } }), CONFIG);
@@ -1937,19 +1939,7 @@ var LayoutPanel = class _LayoutPanel {
       line.className = "report first-difference";
       line.textContent = `First at token ${first2.token}${where}: the model gives ${first2.expected.join(", ")}, yours ${first2.got.join(", ")}.`;
     }
-    const list = this.checks.block("ul");
-    list.className = "report findings";
-    for (const finding of report.diagnosis) {
-      const item = document.createElement("li");
-      item.dataset.finding = finding.name;
-      const evidence = document.createElement("dl");
-      for (const [k, v] of Object.entries(finding.evidence)) {
-        evidence.append(Object.assign(document.createElement("dt"), { textContent: k.replaceAll("_", " ") }), Object.assign(document.createElement("dd"), { textContent: shown2(v) }));
-      }
-      item.append(Object.assign(document.createElement("strong"), { textContent: finding.name }), Object.assign(document.createElement("p"), { textContent: finding.summary }), evidence);
-      list.append(item);
-    }
-    if (!report.diagnosis.length && !report.equal) list.append(Object.assign(document.createElement("li"), { textContent: "No known fault explains the differences." }));
+    writeFindings(this.checks.block("ul"), report.diagnosis, report.equal, shown2, (name) => name);
     this.checks.section.dataset.findings = report.diagnosis.map((f) => f.name).join(" ");
   }
 };

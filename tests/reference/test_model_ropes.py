@@ -34,6 +34,7 @@ from posenc.schemes.rope.config import LayerRope, ModelRope
 from posenc.schemes.rope.params import RopeParams
 from tests.hub_configs import HUB_CONFIGS
 from tests.reference import class_defaults
+from tests.reference.test_framework_recipe import ulps
 from tests.reference.transformers_ropes import (
     ReferenceModel,
     ReferenceRope,
@@ -56,12 +57,6 @@ def _quiet_transformers() -> Iterator[None]:
         warnings.simplefilter("ignore")
         yield
     logging.disable(logging.NOTSET)
-
-
-def _ulps(ours: npt.NDArray[Any], theirs: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
-    a = np.asarray(ours, dtype=np.float32).view(np.int32).astype(np.int64)
-    b = np.asarray(theirs, dtype=np.float32).view(np.int32).astype(np.int64)
-    return np.abs(a - b)
 
 
 def _misfit(ours: ModelRope, model: ReferenceModel) -> str | None:
@@ -126,7 +121,7 @@ def _reference_rows(
 def _values_misfit(ours: RopeParams, rope: ReferenceRope) -> str | None:
     positions, (cos, sin) = _reference_rows(rope)
     inv_freq, attention = framework.frequencies(ours, int(positions[-1]) + 1)
-    off = _ulps(inv_freq, rope.inv_freq)
+    off = ulps(inv_freq, rope.inv_freq)
     # torch's float32 pow is not correctly rounded: where it differs from ours, the reciprocal
     # can land 2 ulp away (API.md §6.3 bounds the rest at 1).
     allowed = np.where(_pow_differs(ours), 2, 1)
@@ -146,7 +141,7 @@ def _values_misfit(ours: RopeParams, rope: ReferenceRope) -> str | None:
     else:
         return f"the model's cos is {cos.shape[-1]} wide, answered d_model={ours.d_model}"
     worst = max(
-        _ulps(served[0], cos)[:, mask].max(initial=0), _ulps(served[1], sin)[:, mask].max(initial=0)
+        ulps(served[0], cos)[:, mask].max(initial=0), ulps(served[1], sin)[:, mask].max(initial=0)
     )
     return f"cos/sin {worst} ulp from the model's" if worst > 2 else None
 
@@ -154,7 +149,7 @@ def _values_misfit(ours: RopeParams, rope: ReferenceRope) -> str | None:
 def _pow_differs(params: RopeParams) -> npt.NDArray[np.bool_]:
     base, exponents = np.float32(params.base), framework._exponents(params.d_model)
     theirs = (torch.tensor(base) ** torch.from_numpy(exponents)).numpy()
-    return np.asarray(_ulps(float32.power(base, exponents), theirs) > 0)
+    return np.asarray(ulps(float32.power(base, exponents), theirs) > 0)
 
 
 def _verdict(case: tuple[str, Mapping[str, Any] | None]) -> tuple[str, str]:

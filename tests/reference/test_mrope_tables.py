@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from tests.conftest import Client
+from tests.reference.test_framework_recipe import ulps
 from tests.reference.test_mrope_positions import ANSWERED, _layout
 from tests.reference.transformers_mrope import hub_config, reference_cos_sin
 
@@ -29,12 +30,6 @@ UNTABLED = {
     "glm_image",
 }
 TABLED = [t for t in ANSWERED if t not in UNTABLED]
-
-
-def _ulps(ours: npt.NDArray[Any], theirs: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
-    a = np.asarray(ours, dtype=np.float32).view(np.int32).astype(np.int64)
-    b = np.asarray(theirs, dtype=np.float32).view(np.int32).astype(np.int64)
-    return np.abs(a - b)
 
 
 def _table(
@@ -70,7 +65,7 @@ def _same_frequencies(params: dict[str, Any]) -> npt.NDArray[np.bool_]:
     from posenc.schemes.rope.params import RopeParams
 
     ours, _ = frequencies(RopeParams(**params), 1)
-    same = _ulps(ours, theirs) == 0
+    same = ulps(ours, theirs) == 0
     return np.concatenate([same, same]) if params["layout"] == "split" else np.repeat(same, 2)
 
 
@@ -87,7 +82,7 @@ def test_the_framework_table_is_the_rotary_module_s(client: Client, model_type: 
         assert table.shape == (2, *cos.shape), (table.shape, cos.shape)
         same = _same_frequencies(answer["params"])
         assert same.mean() > 0.5, "too few frequencies are torch's for the bound to say much"
-        worst = max(_ulps(table[0], cos)[:, same].max(), _ulps(table[1], sin)[:, same].max())
+        worst = max(ulps(table[0], cos)[:, same].max(), ulps(table[1], sin)[:, same].max())
         assert worst <= 1, (segments, worst)
 
 

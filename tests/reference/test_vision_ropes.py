@@ -20,6 +20,7 @@ from posenc.schemes.rope.params import RopeParams
 from posenc.schemes.rope.vision import answer as vision_answer
 from posenc.schemes.rope.vision.families import UNANSWERED
 from tests.conftest import Client
+from tests.reference.test_framework_recipe import ulps
 from tests.reference.transformers_vision import pair_frequencies, reference
 
 # Per family: configs as the Hub writes them (or the config class's defaults alone) and grids.
@@ -86,12 +87,6 @@ CASES: dict[str, tuple[dict[str, Any], list[list[int]]]] = {
 }
 
 
-def _ulps(ours: npt.NDArray[Any], theirs: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
-    a = np.asarray(ours, dtype=np.float32).view(np.int32).astype(np.int64)
-    b = np.asarray(theirs, dtype=np.float32).view(np.int32).astype(np.int64)
-    return np.abs(a - b)
-
-
 def _post(client: Client, config: dict[str, Any], grid: list[int], **rest: str) -> dict[str, Any]:
     response = client.post("/v1/rope/vision", json={"config": config, "grid": grid, **rest})
     assert response.status_code == 200, response.text
@@ -108,7 +103,7 @@ def _expanded(vision: dict[str, Any], per_pair: npt.NDArray[Any]) -> npt.NDArray
 def _same_frequencies(config: dict[str, Any], vision: dict[str, Any]) -> npt.NDArray[np.bool_]:
     """Columns whose frequency is bit-identical to the module's (§6.3 bounds cos/sin there)."""
     ours, _ = frequencies(RopeParams(**vision["rope"]), 1)
-    same = _ulps(ours[vision["frequency"]], pair_frequencies(config)) == 0
+    same = ulps(ours[vision["frequency"]], pair_frequencies(config)) == 0
     return _expanded(vision, same)
 
 
@@ -125,7 +120,7 @@ def test_the_framework_table_is_the_tower_s_rotary_module_s_in_its_order(
         assert table.shape == (2, *cos.shape) and answer["shape"] == list(table.shape)
         same = _same_frequencies(config, answer["vision"])
         assert same.mean() > 0.5, "too few frequencies are torch's for the bound to say much"
-        worst = max(_ulps(table[0], cos)[:, same].max(), _ulps(table[1], sin)[:, same].max())
+        worst = max(ulps(table[0], cos)[:, same].max(), ulps(table[1], sin)[:, same].max())
         assert worst <= 1, (grid, worst)
 
 
@@ -137,7 +132,7 @@ def test_framework_angles_are_torch_s_float32_products(client: Client, case: str
     theirs = pair_frequencies(config)
     chosen = ids[:, vision["axis"]].astype(np.float32)
     expected = (chosen * theirs[None, :]).astype(np.float32)
-    same = _ulps(frequencies(RopeParams(**vision["rope"]), 1)[0][vision["frequency"]], theirs) == 0
+    same = ulps(frequencies(RopeParams(**vision["rope"]), 1)[0][vision["frequency"]], theirs) == 0
     angles = np.array(answer["table"], dtype=np.float32)
     assert np.array_equal(angles[:, same], expected[:, same])
 

@@ -7,7 +7,7 @@
 // fragment, compressed like the model panel's config.
 import { type Api, ApiError, type ClientIds, type IdsReport, type Layout, type PositionsAnswer, type Scheme } from "./api";
 import { pack, unpack } from "./model";
-import { Slot } from "./views";
+import { Slot, writeFindings } from "./views";
 
 type Mrope = PositionsAnswer["mrope"];
 type Segment = NonNullable<Layout["segments"]>[number];
@@ -480,19 +480,7 @@ export class LayoutPanel {
       line.className = "report first-difference";
       line.textContent = `First at token ${first.token}${where}: the model gives ${first.expected.join(", ")}, yours ${first.got.join(", ")}.`;
     }
-    const list = this.checks.block("ul");
-    list.className = "report findings";
-    for (const finding of report.diagnosis) {
-      const item = document.createElement("li");
-      item.dataset.finding = finding.name;
-      const evidence = document.createElement("dl");
-      for (const [k, v] of Object.entries(finding.evidence)) {
-        evidence.append(Object.assign(document.createElement("dt"), { textContent: k.replaceAll("_", " ") }), Object.assign(document.createElement("dd"), { textContent: shown(v) }));
-      }
-      item.append(Object.assign(document.createElement("strong"), { textContent: finding.name }), Object.assign(document.createElement("p"), { textContent: finding.summary }), evidence);
-      list.append(item);
-    }
-    if (!report.diagnosis.length && !report.equal) list.append(Object.assign(document.createElement("li"), { textContent: "No known fault explains the differences." }));
+    writeFindings(this.checks.block("ul"), report.diagnosis, report.equal, shown, (name) => name);
     this.checks.section.dataset.findings = report.diagnosis.map((f) => f.name).join(" ");
   }
 }

@@ -43,6 +43,35 @@ function layout(title: string, x: string, y: string, extra: object = {}): object
   };
 }
 
+/** A diagnosis as the page shows it wherever a client's array is checked: each finding's name,
+ *  summary and evidence, or why none is listed. */
+export interface Finding {
+  name: string;
+  summary: string;
+  evidence: { [key: string]: unknown };
+}
+
+export function writeFindings(
+  list: HTMLElement,
+  diagnosis: readonly Finding[],
+  passed: boolean,
+  value: (v: unknown) => string,
+  title: (name: string) => string,
+): void {
+  list.className = "report findings";
+  for (const finding of diagnosis) {
+    const item = document.createElement("li");
+    item.dataset.finding = finding.name;
+    const evidence = document.createElement("dl");
+    for (const [k, v] of Object.entries(finding.evidence)) {
+      evidence.append(Object.assign(document.createElement("dt"), { textContent: k.replaceAll("_", " ") }), Object.assign(document.createElement("dd"), { textContent: value(v) }));
+    }
+    item.append(Object.assign(document.createElement("strong"), { textContent: title(finding.name) }), Object.assign(document.createElement("p"), { textContent: finding.summary }), evidence);
+    list.append(item);
+  }
+  if (!diagnosis.length && !passed) list.append(Object.assign(document.createElement("li"), { textContent: "No known fault explains the differences." }));
+}
+
 export class Slot {
   constructor(readonly section: HTMLElement) {}
 
@@ -489,19 +518,7 @@ export const drop: View & { send(ctx: Context, slot: Slot, body: BodyInit, type:
       verdict.textContent = report.conforms
         ? `Conforms: every value within tolerance (largest error ${fmt(report.max_abs_error)}, ${fmt(report.max_ulp_error)} ulp).`
         : `Does not conform: largest error ${fmt(report.max_abs_error)} (${fmt(report.max_ulp_error)} ulp), first bad position ${fmt(report.first_bad_position)}.`;
-      const list = slot.block("ul");
-      list.className = "report findings";
-      for (const finding of report.diagnosis) {
-        const item = document.createElement("li");
-        item.dataset.finding = finding.name;
-        const evidence = document.createElement("dl");
-        for (const [k, v] of Object.entries(finding.evidence)) {
-          evidence.append(Object.assign(document.createElement("dt"), { textContent: k.replaceAll("_", " ") }), Object.assign(document.createElement("dd"), { textContent: fmt(v) }));
-        }
-        item.append(Object.assign(document.createElement("strong"), { textContent: finding.name.replaceAll("_", " ") }), Object.assign(document.createElement("p"), { textContent: finding.summary }), evidence);
-        list.append(item);
-      }
-      if (!report.diagnosis.length && !report.conforms) list.append(Object.assign(document.createElement("li"), { textContent: "No known fault explains the differences." }));
+      writeFindings(slot.block("ul"), report.diagnosis, report.conforms, fmt, (name) => name.replaceAll("_", " "));
       const start = Number(report.params?.offset ?? 0);
       const trace = { type: "scatter", mode: "lines", name: "error", x: report.error_by_position.map((_, k) => start + k), y: report.error_by_position.map((v) => (v > 0 ? v : null)) };
       await Plotly.newPlot(slot.plot("error of the dropped table by position, log scale"), [trace], layout("largest error per position", "position", "max abs error", { yaxis: { type: "log", exponentformat: "power", title: { text: "max abs error" } } }), CONFIG);

@@ -6,8 +6,10 @@ or one block per frame (Qwen3-VL and GLM-4V give each frame its own ``[1, h, w]`
 time in timestamp text), how a video's temporal ids are spaced (Qwen2.5-VL scales the frame index
 by ``tokens_per_second · second_per_grid_t``; ERNIE merges ``temporal_merge_size`` frames), and
 how the three ids share the rotary frequencies (chunked sections, Qwen3-VL's interleaving, GLM's
-pairwise repeat, ERNIE's permutation). The types whose ``get_rope_index`` works otherwise are
-listed in :data:`UNANSWERED` with the reason.
+pairwise repeat, ERNIE's permutation). Qwen2.5-Omni and GLM-Image scan token ids instead: what
+follows a block resumes at its largest id + 1 (Omni), and each medium needs the text tokens
+around it. The types whose ``get_rope_index`` works otherwise are listed in :data:`UNANSWERED`
+with the reason.
 """
 
 from __future__ import annotations

@@ -199,7 +199,7 @@ ANSWER_SCHEMA: dict[str, Any] = {
 
 # Ids are int32-sized (a sequence's ids never pass 2^31); wider would compare inexactly as
 # JSON numbers.
-_INT64 = {"type": "integer", "minimum": -(2**31), "maximum": 2**31 - 1}
+_ID = {"type": "integer", "minimum": -(2**31), "maximum": 2**31 - 1}
 VERIFY_BODY_SCHEMA: dict[str, Any] = {
     "description": "a multimodal model's config.json, a layout, and the client's position ids "
     "for it (packed: the sequences' ids one after the other), with decode_steps decoded "
@@ -210,10 +210,10 @@ VERIFY_BODY_SCHEMA: dict[str, Any] = {
         **{key: BODY_SCHEMA["properties"][key] for key in ("config", "segments", "sequences")},
         "position_ids": {
             "anyOf": [
-                {"type": "array", "items": _INT64, "minItems": 1},
+                {"type": "array", "items": _ID, "minItems": 1},
                 {
                     "type": "array",
-                    "items": {"type": "array", "items": _INT64, "minItems": 1},
+                    "items": {"type": "array", "items": _ID, "minItems": 1},
                     "minItems": 1,
                     "maxItems": 3,
                 },
