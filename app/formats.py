@@ -111,11 +111,25 @@ def raw(array: npt.NDArray[Any], fmt: Format) -> tuple[bytes, memoryview]:
     little = np.ascontiguousarray(array)
     little = little.astype(little.dtype.newbyteorder("<"), copy=False)
     values = little.data.cast("B").toreadonly()
+    return raw_head(little.shape, little.dtype, fmt), values
+
+
+def raw_head(shape: tuple[int, ...], dtype: np.dtype[Any] | str, fmt: Format) -> bytes:
+    """What goes before the values of a little-endian C-order array: npy's header, or nothing.
+
+    >>> len(raw_head((2, 3), "float32", "npy")), raw_head((2, 3), "float32", "bin")
+    (128, b'')
+    """
     if fmt == "bin":
-        return b"", values
+        return b""
+    described = {
+        "descr": np.lib.format.dtype_to_descr(np.dtype(dtype).newbyteorder("<")),
+        "fortran_order": False,
+        "shape": tuple(shape),
+    }
     header = io.BytesIO()
-    np.lib.format.write_array_header_1_0(header, np.lib.format.header_data_from_array_1_0(little))
-    return header.getvalue(), values
+    np.lib.format.write_array_header_1_0(header, described)
+    return header.getvalue()
 
 
 def json_array(array: npt.NDArray[Any]) -> bytes:

@@ -19,7 +19,7 @@ from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 
-from app import bodies, formats, responses
+from app import bodies, formats, responses, streaming
 from app.admission import Estimate, admit, check_size, decide, run, shrink_last
 from app.models import (
     Format,
@@ -30,7 +30,16 @@ from app.models import (
     rows_of,
 )
 from app.responses import Body
-from app.serving import array_for, canonical, check_holdable, estimate, labels, serve, state
+from app.serving import (
+    array_for,
+    array_key,
+    canonical,
+    check_holdable,
+    estimate,
+    labels,
+    serve,
+    state,
+)
 from posenc import similarity as similarity_core
 from posenc.cost import Cost
 from posenc.declare import Scheme
@@ -60,7 +69,31 @@ async def table(request: Request, scheme: Scheme, query: Any) -> Response:
         array = array_for(cache, scheme, params, rows, dtype, component)
         return Body.of(array, fmt, {"scheme": scheme.name, "params": answer}, figure, gzip)
 
-    return await serve(request, scheme, "table", answer, fmt, need, render)
+    table = scheme.table
+    key = array_key(scheme, params, rows, dtype, component)
+    if (
+        table is None
+        or not streaming.streamable(fmt, dtype)
+        or not scheme.follows_rows(params, component)
+        or cache.holds(key)
+    ):
+        return await serve(request, scheme, "table", answer, fmt, need, render)
+
+    def fill(finished: Callable[[npt.NDArray[Any], int], None]) -> npt.NDArray[Any]:
+        check_holdable(scheme, params, rows.offset, rows.last, dtype, component)
+        return cache.get_or_compute(
+            key,
+            lambda: table(params, rows.count, rows.offset, dtype, component, finished=finished),
+        )
+
+    def stream(etag: str) -> Response:
+        head = formats.raw_head(shape, dtype, fmt)
+        nbytes = len(head) + math.prod(shape) * np.dtype(dtype).itemsize
+        headers = responses.headers_for(shape, dtype, etag, False, nbytes)
+        media_type = formats.MEDIA_TYPES[fmt]
+        return streaming.StreamedTable(request, fill, head, media_type, headers)
+
+    return await serve(request, scheme, "table", answer, fmt, need, render, stream)
 
 
 async def encode_get(request: Request, scheme: Scheme, query: Any) -> Response:

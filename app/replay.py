@@ -30,6 +30,9 @@ _REPLAYED_HEADERS = (b"accept", b"accept-encoding")
 # memoryviews and array view behind the values. Measured with tracemalloc on Python 3.11:
 # 1.6 KiB for a JSON answer, 2.0 KiB for a bin one; half as much again for other versions.
 ENTRY_BYTES = 3072
+# Each part past the two of a head and its values: a memoryview (184 bytes on 3.11) and its
+# slot. A table sent as it was computed (app/streaming.py) comes in one part per batch of rows.
+PART_BYTES = 192
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,8 @@ class Recorded:
         # would otherwise count a few hundred bytes for ten thousand (a cache of them held
         # 25 times its capacity; tests/api/test_replay_footprint.py).
         body = sum(map(len, self.body)) + sum(len(k) + len(v) for k, v in self.headers)
-        return body + self.key_bytes + ENTRY_BYTES
+        parts = max(0, len(self.body) - 2) * PART_BYTES
+        return body + self.key_bytes + ENTRY_BYTES + parts
 
 
 class ReplayMiddleware:

@@ -137,18 +137,25 @@ def not_modified(etag: str) -> Response:
 
 
 def send(body: Body, etag: str | None) -> Response:
+    headers = headers_for(body.shape, body.dtype, etag, body.gzipped, body.nbytes)
+    return _PiecesResponse(body, media_type=formats.MEDIA_TYPES[body.fmt], headers=headers)
+
+
+def headers_for(
+    shape: tuple[int, ...] | None, dtype: str | None, etag: str | None, gzipped: bool, nbytes: int
+) -> dict[str, str]:
     headers = {"Vary": VARY}
-    if body.shape is not None and body.dtype is not None:
-        headers["X-Array-Shape"] = ",".join(map(str, body.shape))
-        headers["X-Array-Dtype"] = body.dtype
+    if shape is not None and dtype is not None:
+        headers["X-Array-Shape"] = ",".join(map(str, shape))
+        headers["X-Array-Dtype"] = dtype
     if etag is not None:
-        headers.update(caching_headers(_gzip_variant(etag) if body.gzipped else etag))
+        headers.update(caching_headers(_gzip_variant(etag) if gzipped else etag))
     else:
         headers["Cache-Control"] = "no-store"
-    if body.gzipped:
+    if gzipped:
         headers["Content-Encoding"] = "gzip"
-    headers["Content-Length"] = str(body.nbytes)
-    return _PiecesResponse(body, media_type=formats.MEDIA_TYPES[body.fmt], headers=headers)
+    headers["Content-Length"] = str(nbytes)
+    return headers
 
 
 class _PiecesResponse(Response):

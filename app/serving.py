@@ -100,8 +100,10 @@ async def serve(
     fmt: Format,
     need: Estimate,
     render: Callable[[bool], Body],
+    stream: Callable[[str], Response] | None = None,
 ) -> Response:
-    """Refuse what can never be served; 304 if the client has it; else admit, render, send.
+    """Refuse what can never be served; 304 if the client has it; else admit, render, send —
+    or, given ``stream``, the response that computes as it sends (:mod:`app.streaming`).
 
     The ETag names the canonical operation, so the ``?scheme=`` alias shares it; app/replay.py
     keeps the answer, so a repeat never comes this far.
@@ -113,6 +115,8 @@ async def serve(
     if matched is not None:
         return responses.not_modified(matched)
     await admit(request, need)
+    if stream is not None:
+        return stream(etag)
     body = await run(request, render, responses.accepts_gzip(request))
     return responses.send(body, etag)
 
@@ -126,14 +130,7 @@ def array_for(
     component: str,
 ) -> npt.NDArray[Any]:
     """The scheme's array for consecutive ``Rows`` or listed positions, through the cache."""
-    ends: tuple[object, ...] = (
-        (positions.offset, positions.count)
-        if isinstance(positions, Rows)
-        # Listed positions by a 256-bit digest: the cache counts values, not keys, and 65536
-        # positions as bytes were a 512 KiB key for a 256 KiB table (d_model=1, float32).
-        else (hashlib.blake2b(positions.tobytes(), digest_size=32).digest(),)
-    )
-    key = ("array", scheme.name, params, dtype, component, isinstance(positions, Rows), *ends)
+    key = array_key(scheme, params, positions, dtype, component)
 
     def compute() -> npt.NDArray[Any]:
         if isinstance(positions, Rows) and not scheme.follows_rows(params, component):
@@ -146,6 +143,23 @@ def array_for(
         return scheme.encode(params, positions, dtype, component)
 
     return cache.get_or_compute(key, compute)
+
+
+def array_key(
+    scheme: Scheme,
+    params: Any,
+    positions: Rows | npt.NDArray[np.int64],
+    dtype: str,
+    component: str,
+) -> tuple[object, ...]:
+    ends: tuple[object, ...] = (
+        (positions.offset, positions.count)
+        if isinstance(positions, Rows)
+        # Listed positions by a 256-bit digest: the cache counts values, not keys, and 65536
+        # positions as bytes were a 512 KiB key for a 256 KiB table (d_model=1, float32).
+        else (hashlib.blake2b(positions.tobytes(), digest_size=32).digest(),)
+    )
+    return ("array", scheme.name, params, dtype, component, isinstance(positions, Rows), *ends)
 
 
 def labels(

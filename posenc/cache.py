@@ -87,6 +87,11 @@ class ByteBoundedCache:
             self._hits += 1
             return _handed_out(found)
 
+    def holds(self, key: Hashable) -> bool:
+        """Whether ``key`` is cached now (counted as neither a hit nor a miss)."""
+        with self._lock:
+            return key in self._entries
+
     def put(self, key: Hashable, value: Sized) -> None:
         """Store ``value`` (counted as a miss: it had to be made)."""
         with self._lock:

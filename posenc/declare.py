@@ -27,7 +27,7 @@ import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +40,24 @@ from posenc.verify import Report
 Positions = npt.NDArray[np.int64]
 Array = npt.NDArray[Any]
 FLOAT_DTYPES = ("float32", "float64", "float16")
+
+
+class Table(Protocol):
+    """A scheme's table of consecutive positions; ``finished(out, rows)``, where given, is told
+    (from the computing thread) once rows ``[0, rows)`` of ``out`` (planes, rows, columns) are
+    final: ``out`` holds the answer's bytes, and is never written there again."""
+
+    def __call__(
+        self,
+        params: Any,
+        count: int,
+        offset: int,
+        dtype: str,
+        component: str,
+        /,
+        *,
+        finished: Callable[[Array, int], None] | None = None,
+    ) -> Array: ...
 
 
 @dataclass(frozen=True)
@@ -181,7 +199,7 @@ class Scheme:
     verify: Callable[[Any, Array, Positions], Report]
     verify_cost: Callable[[Any, int], Cost]
     examples: tuple[dict[str, Any], ...]
-    table: Callable[[Any, int, int, str, str], Array] | None = None
+    table: Table | None = None
     vectors: Callable[[Any, Positions, tuple[float, ...] | None], Array] | None = None
     conformance: Callable[[Any, Array, str, int, float], Conformance] | None = None
     conformance_cost: Callable[[Any, int, str], Cost] | None = None

@@ -76,16 +76,18 @@ _MADV_NOHUGEPAGE = 15
 _MADV_POPULATE_WRITE = 23
 
 
-def fresh_output(shape: tuple[int, ...], dtype: str) -> npt.NDArray[Any]:
-    """``np.empty(shape, dtype)`` with its pages already in place, in small pages (Linux;
-    elsewhere, or where the kernel refuses the advice, exactly ``np.empty``)."""
+def fresh_output(shape: tuple[int, ...], dtype: str, populate: bool = True) -> npt.NDArray[Any]:
+    """``np.empty(shape, dtype)`` in small pages, with its pages already in place (Linux;
+    elsewhere, or where the kernel refuses the advice, exactly ``np.empty``). Unpopulated, the
+    pages come as the loops first write them: rows sent while later ones are computed leave
+    without waiting for the whole table's pages."""
     out = np.empty(shape, dtype=dtype)
     if out.nbytes >= _HUGE_PAGE_ADVISED and sys.platform == "linux":
         page = mmap.PAGESIZE
         start = -(-out.ctypes.data // page) * page
         length = (out.ctypes.data + out.nbytes) // page * page - start
         madvise = _madvise()
-        if madvise(start, length, _MADV_NOHUGEPAGE) == 0:
+        if madvise(start, length, _MADV_NOHUGEPAGE) == 0 and populate:
             madvise(start, length, _MADV_POPULATE_WRITE)
     return out
 

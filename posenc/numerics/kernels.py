@@ -30,9 +30,11 @@ it can be read in one place.
 from __future__ import annotations
 
 import contextvars
+import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 import numba
@@ -51,6 +53,9 @@ _SPAN = BLOCK * BLOCK
 EXACT_BLOCK = 8192
 # Values per call of the rotation loop (≈ 1 ms here): a checkpoint between calls.
 _ROTATION_CALL = 1 << 20
+# Where someone waits for finished rows (a response sends them as they come), a call holds
+# at most this many: the first bytes leave after ~0.1 ms, for ~10 µs more per call.
+_REPORTED_CALL = 1 << 16
 # Room for the positions of values near zero found in one call; more stops the call early.
 _SMALL_SLOTS = 8192
 
@@ -427,9 +432,17 @@ def _twiddles(turns: Turns, stride: int) -> npt.NDArray[np.float64]:
     return twiddles
 
 
-def _in_threads(rows: int, threads: int, part: Any) -> None:
-    """``part(first, stop)`` over ``rows`` split at multiples of BLOCK² into ``threads`` ranges,
-    each thread with a copy of the caller's context (so :func:`checkpoint` sees its token).
+Finished = Callable[[npt.NDArray[Any], int], None]
+"""Told ``(out, rows)`` once rows ``[0, rows)`` of every plane of ``out`` are final."""
+
+
+def _in_threads(
+    rows: int, threads: int, part: Any, out: npt.NDArray[Any], finished: Finished | None
+) -> None:
+    """``part(first, stop, done)`` over ``rows`` split at multiples of BLOCK² into ``threads``
+    ranges, each thread with a copy of the caller's context (so :func:`checkpoint` sees its
+    token); a part calls ``done(row)`` once its rows before ``row`` are final, and ``finished``
+    hears of the rows final from the first on.
 
     Threads share ``out`` only: each writes its own rows, and every other buffer (twiddles,
     frequencies) is read-only. All have stopped when this returns or raises (the executor's
@@ -437,28 +450,53 @@ def _in_threads(rows: int, threads: int, part: Any) -> None:
     output its caller has already dropped or handed on."""
     threads = max(1, min(threads, -(-rows // _SPAN)))
     if threads == 1:
-        part(0, rows)
+        part(0, rows, (lambda row: finished(out, row)) if finished else _nobody)
         return
     step = -(-rows // (threads * _SPAN)) * _SPAN
     bounds = [(first, min(first + step, rows)) for first in range(0, rows, step)]
+    reached = [first for first, _ in bounds]
+    lock = threading.Lock()
+
+    def done(index: int, row: int) -> None:
+        # The rows final from the first on end at the first part that has not finished; told
+        # under the lock, so that what ``finished`` hears only grows.
+        with lock:
+            reached[index] = row
+            prefix = next(
+                (r for r, (_, stop) in zip(reached, bounds, strict=True) if r < stop), rows
+            )
+            if finished:
+                finished(out, prefix)
+
     with ThreadPoolExecutor(len(bounds)) as pool:
         futures = [
-            pool.submit(contextvars.copy_context().run, part, first, stop) for first, stop in bounds
+            pool.submit(contextvars.copy_context().run, part, first, stop, partial(done, index))
+            for index, (first, stop) in enumerate(bounds)
         ]
         for future in futures:
             future.result()
 
 
+def _nobody(row: int) -> None:
+    pass
+
+
 def rotated_table(
-    out: npt.NDArray[Any], offset: int, turns: Turns, store: Store, threads: int = 1
+    out: npt.NDArray[Any],
+    offset: int,
+    turns: Turns,
+    store: Store,
+    threads: int = 1,
+    finished: Finished | None = None,
 ) -> None:
     """Fill ``out`` (planes, rows, columns) with positions ``offset …`` by rotation, exactly as
     :func:`posenc.numerics.rotation.fill_consecutive` would (values below SMALL recomputed
-    exactly)."""
+    exactly). A row's values do not depend on where a call starts, so ``finished`` can be told
+    of rows in smaller calls at no cost to the bits."""
     rows, h = out.shape[1], len(turns)
     fine, coarse = _twiddles(turns, 1), _twiddles(turns, BLOCK)
     args = _store_args(out, h, store)
-    per_call = max(1, _ROTATION_CALL // (2 * h))
+    per_call = max(1, (_REPORTED_CALL if finished else _ROTATION_CALL) // (2 * h))
     # _rotate_rows stops a call before a row once fewer than 2h slots are left and a row adds
     # at most h + cosines ≤ 2h codes, so a call leaves at most len(small) codes; the exact
     # buffer recomputes all of them at once and so has exactly as many slots. (It had 2h: a
@@ -466,7 +504,7 @@ def rotated_table(
     # wrote up to 2h values past its end.)
     slots = _small_slots(h)
 
-    def part(first: int, stop: int) -> None:
+    def part(first: int, stop: int, done: Callable[[int], None]) -> None:
         exact = _Exact(turns, slots)
         supers = np.empty((2, -(-(stop - first) // _SPAN), h))
         per_block = max(1, EXACT_BLOCK // h)
@@ -483,7 +521,7 @@ def rotated_table(
             end = min(stop, r + per_call)
             # The supers of this part start at its first row: shift the rows by it.
             view = out[:, first:]
-            done, count = _rotate_rows(
+            finished_rows, count = _rotate_rows(
                 view, r - first, end - first, supers, coarse, fine, *args,
                 small, row_s, row_c, anchor_r, anchor_i,
             )  # fmt: skip
@@ -491,13 +529,19 @@ def rotated_table(
                 codes = small[:count]
                 s, c = exact.codes(offset + first, codes)
                 _store_codes(view, codes, h, s, c, args[0], args[2], args[3], args[4])
-            r = done + first
+            r = finished_rows + first
+            done(r)
 
-    _in_threads(rows, threads, part)
+    _in_threads(rows, threads, part, out, finished)
 
 
 def exact_table(
-    out: npt.NDArray[Any], offset: int, turns: Turns, store: Store, threads: int = 1
+    out: npt.NDArray[Any],
+    offset: int,
+    turns: Turns,
+    store: Store,
+    threads: int = 1,
+    finished: Finished | None = None,
 ) -> None:
     """Fill ``out`` with positions ``offset …`` on the exact path, block by block: the values
     of :func:`posenc.numerics.exact.sincos`, bit for bit."""
@@ -505,18 +549,21 @@ def exact_table(
     args = _store_args(out, h, store)
     per_block = max(1, EXACT_BLOCK // h)
 
-    def part(first: int, stop: int) -> None:
+    def part(first: int, stop: int, done: Callable[[int], None]) -> None:
         exact = _Exact(turns, max(EXACT_BLOCK, h))
         calls = 0
         for r in range(first, stop, per_block):
             if calls % 64 == 0:
                 checkpoint()
+            if calls % 8 == 0 and r > first:
+                done(r)
             calls += 1
             count = min(per_block, stop - r)
             s, c = exact.grid(offset + r, count)
             _store_rows(out, r, count, h, s, c, *args)
+        done(stop)
 
-    _in_threads(rows, threads, part)
+    _in_threads(rows, threads, part, out, finished)
 
 
 # Calibrated here (bench/run.py prints measured seconds against these): work units per value
@@ -525,6 +572,7 @@ _WORK_PER_VALUE = 3
 _WORK_PER_EXACT_PAIR = 30
 _WORK_PER_ROW = 400
 _WORK_PER_CALL = 100_000
+_WORK_PER_LOOP_CALL = 50_000  # a compiled loop's call from Python, its arguments and views
 
 
 def rotated_cost(rows: int, h: int, values: int, threads: int = 1) -> Cost:
@@ -533,11 +581,14 @@ def rotated_cost(rows: int, h: int, values: int, threads: int = 1) -> Cost:
     supers = -(-part_rows // _SPAN)
     per_thread = 8 * (6 * _small_slots(h) + 4 * h + 2 * supers * h)
     twiddles = 8 * (2 * 2 * BLOCK * h + 5 * max(EXACT_BLOCK, h))
+    # As many loop calls as when rows are reported (the most): a response may listen.
+    calls = -(-rows // max(1, _REPORTED_CALL // (2 * h)))
     work = (
         _WORK_PER_VALUE * values
         + _WORK_PER_ROW * rows
         + _WORK_PER_EXACT_PAIR * (-(-rows // _SPAN) + 2 * BLOCK) * h
         + _WORK_PER_CALL * threads
+        + _WORK_PER_LOOP_CALL * calls
     )
     return Cost(twiddles + max(1, threads) * per_thread, work)
 

@@ -76,6 +76,39 @@ def test_threads_split_the_rows_without_changing_a_bit() -> None:
     )
 
 
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("scheme", ["sinusoidal", "rope"])
+def test_the_rows_reported_finished_are_final(scheme: str, dtype: DType, threads: int) -> None:
+    """What a streamed answer sends (app/streaming.py) when told: each report's rows, copied
+    as it is made, are the finished table's, reports only grow, and the last names every row;
+    the bits are those of a table computed without reports."""
+    reports: list[tuple[int, bytes]] = []
+    buffers: set[int] = set()
+
+    def finished(out: npt.NDArray[Any], rows: int) -> None:
+        buffers.add(out.ctypes.data)
+        reports.append((rows, out[:, :rows].tobytes()))
+
+    rows = 5000
+    if scheme == "rope":
+        params = RopeParams(d_model=128)
+        table = rope.table(params, rows, 321, dtype, "cos_sin", threads, finished=finished)
+        plain = rope.table(params, rows, 321, dtype, "cos_sin", threads)
+        planes = table
+    else:
+        sinusoid = SinusoidalParams(d_model=256)
+        table = sinusoidal.table(sinusoid, rows, 321, dtype, threads, finished=finished)
+        plain = sinusoidal.table(sinusoid, rows, 321, dtype, threads)
+        planes = table[None]
+    assert same_bits(table, plain)
+    assert buffers == {table.ctypes.data}  # the rows reported are the answer's own memory
+    counts = [count for count, _ in reports]
+    assert len(counts) > 4 and counts == sorted(counts) and counts[-1] == rows
+    for count, seen in reports:
+        assert seen == planes[:, :count].tobytes()
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_a_cancelled_table_stops_at_its_next_checkpoint(dtype: DType) -> None:
     token = CancelToken(deadline=time.monotonic() - 1)

@@ -94,6 +94,7 @@ def table(
     dtype: str = "float32",
     component: str = "cos_sin",
     threads: int = 1,
+    finished: kernels.Finished | None = None,
 ) -> npt.NDArray[np.floating]:
     """``component`` for positions ``offset … offset + seq_len - 1``.
 
@@ -101,7 +102,9 @@ def table(
     computed and each is written twice. float32 tables are built by rotation from exact
     anchors, as the sinusoid's (within ``0.5 + 2^-14`` ulp of the exact values, values below
     2^-10 recomputed exactly); float64 ones on the exact path. Both by the compiled loops of
-    :mod:`.kernels`, bit for bit :func:`table_reference`; ``threads`` splits the rows.
+    :mod:`.kernels`, bit for bit :func:`table_reference`; ``threads`` splits the rows, and
+    ``finished`` hears of the rows final so far, in the array (planes, seq_len, d_model) that
+    is the answer (cos_sin's two planes, else one).
 
     >>> table(RopeParams(d_model=4), 2, 0, "float32", "cos")[1].tolist()
     [0.5403022766113281, 0.9999499917030334, 0.5403022766113281, 0.9999499917030334]
@@ -111,11 +114,12 @@ def table(
         return encode(params, positions, dtype, component)
     turns, attention = frequencies(params, offset + seq_len)
     sin_plane, cos_plane = _TABLES[component]
-    out = fresh_output((2 if component == "cos_sin" else 1, seq_len, params.d_model), dtype)
+    planes = 2 if component == "cos_sin" else 1
+    out = fresh_output((planes, seq_len, params.d_model), dtype, populate=finished is None)
     mode = kernels.ROPE_SPLIT if params.layout == "split" else kernels.ROPE_INTERLEAVED
     store = kernels.Store(mode, len(turns), sin_plane, cos_plane, attention)
     fill = kernels.exact_table if np.dtype(dtype) == np.float64 else kernels.rotated_table
-    fill(out, offset, turns, store, threads)
+    fill(out, offset, turns, store, threads, finished)
     result: npt.NDArray[np.floating] = out if component == "cos_sin" else out[0]
     return result
 

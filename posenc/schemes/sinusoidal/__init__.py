@@ -19,8 +19,10 @@ def _encode(params: Any, positions: Positions, dtype: str, component: str) -> An
     return maths.encode(params, positions, cast(DType, dtype))
 
 
-def _table(params: Any, count: int, offset: int, dtype: str, component: str) -> Any:
-    return maths.table(params, count, offset, cast(DType, dtype))
+def _table(
+    params: Any, count: int, offset: int, dtype: str, component: str, finished: Any = None
+) -> Any:
+    return maths.table(params, count, offset, cast(DType, dtype), finished=finished)
 
 
 def _conformance(

@@ -110,6 +110,7 @@ def table(
     offset: int = 0,
     dtype: DType = "float64",
     threads: int = 1,
+    finished: kernels.Finished | None = None,
 ) -> npt.NDArray[np.floating]:
     """The encodings of positions ``offset … offset + seq_len - 1``.
 
@@ -117,7 +118,8 @@ def table(
     several times faster than the exact path and within ``0.5 + 2^-14`` ulp of the exact values;
     float64 tables on the exact path. float32 and float64 tables of the paper's convention come
     from the compiled loops of :mod:`posenc.numerics.kernels`, bit for bit :func:`table_reference`;
-    ``threads`` splits the rows between that many threads.
+    ``threads`` splits the rows between that many threads; ``finished`` hears of the rows
+    final so far, in the array (1, seq_len, d_model) whose plane is the answer.
 
     >>> table(SinusoidalParams(d_model=4, base=100.0), 4, dtype="float32")[3].tolist()
     [0.14112000167369843, -0.9899924993515015, 0.29552021622657776, 0.9553365111351013]
@@ -125,11 +127,11 @@ def table(
     consecutive_positions(seq_len, offset)
     if not _compiled(params, dtype):
         return table_reference(params, seq_len, offset, dtype)
-    out = fresh_output((1, seq_len, params.d_model), dtype)
+    out = fresh_output((1, seq_len, params.d_model), dtype, populate=finished is None)
     mode = kernels.SIN_COS_INTERLEAVED if params.layout == "interleaved" else kernels.SIN_COS_SPLIT
     store = kernels.Store(mode, cosines=params.d_model // 2)
     fill = kernels.exact_table if np.dtype(dtype) == np.float64 else kernels.rotated_table
-    fill(out, offset, frequencies_of(params), store, threads)
+    fill(out, offset, frequencies_of(params), store, threads, finished)
     result: npt.NDArray[np.floating] = out[0]
     return result
 
