@@ -154,19 +154,23 @@ def _pow_differs(params: RopeParams) -> npt.NDArray[np.bool_]:
 
 def _verdict(case: tuple[str, Mapping[str, Any] | None]) -> tuple[str, str]:
     """right, refused (a 422 naming a field), wrong, or unmeasured (the harness could not build
-    or run the model). Anything else the reader raises fails the test."""
+    or run the model). A config the model's own code refuses must be refused. Anything else the
+    reader raises fails the test."""
     model_type, config = case
     try:
         model = reference_model(model_type, config)
         body = dict(config) if config is not None else AutoConfig.for_model(model_type).to_dict()
     except Exception as error:  # transformers could not build this model's config
         return "unmeasured", f"{type(error).__name__}: {error}"
-    if model.failure:
+    if model.failure and not model.rejected:
         return "unmeasured", model.failure
     try:
         ours = rope_config.read(body)
     except ParameterError as error:
-        return "refused", f"{error.param}: {error.message}"
+        also = f" (the model's own code refuses it too: {model.rejected})" if model.rejected else ""
+        return "refused", f"{error.param}: {error.message}{also}"
+    if model.rejected:  # the model computes no rope for this config: any answer is not its
+        return "wrong", f"the model refuses this config ({model.rejected}); answered a rope"
     why = _misfit(ours, model)
     return ("wrong", why) if why else ("right", "")
 

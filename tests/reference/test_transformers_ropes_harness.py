@@ -109,3 +109,20 @@ def test_glm_applies_interleaved_pairs_to_half_of_a_rotate_half_cache() -> None:
     rope = model.ropes[0]
     assert rope.cache_layout == "concatenated"
     assert rope.layout.passed == tuple(range(model.head_dim // 2, model.head_dim))
+
+
+def test_a_default_config_the_model_itself_cannot_run_is_its_own_refusal() -> None:
+    # GLM-4V's default text config turns the whole 128-wide head; its rotary module splits the
+    # 64 frequencies by sections covering 32, on real tensors as in the model.
+    model = reference_model("glm4v_text")
+    assert model.ropes == () and model.rejected is not None
+    assert "split_with_sizes" in model.rejected
+    assert reference_model("llama").rejected is None
+
+
+def test_an_audio_encoder_runs_on_its_own_inputs() -> None:
+    # Wav2Vec2-Conformer takes a waveform, no token ids nor position ids; its default config
+    # has relative position embeddings, so no layer applies a rope.
+    model = reference_model("wav2vec2-conformer")
+    assert model.traced and model.failure is None and model.ropes == ()
+    assert model.nope_layers == tuple(range(model.num_hidden_layers))

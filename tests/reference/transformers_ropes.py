@@ -438,6 +438,9 @@ class ReferenceModel:
     the static path: ``nope_layers`` empty because unknown, layers assigned by ``layer_types``).
     ``other_rotary_modules``: rotary modules the model built but applied nowhere in the trace.
     ``failure``: why the harness could not run the model at all (``ropes`` is then empty).
+    ``rejected``: the error, where it is the model's own: its rotary module raises it built
+    from the config on real tensors, and the model raised it too (a default config the model
+    itself cannot run, as GLM-4V's sections over more frequencies than they cover).
     """
 
     model_type: str
@@ -456,6 +459,7 @@ class ReferenceModel:
     notes: tuple[str, ...]
     traced: bool = True
     failure: str | None = None
+    rejected: str | None = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -930,6 +934,12 @@ class _Trace:
             attempts.append({"input_ids": ids})
             if getattr(self.config, "is_encoder_decoder", False):
                 attempts.append({"input_ids": ids, "decoder_input_ids": ids})
+            attempts += self._audio_inputs()
+        extra: dict[str, Any] = {"position_ids": positions, "use_cache": False}
+        accepted = self._forward_parameters()
+        if accepted and not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
+            # An audio encoder takes neither: it runs on its own frames' positions.
+            extra = {k: v for k, v in extra.items() if k in accepted}
         errors = []
         for inputs in attempts:
             self.calls.clear()
@@ -937,11 +947,36 @@ class _Trace:
             self.outputs.clear()
             try:
                 with self.mode, torch.no_grad():
-                    self.model(**inputs, position_ids=positions, use_cache=False)
+                    self.model(**inputs, **extra)
                 return
             except Exception as exc:
                 errors.append(f"{next(iter(inputs))}: {type(exc).__name__}: {exc}"[:400])
         raise RuntimeError(" | ".join(errors))
+
+    def _forward_parameters(self) -> Mapping[str, inspect.Parameter]:
+        try:
+            return inspect.signature(self.model.forward).parameters
+        except (TypeError, ValueError):
+            return {}
+
+    def _audio_inputs(self) -> list[dict[str, Any]]:
+        """What an audio encoder's forward takes instead of tokens, by its parameter's name: a
+        second of 16 kHz waveform (``input_values``), or frames of features as wide as one of
+        the config's feature widths says (``input_features``)."""
+        accepted = self._forward_parameters()
+        attempts: list[dict[str, Any]] = []
+        if "input_values" in accepted:
+            attempts.append({"input_values": torch.empty(1, 16000)})
+        if "input_features" in accepted:
+            for key in _FEATURE_WIDTHS:
+                width = getattr(self.config, key, None)
+                if isinstance(width, int) and width > 0:
+                    attempts.append({"input_features": torch.empty(1, 64, width)})
+        return attempts
+
+
+# The config keys that give the width of an audio encoder's input frames.
+_FEATURE_WIDTHS = ("feature_projection_input_dim", "num_mel_bins", "feature_size")
 
 
 # --------------------------------------------------------------------------------------------
@@ -1201,6 +1236,9 @@ def reference_model(model_type: str, config: Mapping[str, Any] | None = None) ->
             try:
                 return _static(text, base, reason)
             except Exception as again:
+                # The same error from the model and from its rotary module alone, on real
+                # tensors: the model's own code refuses this config.
+                own = _error(again.__cause__ or again)
                 return ReferenceModel(
                     **base,
                     text_model_class="",
@@ -1211,8 +1249,13 @@ def reference_model(model_type: str, config: Mapping[str, Any] | None = None) ->
                     notes=(f"trace: {reason}",),
                     traced=False,
                     failure=f"{type(again).__name__}: {again}"[:600],
+                    rejected=own[:600] if own in reason else None,
                 )
         return _assemble(trace, base)
+
+
+def _error(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _record(
@@ -1420,7 +1463,7 @@ def _static(text: Any, base: dict[str, Any], reason: str) -> ReferenceModel:
         if wanted in str(inspect.signature(c.__init__).parameters.get("config", ""))
     ]
     sources = []
-    errors = []
+    errors: list[Exception] = []
     for cls in annotated or classes:
 
         def build(cls: type = cls) -> Any:
@@ -1430,12 +1473,13 @@ def _static(text: Any, base: dict[str, Any], reason: str) -> ReferenceModel:
         try:
             sources.append(_Source("module", "(static)", cls.__name__, build, build()))
         except Exception as exc:
-            errors.append(f"{cls.__name__}: {type(exc).__name__}: {exc}")
+            exc.add_note(cls.__name__)
+            errors.append(exc)
     if not sources:
+        first = f" ({errors[0].__notes__[-1]}: {_error(errors[0])})" if errors else ""
         raise LookupError(
-            f"no rotary class of {module.__name__} builds from {wanted}"
-            + (f" ({errors[0]})" if errors else "")
-        )
+            f"no rotary class of {module.__name__} builds from {wanted}{first}"
+        ) from (errors[0] if errors else None)
     source = sources[0]
     twin = source.twin
     prefixes = sorted(
