@@ -27,12 +27,15 @@ from posenc.schemes.rope.families import (
     FAMILIES,
     LAYER_COUNTS,
     NOPE_LAYER_LISTS,
+    OWN_TEXT_CONFIGS,
     PER_LAYER,
     TEXT_CONFIGS,
     UNANSWERED_KEYS,
     Family,
     LegacyLayers,
 )
+from posenc.schemes.rope.mrope import config as mrope_config
+from posenc.schemes.rope.mrope.families import MROPE_FAMILIES
 from posenc.schemes.rope.params import RopeParams
 
 T = TypeVar("T")
@@ -84,8 +87,17 @@ def read(config: Mapping[str, Any]) -> ModelRope:
     """
     if not isinstance(config, Mapping):
         raise ParameterError("config", "must be a JSON object, a model's config.json")
+    # A multimodal rope's sections are read where its model type says (.mrope.config), and
+    # must cover the frequencies they split; the rope a text token turns by is the rest.
+    mrope = None
+    if config.get("model_type") in MROPE_FAMILIES:
+        mrope = mrope_config.read(config, where="")
+        config = mrope_config.text_rope_of(config)
     path, text = _text_config(config)
-    return _within(path, lambda: _read_text(text, path))
+    model = _within(path, lambda: _read_text(text, path, sectioned=mrope is not None))
+    if mrope is not None:
+        mrope_config.check_widths(mrope, [rope.params.d_model for rope in model.ropes])
+    return model
 
 
 def from_config(config: Mapping[str, Any]) -> RopeConfig:
@@ -108,7 +120,9 @@ def from_config(config: Mapping[str, Any]) -> RopeConfig:
 
 
 def _text_config(config: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
-    for path in TEXT_CONFIGS:
+    model_type = config.get("model_type")
+    own = OWN_TEXT_CONFIGS.get(model_type) if isinstance(model_type, str) else None
+    for path in TEXT_CONFIGS if own is None else (own,):
         found: Any = config
         for key in path.split("."):
             found = found.get(key) if isinstance(found, Mapping) else None
@@ -132,8 +146,20 @@ def _within(path: str, read_text: Callable[[], T]) -> T:
         raise type(error)(f"{path}.{param}", getattr(error, "message", str(error))) from None
 
 
-def _read_text(text: Mapping[str, Any], path: str) -> ModelRope:
+def _read_text(text: Mapping[str, Any], path: str, sectioned: bool = False) -> ModelRope:
+    """The text model's ropes; ``sectioned``: its M-RoPE sections were read (and taken out)
+    from the multimodal config around it."""
     family = _family(text)
+    text = {
+        **{ours: text[theirs] for ours, theirs in family.aliases if theirs in text},
+        **{key: value for key, value in text.items() if key not in family.ignored},
+    }
+    mrope = None
+    if family.mrope is not None and not sectioned:
+        # The text model of an M-RoPE family, read alone: its rotary module still splits
+        # the frequencies by the sections its config gives (or its family's default).
+        mrope = mrope_config.read({**text, "model_type": family.mrope}, where="")
+        text = mrope_config.text_rope_of(text)
     count = next((n for key in LAYER_COUNTS if (n := integer(text, key, "")) is not None), None)
     if count is not None and count > MAX_LAYERS:
         raise ParameterError("num_hidden_layers", f"must be at most {MAX_LAYERS}, got {count}")
@@ -145,15 +171,15 @@ def _read_text(text: Mapping[str, Any], path: str) -> ModelRope:
                 f"must name num_hidden_layers = {count} layers, got {len(layer_types)}",
             )
         count = len(layer_types)
-    if family.rope_switch is not None and not text.get(family.rope_switch):
+    if _rope_off(text, family):
         if count is None:
             raise InconsistentError("num_hidden_layers", "is required: no layer has a rope")
         nope, ropes = tuple(range(count)), tuple[LayerRope, ...]()
-    elif family.rope_switch is not None:
-        raise ParameterError(family.rope_switch, "its rope's width is not read yet")
     else:
         nope = _nope_layers(text, family, count, layer_types)
         ropes = _ropes(text, family, count, layer_types, nope)
+    if mrope is not None:
+        mrope_config.check_widths(mrope, [rope.params.d_model for rope in ropes])
     return ModelRope(
         text.get("model_type") if isinstance(text.get("model_type"), str) else None,
         path,
@@ -169,7 +195,10 @@ def _family(text: Mapping[str, Any]) -> Family:
     """The config's family (Llama's conventions when it names none), or a 422 naming the key
     that makes its rope something the service does not answer."""
     for key, why in UNANSWERED_KEYS.items():
-        if text.get(key) is not None:
+        found: Any = text
+        for part in key.split("."):
+            found = found.get(part) if isinstance(found, Mapping) else None
+        if found is not None:
             raise ParameterError(key, why)
     model_type = text.get("model_type")
     if model_type is None:
@@ -184,6 +213,21 @@ def _family(text: Mapping[str, Any]) -> Family:
             "transformers; when in doubt the service answers no rope rather than a wrong one",
         )
     return family
+
+
+def _rope_off(text: Mapping[str, Any], family: Family) -> bool:
+    """Whether the family's switch leaves every layer without a rope; switched on, its rope is
+    refused (not read yet)."""
+    if family.rope_switch is not None:
+        if not text.get(family.rope_switch):
+            return True
+        raise ParameterError(family.rope_switch, "its rope's width is not read yet")
+    if family.rope_when is not None:
+        key, value = family.rope_when
+        if text.get(key) != value:
+            return True
+        raise ParameterError(key, f"{value!r}: its rope is not read yet")
+    return False
 
 
 def _layer_types(text: Mapping[str, Any]) -> tuple[str, ...] | None:

@@ -103,10 +103,7 @@ def describe(
     mrope = None
     if config.get("model_type") in MROPE_FAMILIES:
         mrope = mrope_config.read(config, where="")
-        config = mrope_config.text_rope_of(config)
-    model = read(config)
-    if mrope is not None:
-        mrope_config.check_widths(mrope, [rope.params.d_model for rope in model.ropes])
+    model = read(config)  # which also holds the sections to the text rope's width
     wanted = model.max_position_embeddings or 4096
     ropes = [_rope(rope, wanted, servable) for rope in model.ropes]
     answer: dict[str, Any] = {

@@ -54,6 +54,17 @@ class Family:
     head_key: str = "head_dim"  # the key holding the attention head's width
     # A flag that turns the family's rope on (off when absent, as its config class defaults).
     rope_switch: str | None = None
+    # Keys its config class reads under names of its own (transformers' attribute_map):
+    # (the reader's name, the config's), read where the config lacks the reader's.
+    aliases: tuple[tuple[str, str], ...] = ()
+    # Keys the reader would take for the rope's width that this family's rope does not read.
+    ignored: tuple[str, ...] = ()
+    # (key, value): the family's layers turn q/k only where the key holds the value (else no
+    # layer has a rope); with it, refused, as rope_switch.
+    rope_when: tuple[str, str] | None = None
+    # The M-RoPE family (.mrope.families) whose mrope_section its rotary module splits the
+    # frequencies by: read and checked, then set aside (a text token's three ids are equal).
+    mrope: str | None = None
 
 
 PER_LAYER = (
@@ -145,7 +156,6 @@ FAMILIES: dict[str, Family] = {
         (
             "embedding_gemma2",
             "embedding_gemma2_text",
-            "minimax_m3_vl_text",
             "musicflamingo",
         ),
         Family(unanswered=_OWN_WIDTH),
@@ -169,6 +179,46 @@ FAMILIES: dict[str, Family] = {
         Family(unanswered="turns its frequencies in a permuted order; not answered yet"),
     ),
     "jetmoe": Family(head_key="kv_channels"),
+    # The text models of M-RoPE families, read alone: GLM-4V repeats its cache pairwise.
+    "glm4v_text": Family(layout="interleaved", mrope="glm4v"),
+    "glm4v_moe_text": Family(mrope="glm4v_moe"),
+    "glm_image_text": Family(mrope="glm_image"),
+    "cosmos3_edge_text": Family(mrope="cosmos3_edge"),
+    "cohere_compass_text": Family(
+        unanswered="reads rope_parameters per layer type, a type's null giving its layers no "
+        "rope (the default config, with none, is one its model cannot run): not answered yet"
+    ),
+    # DBRX's config names its sizes its own way; its attn_config.rope_theta is refused
+    # (UNANSWERED_KEYS): transformers 5 turns by rope_parameters' base instead.
+    "dbrx": Family(
+        aliases=(
+            ("hidden_size", "d_model"),
+            ("num_attention_heads", "n_heads"),
+            ("num_hidden_layers", "n_layers"),
+            ("max_position_embeddings", "max_seq_len"),
+        )
+    ),
+    # One rotary module, sized by the decoder's heads, for the encoder's layers and the
+    # decoder's; the apply call repeats the cache's first half pairwise.
+    "moonshine": Family(
+        apply="interleaved",
+        aliases=(
+            ("num_attention_heads", "decoder_num_attention_heads"),
+            ("num_hidden_layers", "decoder_num_hidden_layers"),
+        ),
+    ),
+    # Its rope turns the whole head; rotary_dim is a config key its modeling code never reads.
+    "minimax_m3_vl_text": Family(ignored=("rotary_dim",)),
+    # Relative position embeddings unless position_embeddings_type="rotary" (a rope computed
+    # from the sequence length, not read yet).
+    **dict.fromkeys(
+        ("wav2vec2-bert", "wav2vec2-conformer"),
+        Family(rope_when=("position_embeddings_type", "rotary")),
+    ),
+    "seamless_m4t": Family(
+        unanswered="its text model has no rope; its speech encoder turns one, computed from the "
+        'sequence length, where position_embeddings_type="rotary": not answered yet'
+    ),
     # Its shared attention blocks turn q/k only with use_mem_rope, over a width of their own.
     "zamba2": Family(rope_switch="use_mem_rope"),
     "longcat_flash": Family(unanswered=_SEVERAL),
@@ -181,7 +231,13 @@ UNANSWERED_KEYS: dict[str, str] = {
     "text_config": "must be the text model's config, an object, at a place the reader looks "
     "(text_config, vlm_config.text_config, thinker_config.text_config …)",
     "mrope_section": "multimodal rope (M-RoPE) is not answered yet",
+    "attn_config.rope_theta": "is DBRX's base, which transformers 5 does not read (it turns by "
+    "rope_parameters, default 10000): the checkpoint's base and transformers' differ",
 }
+
+# Where a config class's get_text_config finds its text model, where that is not one of
+# TEXT_CONFIGS (Dia's decoder).
+OWN_TEXT_CONFIGS = {"dia": "decoder_config"}
 
 # Where a multimodal config keeps its text model's, in the order transformers looks.
 TEXT_CONFIGS = (

@@ -25,7 +25,7 @@ from posenc.numerics.costs import SCRATCH
 from posenc.schemes.rope import config as rope_config
 from posenc.schemes.rope import maths
 from posenc.schemes.rope.mrope import tables
-from posenc.schemes.rope.mrope.config import MRope, check_widths, read, text_rope_of
+from posenc.schemes.rope.mrope.config import MRope, check_widths, read
 from posenc.schemes.rope.mrope.diagnose import Expected, diagnose
 from posenc.schemes.rope.mrope.layout import Run, check_size, runs_of
 from posenc.schemes.rope.mrope.positions import sequence_ids
@@ -77,7 +77,7 @@ def _text_rope(body: Mapping[str, Any], mrope: MRope) -> RopeParams | None:
                 raise InconsistentError(key, "applies to a table: give component")
         return None
     try:
-        model = rope_config.read(text_rope_of(body["config"]))
+        model = rope_config.read(body["config"])  # its sections taken out, and checked
     except PosencError as error:
         raise _in_config(error) from None
     if len(model.ropes) != 1:

@@ -1,0 +1,167 @@
+"""POST /v1/rope/config for families whose config keeps its sizes, its text model or its rope's
+switch under keys of its own (DBRX, Dia, Moonshine, MiniMax-M3-VL, Wav2Vec2-Conformer), and for
+the text models of M-RoPE families read alone (GLM-4V, Cosmos-3-Edge): configs as the Hub
+publishes them, and the default configs their own models cannot run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.conftest import Client
+
+# DBRX as the Hub publishes it (databricks/dbrx-instruct), without its attn_config.rope_theta.
+DBRX: dict[str, Any] = {
+    "model_type": "dbrx",
+    "d_model": 6144,
+    "n_heads": 48,
+    "n_layers": 40,
+    "max_seq_len": 32768,
+    "attn_config": {"clip_qkv": 8, "kv_n_heads": 8},
+}
+MOONSHINE_TINY: dict[str, Any] = {
+    "model_type": "moonshine",
+    "hidden_size": 288,
+    "encoder_num_attention_heads": 8,
+    "decoder_num_attention_heads": 8,
+    "encoder_num_hidden_layers": 6,
+    "decoder_num_hidden_layers": 6,
+    "max_position_embeddings": 194,
+    "partial_rotary_factor": 0.9,
+    "rope_theta": 10000.0,
+}
+# GLM-4.1V-9B's text model: half of each 128-wide head turns, in sections of 8, 12 and 12.
+GLM4V_TEXT: dict[str, Any] = {
+    "model_type": "glm4v_text",
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 40,
+    "partial_rotary_factor": 0.5,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 10000, "mrope_section": [8, 12, 12]},
+}
+
+
+@pytest.fixture(autouse=True)
+def measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The config classes' defaults of the types measured right (tests/reference), whatever the
+    generated table holds today."""
+    from posenc.schemes.rope.class_defaults import CLASS_DEFAULTS
+
+    for model_type, defaults in {
+        "dbrx": {},
+        "moonshine": {"partial_rotary_factor": 0.9},
+        "minimax_m3_vl_text": {"rope_theta": 5000000.0, "head_dim": 128},
+        "wav2vec2-conformer": {},
+        "glm4v_text": {},
+        "cosmos3_edge_text": {"rope_theta": 100000000.0, "head_dim": 128},
+    }.items():
+        monkeypatch.setitem(CLASS_DEFAULTS, model_type, defaults)
+
+
+def _refused_at(client: Client, config: dict[str, Any]) -> list[str]:
+    response = client.post("/v1/rope/config", json=config)
+    assert response.status_code == 422, response.text
+    return [str(part) for part in response.json()["errors"][0]["loc"]]
+
+
+def test_dbrx_sizes_are_read_under_its_own_names(client: Client) -> None:
+    answer = client.post("/v1/rope/config", json=DBRX).json()
+    assert answer["head_dim"] == 128 and answer["num_hidden_layers"] == 40
+    assert answer["max_position_embeddings"] == 32768
+    (rope,) = answer["ropes"]
+    assert rope["rotary_dim"] == 128 and rope["params"]["base"] == 10000.0
+
+
+def test_dbrx_base_transformers_does_not_read_is_refused(client: Client) -> None:
+    # The checkpoint says 500000; transformers 5 turns by rope_parameters' 10000.
+    config = {**DBRX, "attn_config": {**DBRX["attn_config"], "rope_theta": 500000}}
+    assert _refused_at(client, config) == ["body", "attn_config.rope_theta"]
+
+
+def test_dia_is_read_from_its_decoder_config(client: Client) -> None:
+    decoder = {
+        "model_type": "dia_decoder",
+        "hidden_size": 2048,
+        "num_attention_heads": 16,
+        "head_dim": 128,
+        "num_hidden_layers": 18,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+    }
+    encoder = {"model_type": "dia_encoder", "hidden_size": 1024, "num_attention_heads": 16}
+    config = {"model_type": "dia", "encoder_config": encoder, "decoder_config": decoder}
+    answer = client.post("/v1/rope/config", json=config).json()
+    assert answer["text_config"] == "decoder_config" and answer["head_dim"] == 128
+    assert answer["ropes"][0]["layers"] == list(range(18))
+
+
+def test_moonshine_turns_ninety_percent_of_its_decoder_heads_in_pairs(client: Client) -> None:
+    answer = client.post("/v1/rope/config", json=MOONSHINE_TINY).json()
+    (rope,) = answer["ropes"]
+    # int(288 / 8 · 0.9) = 32 of each 36-wide head; the apply call repeats the cache pairwise.
+    assert answer["head_dim"] == 36 and rope["rotary_dim"] == 32
+    assert rope["apply"] == "interleaved" and rope["layers"] == list(range(6))
+
+
+def test_minimax_m3_vl_turns_its_whole_head_whatever_rotary_dim_says(client: Client) -> None:
+    config = {
+        "model_type": "minimax_m3_vl_text",
+        "hidden_size": 6144,
+        "num_attention_heads": 64,
+        "head_dim": 128,
+        "rotary_dim": 64,
+        "num_hidden_layers": 2,
+    }
+    (rope,) = client.post("/v1/rope/config", json=config).json()["ropes"]
+    assert rope["rotary_dim"] == 128 and rope["params"]["base"] == 5000000.0
+
+
+def test_wav2vec2_conformer_has_a_rope_only_when_its_position_embeddings_are(
+    client: Client,
+) -> None:
+    config = {
+        "model_type": "wav2vec2-conformer",
+        "hidden_size": 768,
+        "num_attention_heads": 12,
+        "num_hidden_layers": 3,
+    }
+    for relative in ({}, {"position_embeddings_type": "relative"}):
+        answer = client.post("/v1/rope/config", json={**config, **relative}).json()
+        assert answer["ropes"] == [] and answer["nope_layers"] == [0, 1, 2]
+    rotary = {**config, "position_embeddings_type": "rotary"}
+    assert _refused_at(client, rotary) == ["body", "position_embeddings_type"]
+
+
+def test_glm4v_text_model_alone_turns_half_its_head_in_pairs(client: Client) -> None:
+    answer = client.post("/v1/rope/config", json=GLM4V_TEXT).json()
+    (rope,) = answer["ropes"]
+    assert rope["rotary_dim"] == 64 and rope["params"]["layout"] == "interleaved"
+    assert answer["mrope"] is None  # a text model alone: its ids are one row
+
+
+def test_sections_over_more_frequencies_than_they_cover_are_refused(client: Client) -> None:
+    # transformers' default GLM-4V text config turns the whole head: [8, 12, 12] covers 32 of
+    # its 64 frequencies, and its own rotary module fails to split them.
+    whole = {k: v for k, v in GLM4V_TEXT.items() if k != "partial_rotary_factor"}
+    assert _refused_at(client, whole) == ["body", "rope_parameters.mrope_section"]
+    default = {**whole, "rope_parameters": {"rope_type": "default", "rope_theta": 10000}}
+    assert _refused_at(client, default) == ["body", "mrope_section"]
+    nested = {"model_type": "glmga", "text_config": default}
+    assert _refused_at(client, nested) == ["body", "text_config.mrope_section"]
+
+
+def test_cosmos3_edge_text_model_reads_past_its_interleaved_sections(client: Client) -> None:
+    config = {
+        "model_type": "cosmos3_edge_text",
+        "hidden_size": 2048,
+        "num_attention_heads": 16,
+        "head_dim": 128,
+        "num_hidden_layers": 2,
+        "rope_parameters": {
+            "rope_type": "default",
+            "rope_theta": 100000000.0,
+            "mrope_section": [24, 20, 20],
+        },
+    }
+    (rope,) = client.post("/v1/rope/config", json=config).json()["ropes"]
+    assert rope["rotary_dim"] == 128 and rope["params"]["base"] == 100000000.0
