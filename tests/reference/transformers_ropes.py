@@ -439,8 +439,9 @@ class ReferenceModel:
     ``other_rotary_modules``: rotary modules the model built but applied nowhere in the trace.
     ``failure``: why the harness could not run the model at all (``ropes`` is then empty).
     ``rejected``: the error, where it is the model's own: its rotary module raises it built
-    from the config on real tensors, and the model raised it too (a default config the model
-    itself cannot run, as GLM-4V's sections over more frequencies than they cover).
+    from the config on real tensors, or its constructor on the meta device, and the model
+    raised it too (a default config the model itself cannot run, as GLM-4V's sections over
+    more frequencies than they cover, or HunYuan-VL's missing head_dim).
     """
 
     model_type: str
@@ -1237,8 +1238,11 @@ def reference_model(model_type: str, config: Mapping[str, Any] | None = None) ->
                 return _static(text, base, reason)
             except Exception as again:
                 # The same error from the model and from its rotary module alone, on real
-                # tensors: the model's own code refuses this config.
+                # tensors, or from its constructor on the meta device: the model's own code
+                # refuses this config.
                 own = _error(again.__cause__ or again)
+                if own not in reason:
+                    own = _constructor_error(text) or own
                 return ReferenceModel(
                     **base,
                     text_model_class="",
@@ -1256,6 +1260,17 @@ def reference_model(model_type: str, config: Mapping[str, Any] | None = None) ->
 
 def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
+
+
+def _constructor_error(text: Any) -> str | None:
+    """The error the text model's own constructor raises on the meta device (no memory, and no
+    fake tensors that could be the cause), if it raises one."""
+    try:
+        with quiet(), torch.device("meta"):
+            _model_class(text)._from_config(text)
+    except Exception as exc:
+        return _error(exc)
+    return None
 
 
 def _record(

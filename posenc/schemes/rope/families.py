@@ -184,6 +184,10 @@ FAMILIES: dict[str, Family] = {
     "glm4v_moe_text": Family(mrope="glm4v_moe"),
     "glm_image_text": Family(mrope="glm_image"),
     "cosmos3_edge_text": Family(mrope="cosmos3_edge"),
+    "hunyuan_vl_text": Family(
+        unanswered="turns its rope over len(mrope_section) axes, its base stretched by alpha "
+        "(HunYuan's ntk_alpha): not answered yet"
+    ),
     "cohere_compass_text": Family(
         unanswered="reads rope_parameters per layer type, a type's null giving its layers no "
         "rope (the default config, with none, is one its model cannot run): not answered yet"
