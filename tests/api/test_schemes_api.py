@@ -16,6 +16,7 @@ QUERIES = {
     "&original_max_position_embeddings=64",
     "rope-longrope": "scheme=rope&d_model=8&seq_len=5&scaling=longrope&short_factor=1,1,2,2"
     "&long_factor=1,2,4,8&original_max_position_embeddings=4&factor=2",
+    "rope-proportional": "scheme=rope&d_model=8&seq_len=5&rotary_pairs=1",
     "alibi": "scheme=alibi&num_heads=3&seq_len=5",
     "t5": "scheme=t5&seq_len=5",
     "sinusoidal2d": "scheme=sinusoidal2d&d_model=8&grid=2,3",
@@ -200,6 +201,29 @@ def test_rope_scaling_without_its_required_parameter_names_it(client: Client) ->
     assert problem["errors"][0]["loc"] == ["query", "original_max_position_embeddings"]
 
 
+def test_rope_rotary_pairs_turn_the_first_pairs_and_hold_the_others_still(
+    client: Client,
+) -> None:
+    # transformers' proportional rope: the exponents stay 2i/d_model (10000^(−2/8) = 0.1);
+    # past rotary_pairs, ω = 0.
+    query = "/v1/rope/table?d_model=8&seq_len=4&dtype=float64&format=json"
+    cos, sin = np.array(client.get(f"{query}&rotary_pairs=2").json()["data"])
+    whole_cos, whole_sin = np.array(client.get(query).json()["data"])
+    turning = np.array([True, True, False, False] * 2)
+    assert np.array_equal(cos[:, turning], whole_cos[:, turning])
+    assert np.array_equal(sin[:, turning], whole_sin[:, turning])
+    assert (cos[:, ~turning] == 1).all() and (sin[:, ~turning] == 0).all()
+    inv_freq = client.get(f"{query}&rotary_pairs=2&component=inv_freq").json()["data"]
+    assert inv_freq == [1.0, 0.1, 0.0, 0.0]
+    report = client.get("/v1/rope/verify?d_model=8&seq_len=64&rotary_pairs=2").json()
+    assert all(check["holds"] for check in report["checks"]), report
+    # Below its range by the schema; past d_model/2 by the rule its description states.
+    for given, kind in (("0", "about:blank"), ("5", "urn:posenc:problem:inconsistent-parameters")):
+        problem = client.get(f"{query}&rotary_pairs={given}").json()
+        assert problem["status"] == 422 and problem["type"] == kind
+        assert problem["errors"][0]["loc"] == ["query", "rotary_pairs"]
+
+
 def test_rope_rotates_posted_vectors(client: Client) -> None:
     body = {
         "scheme": "rope",
@@ -222,6 +246,7 @@ def test_schemes_lists_every_scheme_with_parameters_and_components(client: Clien
         "fairseq",
         "rope-yarn",
         "rope-longrope",
+        "rope-proportional",
     } | {"sinusoidal"}
     assert schemes["rope"]["components"] == ["cos_sin", "cos", "sin", "angle", "inv_freq"]
     scaling = next(p for p in schemes["rope"]["parameters"] if p["name"] == "scaling")

@@ -262,3 +262,69 @@ def test_a_faster_rope_is_refused_naming_its_divisor() -> None:
     with pytest.raises(ParameterError) as refused:
         RopeParams(d_model=4, scaling="linear", factor=SMALLEST_DIVISOR / 2)
     assert refused.value.param == "factor"
+
+
+@pytest.mark.parametrize("seed", RNG_SEEDS)
+@pytest.mark.parametrize("scaling", ["none", "linear", "dynamic", "yarn", "llama3", "longrope"])
+def test_pairs_past_rotary_pairs_have_frequency_zero_and_the_others_stay_exact(
+    scaling: str, seed: int
+) -> None:
+    # proportional rope: the turning pairs keep the whole head's exponents 2i/d_model.
+    rng = np.random.default_rng([seed, len(scaling), 1])
+    whole = _random_params(scaling, rng)
+    pairs = int(rng.integers(1, whole.d_model // 2 + 1))
+    params = RopeParams(**{**whole.__dict__, "rotary_pairs": pairs})
+    original = params.original_max_position_embeddings or 8192
+    for seq_len in (1, original + int(rng.integers(1, 10**6))):
+        scaled.cache_clear()
+        turns, attention = frequencies(params, seq_len)
+        expected, expected_attention = frequencies(whole, seq_len)
+        assert attention == expected_attention
+        for name in ("hi", "lo", "radians"):
+            ours, theirs = getattr(turns, name), getattr(expected, name)
+            assert np.array_equal(ours[:pairs], theirs[:pairs])
+            assert not ours[pairs:].any()
+        _assert_exact(expected, _expected(whole, seq_len))
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("layout", ["split", "interleaved"])
+@pytest.mark.parametrize("first", [0, 2**31 - 40])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_proportional_table_is_correctly_rounded_and_its_still_pairs_are_the_identity(
+    dtype: str, first: int, layout: str, threads: int
+) -> None:
+    """Gemma 4's full-attention rope (a quarter of a 512-wide head turns, base 10^6, the
+    exponents over the whole head): float32 within 0.5 + 2^-14 ulp of mpmath (the README's bound
+    for tables), float64 within 1 ulp; the other pairs exactly cos 1 and sin +0."""
+    d, pairs, n = 512, 64, 40
+    params = RopeParams(d_model=d, base=1e6, layout=layout, rotary_pairs=pairs)  # type: ignore[arg-type]
+    served = rope.table(params, n, first, dtype, "cos_sin", threads)
+    assert np.array_equal(served, rope.table_reference(params, n, first, dtype, "cos_sin"))
+    column = np.arange(d) % (d // 2) if layout == "split" else np.arange(d) // 2
+    still = column >= pairs
+    assert (served[0][:, still] == 1).all() and (served[1][:, still] == 0).all()
+    assert not np.signbit(served[1][:, still]).any()
+    bound = 0.5 + 2**-14 if dtype == "float32" else 1.0
+    rng = np.random.default_rng(first + threads)
+    with mpmath.workprec(250):
+        for row, j in zip(
+            rng.integers(0, n, 48), rng.choice(np.flatnonzero(~still), 48), strict=True
+        ):
+            omega = mpmath.power(mpmath.mpf(1e6), mpmath.mpf(-2 * int(column[j])) / d)
+            for plane, f in enumerate((mpmath.cos, mpmath.sin)):
+                value = served[plane, row, j]
+                exact = f((first + int(row)) * omega)
+                ulp = float(np.spacing(np.abs(value)))
+                assert abs(float(value) - float(exact)) <= bound * ulp, (plane, row, j)
+
+
+def test_rotary_pairs_beyond_the_head_are_refused_naming_it() -> None:
+    from posenc.errors import ParameterError
+
+    with pytest.raises(ParameterError) as refused:
+        RopeParams(d_model=8, rotary_pairs=5)
+    assert refused.value.param == "rotary_pairs"
+    with pytest.raises(ParameterError) as refused:
+        RopeParams(d_model=8, rotary_pairs=0)
+    assert refused.value.param == "rotary_pairs"

@@ -139,6 +139,55 @@ def test_rope_framework_recipe_matches_llama_rotary_embedding(
     assert ulps(table[1], sin[0].numpy())[:, same].max() <= bound
 
 
+@pytest.mark.parametrize("rows", list(ROWS))
+@pytest.mark.parametrize("factor", [None, 4.0])
+@pytest.mark.parametrize(("d", "partial"), [(512, 0.25), (128, 0.5), (64, 0.3), (256, 1.0)])
+def test_rope_framework_recipe_matches_proportional_rope(
+    d: int, partial: float, factor: float | None, rows: str
+) -> None:
+    # transformers' proportional rope (Gemma 4, LFM 3): int(p·d // 2) pairs at base^(-2i/d),
+    # the others at frequency 0, over a cache the whole head wide; then divided by factor.
+    rope = {"rope_type": "proportional", "rope_theta": 1e6, "partial_rotary_factor": partial}
+    config = LlamaConfig(
+        hidden_size=2 * d,
+        num_attention_heads=2,
+        head_dim=d,
+        rope_parameters={**rope, **({} if factor is None else {"factor": factor})},
+    )
+    module = LlamaRotaryEmbedding(config)
+    pairs = int(partial * d // 2)
+    scaling: dict[str, Any] = {} if factor is None else {"scaling": "linear", "factor": factor}
+    params = RopeParams(
+        d_model=d,
+        base=1e6,
+        rotary_pairs=None if pairs == d // 2 else pairs,
+        recipe="framework",
+        **scaling,
+    )
+    positions = ROWS[rows]
+    cos, sin = module(torch.zeros(1, 1, d), torch.from_numpy(positions)[None])
+    theirs_freq = module.inv_freq.numpy()
+    ours_freq, attention = framework.frequencies(params, int(positions[-1]) + 1)
+    assert attention == module.attention_scaling == 1.0
+    assert len(ours_freq) == len(theirs_freq) == d // 2
+    assert not ours_freq[pairs:].any() and not theirs_freq[pairs:].any()
+
+    torch_pow = (torch.tensor(np.float32(1e6)) ** (torch.arange(0, d, 2).float() / d)).numpy()
+    pow_differs = ulps(float32.power(np.float32(1e6), framework._exponents(d)), torch_pow)
+    freq_ulps = ulps(ours_freq, theirs_freq)
+    assert not freq_ulps[pow_differs == 0].any()
+    assert freq_ulps.max() <= 2
+
+    table = framework.encode(params, positions, "float32", "cos_sin")
+    same = np.concatenate([freq_ulps == 0, freq_ulps == 0])
+    assert ulps(table[0], cos[0].numpy())[:, same].max() <= 1
+    assert ulps(table[1], sin[0].numpy())[:, same].max() <= 1
+    # The pairs that hold still are exactly the identity, in both.
+    still = np.concatenate([np.arange(d // 2) >= pairs] * 2)
+    assert (table[0][:, still] == 1).all() and (table[1][:, still] == 0).all()
+    assert np.array_equal(table[:, :, still], np.stack([cos[0], sin[0]])[:, :, still])
+
+
 def test_correctly_rounded_cos_differs_from_torch_by_at_most_one_ulp() -> None:
     # Why we round the float64 value rather than call np.cos on float32: measured here.
     angles = torch.rand(200_000, generator=torch.Generator().manual_seed(0)) * 2.0**24

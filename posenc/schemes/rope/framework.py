@@ -2,9 +2,10 @@
 
 Hugging Face transformers 5 (``modeling_rope_utils`` and ``LlamaRotaryEmbedding.forward``):
 ``inv_freq = 1 / base^(fl32(2i) / d)`` (``1 / t`` is torch's ``reciprocal(t) · 1``), scaled as
-the chosen ``scaling`` does in float32; ``angle = fl32(fl32(pos) · inv_freq)``;
-``cos = fl32(cos(angle) · fl32(attention_factor))``, likewise ``sin``. The float32 operations and
-where our bits may differ from torch's: :mod:`posenc.numerics.float32`.
+the chosen ``scaling`` does in float32, 0 from ``rotary_pairs`` on (proportional rope);
+``angle = fl32(fl32(pos) · inv_freq)``; ``cos = fl32(cos(angle) · fl32(attention_factor))``,
+likewise ``sin``. The float32 operations and where our bits may differ from torch's:
+:mod:`posenc.numerics.float32`.
 """
 
 from __future__ import annotations
@@ -45,7 +46,19 @@ def frequencies(params: RopeParams, seq_len: int) -> tuple[Float32Array, float]:
     >>> from posenc.schemes.rope.maths import RopeParams
     >>> frequencies(RopeParams(d_model=4, base=100.0), 1)[0].tolist()
     [1.0, 0.10000000149011612]
+    >>> frequencies(RopeParams(d_model=4, base=100.0, rotary_pairs=1), 1)[0].tolist()
+    [1.0, 0.0]
     """
+    inv_freq, attention = _scaled(params, seq_len)
+    if params.rotary_pairs is not None:
+        # proportional rope: the pairs past the rotating ones get a zero frequency, and
+        # dividing 0 by its factor leaves 0
+        inv_freq = inv_freq.copy()
+        inv_freq[params.rotary_pairs :] = 0
+    return inv_freq, attention
+
+
+def _scaled(params: RopeParams, seq_len: int) -> tuple[Float32Array, float]:
     dim, scaling = params.d_model, params.scaling
     exponents = _exponents(dim)
     attention = 1.0

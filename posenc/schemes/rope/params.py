@@ -116,6 +116,15 @@ class RopeParams:
         min_items=1,
         max_items=32768,
     )
+    rotary_pairs: int | None = param(
+        None,
+        doc="the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at "
+        "frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope "
+        "(Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 "
+        "(default: every pair)",
+        ge=1,
+        le=32768,
+    )
     recipe: Recipe = param(
         "exact",
         doc="exact: correctly rounded; framework: transformers' own float32 computation",
@@ -131,6 +140,11 @@ class RopeParams:
         for name in _TAKES_ANY - _TAKES[self.scaling]:
             if getattr(self, name) is not None:
                 raise InconsistentError(name, f"does not apply to scaling={self.scaling}")
+        if self.rotary_pairs is not None and self.rotary_pairs > self.d_model // 2:
+            raise InconsistentError(
+                "rotary_pairs",
+                f"must be at most d_model/2 = {self.d_model // 2}, got {self.rotary_pairs}",
+            )
         for name in ("short_factor", "long_factor"):
             values = getattr(self, name)
             if values is not None and (

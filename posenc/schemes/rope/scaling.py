@@ -15,6 +15,8 @@ triple-doubles, rounded once) rather than in float32:
 - ``longrope``: ``ω_i / short_factor_i`` up to ``L₀``, ``ω_i / long_factor_i`` beyond; attention
   factor ``√(1 + ln(factor)/ln L₀)``.
 
+With ``rotary_pairs``, the pairs from it on have frequency 0 whatever the scaling.
+
 """
 
 from __future__ import annotations
@@ -78,7 +80,15 @@ def scaled(params: RopeParams, seq_len: int) -> tuple[Turns, float]:
     elif params.scaling == "longrope":
         extension, attention = _longrope(params, seq_len)
         rows = dd.divide(rows, extension)
-    return Turns.from_rows(rows), attention
+    return Turns.from_rows(_still(rows, params.rotary_pairs)), attention
+
+
+def _still(rows: dd.Triple, pairs: int | None) -> dd.Triple:
+    """Frequency 0 (exactly) for the pairs from ``pairs`` on: transformers' proportional rope."""
+    if pairs is None:
+        return rows
+    turning = np.arange(rows[0].shape[-1]) < pairs
+    return tuple(np.where(turning, limb, 0.0) for limb in rows)  # type: ignore[return-value]
 
 
 def _dynamic_base(params: RopeParams, seq_len: int) -> Decimal:

@@ -98,8 +98,8 @@ def verify_rope(params: RopeParams, served: FloatArray, positions: npt.NDArray[n
         Statistic("attention_factor", attention, "cos and sin are multiplied by it"),
         Statistic(
             "wavelength_max",
-            float(2 * np.pi / turns.radians.min()),
-            "longest wavelength after scaling, in positions",
+            float(2 * np.pi / turns.radians[: _turning(params)].min()),
+            "longest wavelength after scaling, in positions (of the pairs that turn)",
         ),
     )
     return Report(tuple(checks), stats)
@@ -118,6 +118,11 @@ def verify_rope_cost(params: RopeParams, n: int) -> Cost:
     return held + work
 
 
+def _turning(params: RopeParams) -> int:
+    """The pairs that turn; the others (``rotary_pairs`` on) have frequency 0."""
+    return params.d_model // 2 if params.rotary_pairs is None else params.rotary_pairs
+
+
 def _halves(params: RopeParams, table: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return table[:, : params.d_model // 2] if params.layout == "split" else table[:, 0::2]
 
@@ -130,7 +135,8 @@ def _rope_frequencies(
     u: float,
 ) -> Check:
     """Angles between consecutive rows: O(n·d), by chunks of rows that overlap by one."""
-    ordered = bool(np.all(omega > 0) and np.all(np.diff(omega) <= 0))
+    turning, still = omega[: _turning(params)], omega[_turning(params) :]
+    ordered = bool(np.all(turning > 0) and np.all(np.diff(turning) <= 0) and np.all(still == 0))
     n = served.shape[1]
     if n >= 2:
         error = 0.0
@@ -150,7 +156,8 @@ def _rope_frequencies(
         error,
         tolerance,
         f"effective ω_i {source} match the scaled frequencies, which are positive and fall "
-        f"from {omega[0]:.6g} to {omega[-1]:.6g}",
+        f"from {turning[0]:.6g} to {turning[-1]:.6g}"
+        + (f", then 0 for the {len(still)} pairs past rotary_pairs" if len(still) else ""),
     )
 
 

@@ -134,6 +134,8 @@ def _rope(fixed: dict[str, Any]) -> None:
     for name in ("short_factor", "long_factor"):
         if name in fixed and 1 <= half <= 2**15:
             fixed[name] = [1.0] * half
+    if "rotary_pairs" in fixed:  # at most d_model/2: the pairs there are
+        fixed["rotary_pairs"] = max(1, min(int(fixed["rotary_pairs"]), half))
     if scaling == "llama3":
         low = float(fixed.get("low_freq_factor", 1.0))
         high = float(fixed.get("high_freq_factor", 4.0))

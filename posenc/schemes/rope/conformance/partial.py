@@ -25,6 +25,8 @@ def identity_tail(
     """The last columns of the head never rotate (cos 1, sin 0): the rotary covers only the
     first ``r``. Judged by the block's absolute error, not by the tolerance in ulps. O(n·d)."""
     d = stated.params.d_model
+    if stated.params.rotary_pairs is not None:
+        return None  # the stated rope holds still pairs itself: it is not the fault named here
     columns = d // 2 if component == "angle" else d
     moving = np.flatnonzero(~_still_columns(stated.params, array, component, n, columns))
     first_still = int(moving[-1]) + 1 if len(moving) else 0
