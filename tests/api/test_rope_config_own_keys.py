@@ -1,7 +1,8 @@
 """POST /v1/rope/config for families whose config keeps its sizes, its text model or its rope's
-switch under keys of its own (DBRX, Dia, Moonshine, MiniMax-M3-VL, Wav2Vec2-Conformer), and for
-the text models of M-RoPE families read alone (GLM-4V, Cosmos-3-Edge): configs as the Hub
-publishes them, and the default configs their own models cannot run."""
+switch under keys of its own (DBRX, Dia, Moonshine, MiniMax-M3-VL, Wav2Vec2-Conformer), whose
+layer types may have no rope (Beam, Cohere-Compass), and for the text models of M-RoPE families
+read alone (GLM-4V, Cosmos-3-Edge): configs as the Hub publishes them, and the default configs
+their own models cannot run."""
 
 from __future__ import annotations
 
@@ -55,6 +56,8 @@ def measured(monkeypatch: pytest.MonkeyPatch) -> None:
         "wav2vec2-conformer": {},
         "glm4v_text": {},
         "cosmos3_edge_text": {"rope_theta": 100000000.0, "head_dim": 128},
+        "beam": {"per_layer_type": 1, "head_dim": 128},
+        "cohere_compass_text": {},
     }.items():
         monkeypatch.setitem(CLASS_DEFAULTS, model_type, defaults)
 
@@ -165,3 +168,38 @@ def test_cosmos3_edge_text_model_reads_past_its_interleaved_sections(client: Cli
     }
     (rope,) = client.post("/v1/rope/config", json=config).json()["ropes"]
     assert rope["rotary_dim"] == 128 and rope["params"]["base"] == 100000000.0
+
+
+def test_a_layer_type_whose_rope_is_null_has_none(client: Client) -> None:
+    layer_types = ["sliding_attention"] * 3 + ["full_attention"]
+    rope = {"rope_type": "default", "rope_theta": 10000.0}
+    beam = {
+        "model_type": "beam",
+        "hidden_size": 5120,
+        "num_attention_heads": 48,
+        "head_dim": 128,
+        "layer_types": layer_types * 2,
+        "rope_parameters": {"sliding_attention": rope, "full_attention": None},
+    }
+    answer = client.post("/v1/rope/config", json=beam).json()
+    assert answer["nope_layers"] == [3, 7]
+    (only,) = answer["ropes"]
+    assert only["layer_types"] == ["sliding_attention"] and only["layers"] == [0, 1, 2, 4, 5, 6]
+
+
+def test_cohere_compass_reads_a_rope_per_layer_type_or_none(client: Client) -> None:
+    sliding = {"rope_type": "default", "rope_theta": 50000.0, "mrope_section": [24, 20, 20]}
+    text = {
+        "model_type": "cohere_compass_text",
+        "hidden_size": 2048,
+        "num_attention_heads": 16,
+        "layer_types": ["sliding_attention"] * 3 + ["full_attention"],
+        "rope_parameters": {"sliding_attention": sliding, "full_attention": None},
+    }
+    answer = client.post(
+        "/v1/rope/config", json={"model_type": "cohere_compass", "text_config": text}
+    )
+    assert answer.json()["nope_layers"] == [3]
+    # transformers' default config gives no rope per layer type, and its model cannot run it.
+    flat = {**text, "rope_parameters": {}}
+    assert _refused_at(client, flat) == ["body", "rope_parameters"]

@@ -15,7 +15,7 @@ has no attention (:data:`~.families.ATTENTION_FREE`). Each rope is read by
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from posenc.errors import InconsistentError, ParameterError, PosencError
@@ -176,6 +176,7 @@ def _read_text(text: Mapping[str, Any], path: str, sectioned: bool = False) -> M
             raise InconsistentError("num_hidden_layers", "is required: no layer has a rope")
         nope, ropes = tuple(range(count)), tuple[LayerRope, ...]()
     else:
+        family = _with_null_ropes(text, family)
         nope = _nope_layers(text, family, count, layer_types)
         ropes = _ropes(text, family, count, layer_types, nope)
     if mrope is not None:
@@ -213,6 +214,18 @@ def _family(text: Mapping[str, Any]) -> Family:
             "transformers; when in doubt the service answers no rope rather than a wrong one",
         )
     return family
+
+
+def _with_null_ropes(text: Mapping[str, Any], family: Family) -> Family:
+    """The family, for a config whose ropes per layer type give some types none (a null, as
+    Beam's full-attention layers): those types are then its NoPE types."""
+    if not family.null_ropes:
+        return family
+    _, rope = _rope_dict(text)
+    if not any(isinstance(own, Mapping) for own in rope.values()):
+        return family  # the flat form, refused by _ropes
+    null = frozenset(kind for kind, own in rope.items() if own is None)
+    return replace(family, nope_types=family.nope_types | null)
 
 
 def _rope_off(text: Mapping[str, Any], family: Family) -> bool:
@@ -322,7 +335,9 @@ def _ropes(
         rope = _legacy_ropes(text, legacy, rope, family)
     elif text.get("rope_local_base_freq") is not None:
         raise ParameterError("rope_local_base_freq", "is not read for this family: " + PER_LAYER)
-    elif _builds_per_layer_type(text) and not any(isinstance(v, Mapping) for v in rope.values()):
+    elif (_builds_per_layer_type(text) or family.null_ropes) and not any(
+        isinstance(v, Mapping) for v in rope.values()
+    ):
         # Its config class turns this older form into ropes per layer type by keys of its own.
         raise ParameterError(
             where, "this family's rope is read in transformers 5's form: one per layer type"

@@ -65,6 +65,9 @@ class Family:
     # The M-RoPE family (.mrope.families) whose mrope_section its rotary module splits the
     # frequencies by: read and checked, then set aside (a text token's three ids are equal).
     mrope: str | None = None
+    # It reads rope_parameters per layer type (the flat form is refused), a type's null giving
+    # its layers no rope.
+    null_ropes: bool = False
 
 
 PER_LAYER = (
@@ -188,10 +191,9 @@ FAMILIES: dict[str, Family] = {
         unanswered="turns its rope over len(mrope_section) axes, its base stretched by alpha "
         "(HunYuan's ntk_alpha): not answered yet"
     ),
-    "cohere_compass_text": Family(
-        unanswered="reads rope_parameters per layer type, a type's null giving its layers no "
-        "rope (the default config, with none, is one its model cannot run): not answered yet"
-    ),
+    # Its default config, with no rope per layer type, is one its model cannot run (refused).
+    "cohere_compass_text": Family(mrope="cohere_compass", null_ropes=True),
+    "beam": Family(null_ropes=True),
     # DBRX's config names its sizes its own way; its attn_config.rope_theta is refused
     # (UNANSWERED_KEYS): transformers 5 turns by rope_parameters' base instead.
     "dbrx": Family(
