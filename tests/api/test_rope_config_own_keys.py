@@ -58,6 +58,7 @@ def measured(monkeypatch: pytest.MonkeyPatch) -> None:
         "cosmos3_edge_text": {"rope_theta": 100000000.0, "head_dim": 128},
         "beam": {"per_layer_type": 1, "head_dim": 128},
         "cohere_compass_text": {},
+        "longcat_flash": {"rope_theta": 10000000.0, "head_dim": 64},
     }.items():
         monkeypatch.setitem(CLASS_DEFAULTS, model_type, defaults)
 
@@ -203,3 +204,23 @@ def test_cohere_compass_reads_a_rope_per_layer_type_or_none(client: Client) -> N
     # transformers' default config gives no rope per layer type, and its model cannot run it.
     flat = {**text, "rope_parameters": {}}
     assert _refused_at(client, flat) == ["body", "rope_parameters"]
+
+
+def test_longcat_flash_layers_are_its_attention_sublayers(client: Client) -> None:
+    # Each of its num_layers decoder layers holds two multi-latent attentions, layers 2i and
+    # 2i + 1, both turning the 64-wide rope part of q/k from pairs (2i, 2i+1).
+    config = {
+        "model_type": "longcat_flash",
+        "hidden_size": 6144,
+        "num_attention_heads": 64,
+        "num_layers": 3,
+        "qk_nope_head_dim": 128,
+        "qk_rope_head_dim": 64,
+        "max_position_embeddings": 131072,
+        "rope_theta": 10000000.0,
+    }
+    answer = client.post("/v1/rope/config", json=config).json()
+    assert answer["num_hidden_layers"] == 6
+    (rope,) = answer["ropes"]
+    assert rope["layers"] == list(range(6)) and rope["rotary_dim"] == 64
+    assert rope["apply"] == "interleaved_to_rotate_half"

@@ -161,6 +161,10 @@ def _read_text(text: Mapping[str, Any], path: str, sectioned: bool = False) -> M
         mrope = mrope_config.read({**text, "model_type": family.mrope}, where="")
         text = mrope_config.text_rope_of(text)
     count = next((n for key in LAYER_COUNTS if (n := integer(text, key, "")) is not None), None)
+    if family.blocks is not None and integer(text, "num_hidden_layers", "") is None:
+        key, sublayers = family.blocks
+        blocks = integer(text, key, "")
+        count = None if blocks is None else blocks * sublayers
     if count is not None and count > MAX_LAYERS:
         raise ParameterError("num_hidden_layers", f"must be at most {MAX_LAYERS}, got {count}")
     layer_types = _layer_types(text) or _pattern_layer_types(text, family, count)

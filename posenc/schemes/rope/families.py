@@ -68,6 +68,9 @@ class Family:
     # It reads rope_parameters per layer type (the flat form is refused), a type's null giving
     # its layers no rope.
     null_ropes: bool = False
+    # (key, n): without num_hidden_layers, the layers are the key's blocks × their n attention
+    # sublayers, each its own layer index (LongCat-Flash's two per num_layers).
+    blocks: tuple[str, int] | None = None
 
 
 PER_LAYER = (
@@ -227,7 +230,8 @@ FAMILIES: dict[str, Family] = {
     ),
     # Its shared attention blocks turn q/k only with use_mem_rope, over a width of their own.
     "zamba2": Family(rope_switch="use_mem_rope"),
-    "longcat_flash": Family(unanswered=_SEVERAL),
+    # Multi-latent attention, its q/k pairs (2i, 2i+1) turned into a rotate_half cache.
+    "longcat_flash": Family(apply=_DEEPSEEK_QK, blocks=("num_layers", 2)),
     "nemotron_h": Family(unanswered="its text model applies no rope"),
     "roformer": Family(unanswered="computes its sinusoid table in float64 by a recipe of its own"),
     "nanochat": Family(unanswered="rotates the other way (its sine negated); not answered yet"),
