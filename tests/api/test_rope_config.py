@@ -250,7 +250,7 @@ def test_gpt_j_pairs_interleave_and_give_its_rotary_dim(client: Client) -> None:
         ),
         ({"model_type": "nanochat", "head_dim": 64}, "model_type"),
         ({"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12}, "model_type"),
-        ({"model_type": "gemma4_text", "head_dim": 64}, "model_type"),
+        ({"model_type": "roformer", "head_dim": 64}, "model_type"),
         ({"head_dim": 64, "num_hidden_layers": 10**6}, "num_hidden_layers"),
         (
             {"head_dim": 64, "num_hidden_layers": 4, "cross_attention_layers": [1, 9]},
@@ -275,16 +275,40 @@ def test_gpt_j_pairs_interleave_and_give_its_rotary_dim(client: Client) -> None:
             "rope_local_base_freq",
         ),
         (
+            {"head_dim": 64, "rotary_dim": 32, "rope_parameters": {"rope_type": "proportional"}},
+            "rotary_dim",
+        ),
+        (
             {
                 "head_dim": 64,
-                "num_hidden_layers": 2,
-                "layer_types": ["sliding_attention", "full_attention"],
-                "rope_parameters": {
-                    "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
-                    "full_attention": {"rope_type": "proportional", "rope_theta": 1e6},
-                },
+                "rope_parameters": {"rope_type": "proportional", "partial_rotary_factor": 0.01},
             },
-            "rope_parameters.full_attention.rope_type",
+            "partial_rotary_factor",
+        ),
+        (
+            {"head_dim": 64, "rope_parameters": {"rope_type": "proportional", "beta_fast": 8}},
+            "rope_parameters.beta_fast",
+        ),
+        (
+            {"head_dim": 64, "num_hidden_layers": 2, "per_layer_config": {"01": {"head_dim": 32}}},
+            "per_layer_config",
+        ),
+        (
+            {"head_dim": 64, "num_hidden_layers": 2, "per_layer_config": {"1": {"rope_theta": 5}}},
+            "per_layer_config.1.rope_theta",
+        ),
+        (
+            {"head_dim": 64, "num_hidden_layers": 2, "per_layer_config": {"2": {}}},
+            "per_layer_config.2",
+        ),
+        (
+            {
+                "head_dim": 64,
+                "layer_types": ["full_attention"] * 2,
+                "rope_parameters": {"full_attention": {"rope_type": "default"}},
+                "per_layer_config": {"1": {"head_dim": 32}},
+            },
+            "per_layer_config",
         ),
         ({"head_dim": 64, "rope_theta": "big"}, "rope_theta"),
         ({"head_dim": 64, "rope_theta": 0.5}, "rope_theta"),
@@ -542,3 +566,130 @@ def test_every_answer_is_what_the_openapi_document_says(client: Client) -> None:
     answer = response.json()
     assert not validator.is_valid({**answer, "unnamed": 1})
     assert not validator.is_valid({k: v for k, v in answer.items() if k != "nope_layers"})
+
+
+def _gemma4(text: dict[str, Any]) -> dict[str, Any]:
+    """Gemma 4's layout (transformers 5.23's default): 12 layers, every sixth full attention
+    with heads 512 wide, a quarter of which turn by its proportional rope."""
+    layer_types = ["sliding_attention"] * 5 + ["full_attention"]
+    return {
+        "model_type": "gemma4",
+        "text_config": {
+            "model_type": "gemma4_text",
+            "hidden_size": 2304,
+            "num_attention_heads": 8,
+            "head_dim": 256,
+            "num_hidden_layers": 12,
+            "max_position_embeddings": 131072,
+            "layer_types": layer_types * 2,
+            "rope_parameters": {
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                "full_attention": {
+                    "rope_type": "proportional",
+                    "partial_rotary_factor": 0.25,
+                    "rope_theta": 1000000.0,
+                },
+            },
+            **text,
+        },
+    }
+
+
+@pytest.fixture
+def gemma4_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The config classes' defaults of the families measured right with a proportional rope,
+    whatever the generated table holds today."""
+    from posenc.schemes.rope.class_defaults import CLASS_DEFAULTS
+
+    for model_type, head in (("gemma4_text", 256), ("lfm3", 128)):
+        monkeypatch.setitem(CLASS_DEFAULTS, model_type, {"per_layer_type": 1, "head_dim": head})
+
+
+@pytest.mark.usefixtures("gemma4_measured")
+@pytest.mark.parametrize(
+    "heads",
+    [
+        {"per_layer_config": {"05": {"head_dim": 512}, "11": {"head_dim": 512}}},  # as saved
+        {"global_head_dim": 512},  # what the config class turns into per_layer_config
+        {},  # its default, 512
+    ],
+)
+def test_gemma_4_turns_a_quarter_of_its_wider_full_attention_heads(
+    client: Client, heads: dict[str, Any]
+) -> None:
+    answer = client.post("/v1/rope/config", json=_gemma4(heads)).json()
+    ropes = {tuple(r["layer_types"]): r for r in answer["ropes"]}
+    full, sliding = ropes[("full_attention",)], ropes[("sliding_attention",)]
+    assert full["layers"] == [5, 11] and answer["head_dim"] == 256
+    assert (sliding["params"]["d_model"], sliding["rotary_dim"]) == (256, 256)
+    assert "rotary_pairs" not in sliding["params"]
+    # The cache spans the 512-wide head; 64 pairs turn at 10^6^(−2i/512), the others hold still.
+    assert (full["params"]["d_model"], full["params"]["rotary_pairs"]) == (512, 64)
+    assert (full["rotary_dim"], full["partial_rotary_factor"]) == (128, 0.25)
+    assert "rotary_pairs=64" in full["urls"]["table"]
+    for name in ("table", "table_framework"):
+        table = np.load(io.BytesIO(client.get(full["urls"][name]).content))
+        assert table.shape == (2, full["seq_len"]["table"], 512)
+        still = np.concatenate([np.arange(256) >= 64] * 2)
+        assert (table[0][:, still] == 1).all() and (table[1][:, still] == 0).all()
+        assert (table[1][1:, ~still] != 0).all()
+    report = client.get(full["urls"]["verify"]).json()
+    assert all(check["holds"] for check in report["checks"]), report
+
+
+@pytest.mark.usefixtures("gemma4_measured")
+def test_gemma_4_heads_of_one_layer_type_must_agree(client: Client) -> None:
+    heads = {"per_layer_config": {"05": {"head_dim": 512}, "11": {"head_dim": 256 + 128}}}
+    response = client.post("/v1/rope/config", json=_gemma4(heads))
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"] == ["body", "text_config.per_layer_config"]
+
+
+@pytest.mark.usefixtures("gemma4_measured")
+def test_gemma_4_and_lfm_3_default_ropes_turn_the_whole_head(client: Client) -> None:
+    # Their rotary modules' own default rope reads no partial_rotary_factor.
+    config = _gemma4({"global_head_dim": 512})
+    config["text_config"]["rope_parameters"]["sliding_attention"]["partial_rotary_factor"] = 0.5
+    ropes = client.post("/v1/rope/config", json=config).json()["ropes"]
+    assert {r["rotary_dim"] for r in ropes} == {256, 128}
+    lfm3 = {
+        "model_type": "lfm3",
+        "head_dim": 128,
+        "layer_types": ["conv", "full_attention", "conv", "sliding_attention"],
+        "rope_parameters": {
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {
+                "rope_type": "proportional",
+                "rope_theta": 1000000.0,
+                "partial_rotary_factor": 0.5,
+            },
+        },
+    }
+    answer = client.post("/v1/rope/config", json=lfm3).json()
+    ropes = {tuple(r["layer_types"]): r for r in answer["ropes"]}
+    assert answer["nope_layers"] == [0, 2]
+    full, sliding = ropes[("full_attention",)], ropes[("sliding_attention",)]
+    assert (full["params"]["d_model"], full["params"]["rotary_pairs"], full["rotary_dim"]) == (
+        128,
+        32,
+        64,
+    )
+    assert (sliding["params"]["d_model"], sliding["rotary_dim"]) == (128, 128)
+
+
+def test_a_proportional_factor_divides_its_frequencies(client: Client) -> None:
+    config = {
+        "head_dim": 64,
+        "rope_parameters": {
+            "rope_type": "proportional",
+            "rope_theta": 1e6,
+            "partial_rotary_factor": 0.5,
+            "factor": 8.0,
+        },
+    }
+    (rope,) = client.post("/v1/rope/config", json=config).json()["ropes"]
+    params = rope["params"]
+    assert (params["scaling"], params["factor"], params["rotary_pairs"]) == ("linear", 8.0, 16)
+    whole = {**config, "rope_parameters": {"rope_type": "proportional"}}
+    (rope,) = client.post("/v1/rope/config", json=whole).json()["ropes"]
+    assert "rotary_pairs" not in rope["params"] and rope["rotary_dim"] == 64  # every pair turns

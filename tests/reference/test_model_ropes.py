@@ -100,8 +100,12 @@ def _rope_misfit(answered: LayerRope, rope: ReferenceRope) -> str | None:
     pairing = (_LAYOUTS.get(layout.kind), layout.offset, layout.sign, layout.frequency_order)
     if pairing != (applied, 0, 1, "ascending"):
         return f"the model pairs {layout.kind} (offset {layout.offset}), answered {applied}"
-    if rope.rotary_width != ours.d_model:
-        return f"the model turns {rope.rotary_width} dimensions, answered d_model={ours.d_model}"
+    # A proportional rope's cache spans the head, of which the first rotary_pairs pairs turn.
+    turned = ours.d_model if ours.rotary_pairs is None else 2 * ours.rotary_pairs
+    if rope.rotary_width != turned:
+        return f"the model turns {rope.rotary_width} dimensions, answered {turned}"
+    if layout.span != ours.d_model:
+        return f"the model pairs over {layout.span} dimensions, answered d_model={ours.d_model}"
     return _values_misfit(ours, rope)
 
 

@@ -69,3 +69,64 @@ def test_canonical_parameters_build_the_rope_transformers_builds(family: str, at
     bound = 1 if attention == 1.0 else 2
     assert ulps(table[0], cos[0].numpy())[:, same].max() <= bound
     assert ulps(table[1], sin[0].numpy())[:, same].max() <= bound
+
+
+_GEMMA4_ROTARY = {
+    "gemma4_text": ("gemma4", "Gemma4TextRotaryEmbedding"),
+    "gemma4_unified_text": ("gemma4_unified", "Gemma4UnifiedTextRotaryEmbedding"),
+    "diffusion_gemma_text": ("diffusion_gemma", "DiffusionGemmaTextRotaryEmbedding"),
+}
+
+
+@pytest.mark.parametrize("form", ["class default", "global_head_dim", "as saved"])
+@pytest.mark.parametrize("model_type", list(_GEMMA4_ROTARY))
+def test_gemma_4_ropes_are_its_rotary_module_s_for_each_layer_type(
+    model_type: str, form: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Gemma 4's full-attention heads are global_head_dim wide (512 when the config says
+    nothing; per_layer_config once transformers has saved it), turned by a proportional rope
+    over a quarter of them; its sliding layers' default rope turns the whole 64-wide head."""
+    import importlib
+
+    from posenc.schemes.rope.class_defaults import CLASS_DEFAULTS
+
+    monkeypatch.setitem(CLASS_DEFAULTS, model_type, {"per_layer_type": 1, "head_dim": 256})
+    given: dict[str, Any] = {
+        "hidden_size": 256,
+        "num_attention_heads": 2,
+        "head_dim": 64,
+        "num_hidden_layers": 6,
+        "layer_types": ["sliding_attention"] * 5 + ["full_attention"],
+        "rope_parameters": {
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {
+                "rope_type": "proportional",
+                "partial_rotary_factor": 0.25,
+                "rope_theta": 1000000.0,
+            },
+        },
+        **({"global_head_dim": 384} if form == "global_head_dim" else {}),
+    }
+    theirs_config = AutoConfig.for_model(model_type, **given)
+    body = theirs_config.to_dict() if form == "as saved" else {"model_type": model_type, **given}
+    package, name = _GEMMA4_ROTARY[model_type]
+    module_file = importlib.import_module(f"transformers.models.{package}.modeling_{package}")
+    module = getattr(module_file, name)(theirs_config)
+    ropes = {rope.layer_types: rope for rope in rope_config.read(body).ropes}
+    full_head = 384 if form == "global_head_dim" else 512
+    assert ropes[("full_attention",)].params.d_model == full_head
+    assert ropes[("full_attention",)].params.rotary_pairs == full_head // 8
+    positions = np.array([0, 1, 7, 1000, 2**20])
+    for (layer_type,), rope in ropes.items():
+        params = RopeParams(**{**rope.params.__dict__, "recipe": "framework"})
+        theirs_freq = getattr(module, f"{layer_type}_inv_freq").numpy()
+        ours_freq, _ = framework.frequencies(params, int(positions[-1]) + 1)
+        freq_ulps = ulps(ours_freq, theirs_freq)
+        assert freq_ulps.max() <= 2 and (freq_ulps == 0).mean() >= 0.9
+        x = torch.zeros(1, 1, params.d_model)
+        cos, sin = module(x, torch.from_numpy(positions)[None], layer_type)
+        table = framework.encode(params, positions, "float32", "cos_sin")
+        assert table.shape[2] == cos.shape[2] == params.d_model
+        same = np.concatenate([freq_ulps == 0, freq_ulps == 0])
+        assert ulps(table[0], cos[0].numpy())[:, same].max() <= 1
+        assert ulps(table[1], sin[0].numpy())[:, same].max() <= 1

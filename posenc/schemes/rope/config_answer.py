@@ -14,7 +14,7 @@ from posenc.errors import ParameterError
 from posenc.numerics import costs
 from posenc.schemes.rope import maths
 from posenc.schemes.rope.config import LayerRope, read
-from posenc.schemes.rope.config_params import NUMBERS, SCALINGS
+from posenc.schemes.rope.config_params import NUMBERS, PROPORTIONAL, SCALINGS
 from posenc.schemes.rope.mrope import config as mrope_config
 from posenc.schemes.rope.mrope.families import MROPE_FAMILIES
 from posenc.schemes.rope.mrope.schemas import MROPE_SCHEMA
@@ -135,7 +135,7 @@ def _rope(
         "layer_types": list(rope.layer_types),
         "layers": None if rope.layers is None else list(rope.layers),
         "params": {k: v for k, v in dataclasses.asdict(params).items() if v is not None},
-        "rotary_dim": params.d_model,
+        "rotary_dim": params.d_model if params.rotary_pairs is None else 2 * params.rotary_pairs,
         "partial_rotary_factor": rope.partial_rotary_factor,
         "apply": rope.apply,
         "query_scaling": None if rope.query_scaling is None else dict(rope.query_scaling),
@@ -184,8 +184,8 @@ _ROPE: dict[str, Any] = {
     "type": ["object", "null"],
     "additionalProperties": False,
     "properties": {
-        "rope_type": {"type": "string", "enum": sorted({*SCALINGS, "mrope"})},
-        "type": {"type": "string", "enum": sorted({*SCALINGS, "mrope"})},
+        "rope_type": {"type": "string", "enum": sorted({*SCALINGS, PROPORTIONAL, "mrope"})},
+        "type": {"type": "string", "enum": sorted({*SCALINGS, PROPORTIONAL, "mrope"})},
         # Read by POST /v1/rope/positions and for the answer's mrope, of M-RoPE models only.
         "mrope_section": {
             "type": "array",
@@ -296,7 +296,11 @@ _ROPE_ANSWER: dict[str, Any] = {
             "say how many layers the model has",
         },
         "params": {"type": "object", "description": "the canonical GET parameters"},
-        "rotary_dim": {"type": "integer"},
+        "rotary_dim": {
+            "type": "integer",
+            "description": "the dimensions that turn: params.d_model, or 2·rotary_pairs for "
+            "a proportional rope (its cache spans the head; the other pairs hold still)",
+        },
         "partial_rotary_factor": _NUMBER,
         "apply": {
             "type": ["string", "null"],

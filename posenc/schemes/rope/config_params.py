@@ -34,6 +34,10 @@ SCALINGS: dict[str, Scaling] = {
     "longrope": "longrope",
     "su": "longrope",  # Phi-3's name for longrope before transformers renamed it
 }
+# A rope over the first int(partial_rotary_factor · head / 2) pairs of the whole head, its
+# exponents divided by the head (2i/head), the other pairs at frequency 0, then divided by
+# ``factor`` (default 1): RopeParams' rotary_pairs, with linear scaling when a factor is given.
+PROPORTIONAL = "proportional"
 NUMBERS = (
     "factor",
     "low_freq_factor",
@@ -85,11 +89,15 @@ def rope_params(
             "multimodal rope (M-RoPE) belongs to the multimodal model types "
             "POST /v1/rope/positions names, not to this model_type",
         )
-    if not isinstance(rope_type, str) or rope_type not in SCALINGS:
-        known = ", ".join(sorted(SCALINGS))
+    if not isinstance(rope_type, str) or rope_type not in {*SCALINGS, PROPORTIONAL}:
+        known = ", ".join(sorted({*SCALINGS, PROPORTIONAL}))
         key = "rope_type" if "rope_type" in rope else "type"
         raise ParameterError(f"{where}.{key}", f"must be one of {known}, got {rope_type!r}")
-    scaling = SCALINGS[rope_type]
+    proportional = rope_type == PROPORTIONAL
+    if proportional:
+        scaling: Scaling = "none" if number(rope, "factor", where) is None else "linear"
+    else:
+        scaling = SCALINGS[rope_type]
     for key in rope:
         if key not in _KNOWN:
             raise ParameterError(f"{where}.{key}", "is not a rope parameter the service models")
@@ -114,13 +122,27 @@ def rope_params(
         partial = number(text, field, "") if partial is None else partial
     if partial is None:
         partial = _first(family.partial_rotary_factor, defaults.get("partial_rotary_factor"))
+    if family.default_whole_head and rope_type == "default":
+        partial = None
     # GPT-J's rotary_dim, or multi-latent attention's rope part of each head (DeepSeek).
     rotary = integer(text, "rotary_dim", "") or integer(text, "qk_rope_head_dim", "")
+    if proportional and rotary is not None:
+        named = "rotary_dim" if integer(text, "rotary_dim", "") else "qk_rope_head_dim"
+        raise ParameterError(named, "does not apply to rope_type=proportional")
+    pairs = None
     if rotary is None:
         partial = 1.0 if partial is None else partial
         if not 0 < partial <= 1:
             raise ParameterError("partial_rotary_factor", f"must be in (0, 1], got {partial}")
         rotary = int(head * partial)
+        if proportional:
+            # The cache spans the whole head, of which int(p · head // 2) pairs turn.
+            rotary, pairs = head, int(partial * head // 2)
+            if pairs < 1:
+                raise InconsistentError(
+                    "partial_rotary_factor", f"turns no pair of a {head}-wide head: {partial}"
+                )
+            pairs = None if pairs == head // 2 else pairs
     else:
         partial = rotary / head
     if rotary < 2 or rotary % 2:
@@ -156,6 +178,7 @@ def rope_params(
     else:
         original = None
     values["original_max_position_embeddings"] = original
+    values["rotary_pairs"] = pairs
     given = {k: v for k, v in values.items() if v is not None}
     try:
         params = RopeParams(

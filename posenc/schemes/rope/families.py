@@ -31,6 +31,17 @@ class LegacyLayers:
 
 
 @dataclass(frozen=True)
+class WideLayers:
+    """Heads of another width in one layer type, as a family's config class writes them into
+    ``per_layer_config`` when the config gives none (Gemma 4's full-attention layers:
+    ``global_head_dim``, default 512)."""
+
+    layer_type: str
+    head_key: str
+    default_head: int
+
+
+@dataclass(frozen=True)
 class Family:
     """How one family's rope departs from Llama's: its pairing, its default rotated fraction,
     or why the service cannot answer it yet."""
@@ -54,6 +65,10 @@ class Family:
     head_key: str = "head_dim"  # the key holding the attention head's width
     # A flag that turns the family's rope on (off when absent, as its config class defaults).
     rope_switch: str | None = None
+    wide_layers: WideLayers | None = None  # without per_layer_config: one type's own heads
+    # Its rotary module's own default rope turns the whole head, whatever
+    # partial_rotary_factor says (the other rope types read it).
+    default_whole_head: bool = False
     # Keys its config class reads under names of its own (transformers' attribute_map):
     # (the reader's name, the config's), read where the config lacks the reader's.
     aliases: tuple[tuple[str, str], ...] = ()
@@ -184,6 +199,19 @@ FAMILIES: dict[str, Family] = {
         ("ernie4_5_vl_moe", "ernie4_5_vl_moe_text"),
         Family(unanswered="turns its frequencies in a permuted order; not answered yet"),
     ),
+    # Full-attention layers of heads global_head_dim wide (in per_layer_config once loaded),
+    # turned by a proportional rope over part of them.
+    **dict.fromkeys(
+        ("gemma4_text", "gemma4_unified_text"),
+        Family(
+            wide_layers=WideLayers("full_attention", "global_head_dim", 512),
+            default_whole_head=True,
+        ),
+    ),
+    "diffusion_gemma_text": Family(
+        wide_layers=WideLayers("full_attention", "global_head_dim", 512)
+    ),
+    "lfm3": Family(default_whole_head=True),
     "jetmoe": Family(head_key="kv_channels"),
     # The text models of M-RoPE families, read alone: GLM-4V repeats its cache pairwise.
     "glm4v_text": Family(layout="interleaved", mrope="glm4v"),
