@@ -31,6 +31,8 @@ SCHEMES = {
     "rope&recipe=framework&scaling=yarn&factor=4&original_max_position_embeddings=1024": (
         "d_model=128&seq_len=4096"
     ),
+    "rope&rotary_pairs=16": "d_model=128&seq_len=4096",
+    "rope&recipe=framework&rotary_pairs=16&scaling=linear&factor=8": "d_model=128&seq_len=4096",
     "sinusoidal&recipe=framework": "d_model=512&seq_len=2048",
     "sinusoidal&recipe=framework&convention=tensor2tensor": "d_model=512&seq_len=2048",
     "alibi": "num_heads=4&seq_len=512",
@@ -139,6 +141,7 @@ def test_no_table_allocates_more_than_it_reserved(
         "/v1/similarity?d_model=64&seq_len=512&format=png",
         "/v1/verify?d_model=64&seq_len=512",
         "/v1/verify?scheme=rope&d_model=64&seq_len=256",
+        "/v1/verify?scheme=rope&d_model=64&seq_len=256&rotary_pairs=8",
         "/v1/verify?scheme=alibi&num_heads=4&seq_len=128",
         "/v1/verify?scheme=t5&seq_len=256",
         "/v1/verify?scheme=sinusoidal2d&d_model=64&grid=16,16",
