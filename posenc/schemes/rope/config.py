@@ -20,7 +20,13 @@ from typing import Any, TypeVar
 
 from posenc.errors import InconsistentError, ParameterError, PosencError
 from posenc.schemes.rope.class_defaults import CLASS_DEFAULTS
-from posenc.schemes.rope.config_params import head_dim, integer, number, rope_params
+from posenc.schemes.rope.config_params import (
+    head_dim,
+    integer,
+    layer_heads,
+    number,
+    rope_params,
+)
 from posenc.schemes.rope.families import (
     APPLY_KEYS,
     ATTENTION_FREE,
@@ -41,22 +47,6 @@ from posenc.schemes.rope.params import RopeParams
 T = TypeVar("T")
 # No model has come near this many layers; a bound keeps an answer's lists small.
 MAX_LAYERS = 4096
-# What a layer's entry in per_layer_config may say of its heads' width (read), and the keys of
-# a rope of its own (not read: refused, naming them).
-_HEAD_KEYS = ("head_dim", "hidden_size", "num_attention_heads")
-_LAYER_ROPE_KEYS = (
-    "rope_parameters",
-    "rope_scaling",
-    "rope_theta",
-    "rotary_emb_base",
-    "partial_rotary_factor",
-    "rotary_pct",
-    "rotary_dim",
-    "qk_rope_head_dim",
-    "max_position_embeddings",
-    "original_max_position_embeddings",
-    "layer_types",
-)
 
 
 @dataclass(frozen=True)
@@ -363,7 +353,7 @@ def _ropes(
             where, "this family's rope is read in transformers 5's form: one per layer type"
         )
     skipped = set(nope)
-    heads = _layer_heads(text, family, count, types)
+    heads = layer_heads(text, family, MAX_LAYERS if count is None else count, types)
     if not any(isinstance(value, Mapping) for value in rope.values()):
         if any(i not in skipped for i in heads):
             raise ParameterError(
@@ -410,43 +400,6 @@ def _ropes(
         for (params, partial, scaling), kinds in by_rope.items()
     )
     return tuple(rope for rope in ropes if rope.layers)
-
-
-def _layer_heads(
-    text: Mapping[str, Any], family: Family, count: int | None, types: tuple[str, ...] | None
-) -> dict[int, int]:
-    """The layers whose heads are not the model's ``head_dim`` wide, and their width: as
-    transformers 5's ``per_layer_config`` says (layer index → the keys that differ), else by
-    the family's rule for a config without one (Gemma 4's ``global_head_dim``)."""
-    if "per_layer_config" not in text:
-        wide = family.wide_layers
-        if wide is None or types is None:
-            return {}
-        head = integer(text, wide.head_key, "") or wide.default_head
-        return {i: head for i, kind in enumerate(types) if kind == wide.layer_type}
-    layers = text["per_layer_config"]
-    if layers is None:
-        return {}
-    if not isinstance(layers, Mapping):
-        raise ParameterError("per_layer_config", "must be an object of layer index → keys")
-    top = MAX_LAYERS if count is None else count
-    heads: dict[int, int] = {}
-    for key, own in layers.items():
-        # JSON writes the indices as strings ("05"); transformers reads them as integers.
-        index = int(key) if isinstance(key, str) and key.isdigit() else key
-        if type(index) is not int or not 0 <= index < top:
-            raise ParameterError(f"per_layer_config.{key}", f"must be a layer index below {top}")
-        if not isinstance(own, Mapping):
-            raise ParameterError(f"per_layer_config.{key}", "must be an object of the layer's keys")
-        for name in own:
-            if name in _LAYER_ROPE_KEYS:
-                raise ParameterError(
-                    f"per_layer_config.{key}.{name}", "a layer's own rope is not read"
-                )
-        widths = {name: own[name] for name in (*_HEAD_KEYS, family.head_key) if name in own}
-        if widths and (head := head_dim({**text, **widths}, family)) != head_dim(text, family):
-            heads[index] = head
-    return heads
 
 
 def _builds_per_layer_type(text: Mapping[str, Any]) -> bool:

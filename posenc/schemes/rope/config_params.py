@@ -9,8 +9,11 @@ rotary dimension is ``int(head · partial_rotary_factor)`` (GPT-NeoX's ``rotary_
 transformers, ``original_max_position_embeddings`` defaults to ``max_position_embeddings`` for
 yarn, llama3 and longrope (a top-level value wins, as Phi-3 writes it), dynamic scaling takes
 ``max_position_embeddings`` as the trained length, and yarn's and longrope's missing ``factor``
-is ``max_position_embeddings / original_max_position_embeddings``. Unknown rope types or keys
-are refused with the field named.
+is ``max_position_embeddings / original_max_position_embeddings``. transformers'
+``proportional`` rope type turns ``int(partial_rotary_factor · head // 2)`` pairs of the whole
+head (``rotary_pairs``), its ``factor`` as linear scaling. :func:`layer_heads` reads the head
+widths a layer's own config gives (``per_layer_config``, Gemma 4's ``global_head_dim``). Unknown
+rope types or keys are refused with the field named.
 """
 
 from __future__ import annotations
@@ -53,6 +56,22 @@ NUMBERS = (
 IGNORED = ("max_position_embeddings", "llama_4_scaling_beta")
 # A multimodal model's keys (read by .mrope.config, removed before the text rope is read).
 MROPE_KEYS = ("mrope_section", "mrope_interleaved", "interleaved")
+# What a layer's entry in per_layer_config may say of its heads' width (read), and the keys of
+# a rope of its own (not read: refused, naming them).
+_HEAD_KEYS = ("head_dim", "hidden_size", "num_attention_heads")
+_LAYER_ROPE_KEYS = (
+    "rope_parameters",
+    "rope_scaling",
+    "rope_theta",
+    "rotary_emb_base",
+    "partial_rotary_factor",
+    "rotary_pct",
+    "rotary_dim",
+    "qk_rope_head_dim",
+    "max_position_embeddings",
+    "original_max_position_embeddings",
+    "layer_types",
+)
 _KNOWN = frozenset(
     {
         "rope_type",
@@ -241,6 +260,43 @@ def head_dim(config: Mapping[str, Any], family: Family) -> int:
             "head_dim", "is required, or hidden_size and num_attention_heads to derive it"
         )
     return hidden // heads
+
+
+def layer_heads(
+    text: Mapping[str, Any], family: Family, layers: int, types: tuple[str, ...] | None
+) -> dict[int, int]:
+    """The layers whose heads are not the model's ``head_dim`` wide, and their width: as
+    transformers 5's ``per_layer_config`` says (layer index → the keys that differ), else by
+    the family's rule for a config without one (Gemma 4's ``global_head_dim``); ``layers``
+    bounds the indices."""
+    if "per_layer_config" not in text:
+        wide = family.wide_layers
+        if wide is None or types is None:
+            return {}
+        head = integer(text, wide.head_key, "") or wide.default_head
+        return {i: head for i, kind in enumerate(types) if kind == wide.layer_type}
+    given = text["per_layer_config"]
+    if given is None:
+        return {}
+    if not isinstance(given, Mapping):
+        raise ParameterError("per_layer_config", "must be an object of layer index → keys")
+    heads: dict[int, int] = {}
+    for key, own in given.items():
+        # JSON writes the indices as strings ("05"); transformers reads them as integers.
+        index = int(key) if isinstance(key, str) and key.isdigit() else key
+        if type(index) is not int or not 0 <= index < layers:
+            raise ParameterError(f"per_layer_config.{key}", f"must be a layer index below {layers}")
+        if not isinstance(own, Mapping):
+            raise ParameterError(f"per_layer_config.{key}", "must be an object of the layer's keys")
+        for name in own:
+            if name in _LAYER_ROPE_KEYS:
+                raise ParameterError(
+                    f"per_layer_config.{key}.{name}", "a layer's own rope is not read"
+                )
+        widths = {name: own[name] for name in (*_HEAD_KEYS, family.head_key) if name in own}
+        if widths and (head := head_dim({**text, **widths}, family)) != head_dim(text, family):
+            heads[index] = head
+    return heads
 
 
 def _factors(
