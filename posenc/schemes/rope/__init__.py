@@ -99,6 +99,7 @@ declaration = Scheme(
         },
         {"d_model": 8, "scaling": "llama3", "factor": 8.0},
         {"d_model": 8, "recipe": "framework", "scaling": "linear", "factor": 2.0},
+        {"d_model": 8, "base": 1000000.0, "rotary_pairs": 2},
     ),
     table=maths.table,
     vectors=maths.vectors,
