@@ -220,10 +220,27 @@ def responses(scheme: Scheme, endpoint: str) -> dict[int | str, dict[str, Any]]:
 
 def extra_responses(extra: Extra) -> dict[int | str, dict[str, Any]]:
     answer = {"type": "object", **extra.answer_schema}
-    return {
-        200: {"description": extra.summary, "content": {"application/json": {"schema": answer}}},
-        **PROBLEMS,
-    }
+    content: dict[str, Any] = {"application/json": {"schema": answer}}
+    ok: dict[str, Any] = {"description": extra.summary, "content": content}
+    if extra.array is not None:
+        content["application/x-npy"] = {"schema": {"type": "string", "format": "binary"}}
+        ok["headers"] = {
+            "X-Next-Position-Delta": {
+                "schema": {"type": "string", "pattern": "^-?[0-9]+$"},
+                "description": "format=npy: the decode delta the array leaves out",
+            },
+            **{name: _ARRAY_HEADERS[name] for name in ("X-Array-Shape", "X-Array-Dtype")},
+        }
+    return {200: ok, **PROBLEMS}
+
+
+EXTRA_FORMAT: dict[str, Any] = {
+    "name": "format",
+    "in": "query",
+    "required": False,
+    "description": "json (the default), or npy: one sequence's int64 (3, n) ids alone",
+    "schema": {"type": "string", "enum": ["json", "npy"], "default": "json"},
+}
 
 
 class FormatOnly(BaseModel):

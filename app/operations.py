@@ -21,11 +21,11 @@ from urllib.parse import urlencode
 
 import orjson
 from fastapi import APIRouter, Query, Request, Response
-from fastapi.routing import APIRoute
 from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 
-from app import admission, bodies, documents, handlers, responses
+from app import admission, bodies, documents, formats, handlers, responses
 from app.models import Endpoint, list_fields, model
 from app.responses import Body
 from posenc.declare import Extra, Limits, Scheme, Sized, choices, hints, spec
@@ -176,10 +176,8 @@ def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
     bodies.check_schema(body_schema)
 
     async def handle(request: Request) -> Response:
+        fmt = _extra_format(request, extra)
         request.state.param_source = "body"
-        if request.query_params:  # the body carries everything; a format= would go unheard
-            name = next(iter(request.query_params))
-            raise ParameterError(name, "this operation takes no query parameters: it answers JSON")
         body = await bodies.receive_bounded(request, extra.max_body_bytes)
         settings = request.app.state.settings
         limits = Limits(settings.max_elements, settings.max_work, settings.memory_bytes)
@@ -201,6 +199,19 @@ def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
                 request, admission.Estimate(sized.cost, sized.values, True, sized.param, what)
             )
 
+        if fmt == "npy":
+            assert extra.array is not None, "only an extra with an array answers npy"
+            array_of = extra.array
+
+            def npy() -> tuple[Body, dict[str, str]]:
+                array, headers = array_of(given, limits)
+                return Body.of(array, "npy", {}, formats.Labels("", "", "", ""), False), headers
+
+            body_of, headers = await admission.run(request, npy)
+            response = responses.send(body_of, None)
+            response.headers.update(headers)
+            return response
+
         def answer() -> bytes:
             return orjson.dumps(extra.handle(given, limits), option=orjson.OPT_SERIALIZE_NUMPY)
 
@@ -216,8 +227,22 @@ def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
         summary=extra.summary,
         response_class=Response,
         responses=documents.extra_responses(extra),
-        openapi_extra={"requestBody": documents.extra_body(extra)},
+        openapi_extra={
+            "requestBody": documents.extra_body(extra),
+            "parameters": [documents.EXTRA_FORMAT] if extra.array is not None else [],
+        },
     )
+
+
+def _extra_format(request: Request, extra: Extra) -> str:
+    """json, or npy where the extra has an array answer; the body carries everything else, so
+    any other query parameter would go unheard: refused."""
+    for name, value in request.query_params.multi_items():
+        if name != "format" or extra.array is None:
+            raise ParameterError(name, "this operation takes no such query parameter")
+        if value not in ("json", "npy"):
+            raise ParameterError("format", f"must be json or npy, got {value[:40]!r}")
+    return request.query_params.get("format", "json")
 
 
 # --- the ?scheme= aliases -------------------------------------------------------------------

@@ -174,6 +174,9 @@ class Extra:
     max_body_bytes: int = 2**20
     # What an answer whose size the body sets will cost; None: small and bounded by the body.
     size: Callable[[Any, Limits], Sized] | None = None
+    # The answer as one array, for ``format=npy``, with headers for what the array leaves out;
+    # None: JSON only (and no query parameter at all).
+    array: Callable[[Any, Limits], tuple[Array, dict[str, str]]] | None = None
 
 
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity: one object per scheme

@@ -4,6 +4,7 @@ model."""
 
 from __future__ import annotations
 
+import io
 import random
 from typing import Any
 
@@ -71,6 +72,14 @@ def test_the_ids_are_get_rope_index_s_on_generated_layouts(client: Client, model
         assert got.shape == expected.shape, segments
         assert np.array_equal(got, expected), (segments, got, expected)
         assert answer["next_position_delta"] == delta, segments
+    # format=npy: the same ids as int64 (3, n), the delta in a header.
+    body = {"config": config, "segments": segments}
+    npy = client.post("/v1/rope/positions?format=npy", json=body)
+    assert npy.status_code == 200 and npy.headers["content-type"] == "application/x-npy"
+    array = np.load(io.BytesIO(npy.content), allow_pickle=False)
+    assert array.dtype == np.int64 and np.array_equal(array, expected)
+    assert npy.headers["x-array-shape"] == f"3,{expected.shape[1]}"
+    assert int(npy.headers["x-next-position-delta"]) == delta
 
 
 def test_several_sequences_each_get_their_own_ids(client: Client) -> None:
@@ -177,11 +186,26 @@ def test_a_config_nested_past_any_text_model_s_is_read_without_recursing_into_it
     assert response.json()["mrope"]["section"] == [16, 24, 24]
 
 
-def test_a_query_parameter_is_refused_not_ignored(client: Client) -> None:
-    body = {"config": {"model_type": "qwen2_vl"}, "segments": [{"text": 1}]}
-    response = client.post("/v1/rope/positions?format=npy", json=body)
-    assert response.status_code == 422
-    assert response.json()["detail"].startswith("format:")
+@pytest.mark.parametrize(
+    ("path", "body", "param"),
+    [
+        ("/v1/rope/positions?offset=3", {}, "offset"),  # the body carries everything else
+        ("/v1/rope/positions?format=csv", {}, "format"),
+        ("/v1/rope/positions?format=npy", {"component": "cos"}, "format"),  # ids alone
+        ("/v1/rope/positions?format=npy&format=npy", {"sequences": [[{"text": 1}]]}, "format"),
+        ("/v1/rope/config?format=npy", None, "format"),  # JSON only
+    ],
+)
+def test_a_query_parameter_is_refused_not_ignored(
+    client: Client, path: str, body: dict[str, Any] | None, param: str
+) -> None:
+    config = {"model_type": "qwen2_vl", "head_dim": 128}
+    given = config if body is None else {"config": config, "segments": [{"text": 1}], **body}
+    if "sequences" in given:
+        del given["segments"]
+    response = client.post(path, json=given)
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"].startswith(f"{param}:"), response.text
 
 
 @pytest.mark.parametrize(

@@ -55,6 +55,7 @@ _POSITIONS = Extra(
     mrope_schemas.BODY_SCHEMA,
     mrope_schemas.ANSWER_SCHEMA,
     size=mrope_answer.size,
+    array=mrope_answer.positions_array,
 )
 
 _POSITIONS_VERIFY = Extra(

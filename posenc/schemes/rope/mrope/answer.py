@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from posenc.cost import Cost
 from posenc.declare import Limits, Sized
@@ -147,6 +148,20 @@ def positions(body: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
     # One sequence's ids stand at the top, several in a list: each array once.
     answer.update(answers[0] if key == "segments" else {"sequences": answers})
     return answer
+
+
+def positions_array(
+    body: Mapping[str, Any], limits: Limits
+) -> tuple[npt.NDArray[np.int64], dict[str, str]]:
+    """One sequence's ids alone, as ``format=npy`` sends them: int64 ``(3, n)``, the decode
+    delta in a header."""
+    if "sequences" in body:
+        raise InconsistentError("format", "npy holds one sequence's ids: JSON holds several")
+    if "component" in body:
+        raise InconsistentError("format", "npy holds the ids alone: JSON holds their table")
+    mrope, _, runs = _read(body, limits.max_values)
+    ids, delta = sequence_ids(runs[0], mrope.family)
+    return ids, {"X-Next-Position-Delta": str(delta)}
 
 
 # A diagnosis rebuilds the ids under each fault it knows (≈ ten arrays of the layout's ids,
