@@ -59,6 +59,7 @@ def measured(monkeypatch: pytest.MonkeyPatch) -> None:
         "beam": {"per_layer_type": 1, "head_dim": 128},
         "cohere_compass_text": {},
         "longcat_flash": {"rope_theta": 10000000.0, "head_dim": 64},
+        "embedding_gemma2_text": {"per_layer_type": 1, "head_dim": 256},
     }.items():
         monkeypatch.setitem(CLASS_DEFAULTS, model_type, defaults)
 
@@ -224,3 +225,28 @@ def test_longcat_flash_layers_are_its_attention_sublayers(client: Client) -> Non
     (rope,) = answer["ropes"]
     assert rope["layers"] == list(range(6)) and rope["rotary_dim"] == 64
     assert rope["apply"] == "interleaved_to_rotate_half"
+
+
+@pytest.mark.parametrize(
+    "heads",
+    [{"per_layer_config": {"05": {"head_dim": 512, "num_key_value_heads": 1}}}, {}],
+    ids=["as saved", "by its config class's default"],
+)
+def test_embedding_gemma2_full_attention_heads_are_twice_as_wide(
+    client: Client, heads: dict[str, Any]
+) -> None:
+    config = {
+        "model_type": "embedding_gemma2_text",
+        "hidden_size": 512,
+        "num_attention_heads": 4,
+        "head_dim": 256,
+        "layer_types": ["sliding_attention"] * 5 + ["full_attention"],
+        "rope_parameters": {
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+        },
+        **heads,
+    }
+    ropes = client.post("/v1/rope/config", json=config).json()["ropes"]
+    found = {rope["layer_types"][0]: (rope["rotary_dim"], rope["layers"]) for rope in ropes}
+    assert found == {"sliding_attention": (256, [0, 1, 2, 3, 4]), "full_attention": (512, [5])}

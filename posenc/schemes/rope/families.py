@@ -173,14 +173,7 @@ FAMILIES: dict[str, Family] = {
     "smollm3": Family(nope_interval=4),
     "llama4_text": Family(layout="interleaved", nope_interval=4),  # complex freqs_cis
     "mistral_large4_text": Family(apply=_DEEPSEEK_QK, nope_interval=4),
-    **dict.fromkeys(
-        (
-            "embedding_gemma2",
-            "embedding_gemma2_text",
-            "musicflamingo",
-        ),
-        Family(unanswered=_OWN_WIDTH),
-    ),
+    "musicflamingo": Family(unanswered=_OWN_WIDTH),
     **dict.fromkeys(
         (
             "bamba",
@@ -213,6 +206,10 @@ FAMILIES: dict[str, Family] = {
     ),
     "lfm3": Family(default_whole_head=True),
     "jetmoe": Family(head_key="kv_channels"),
+    # Gemma 4's wider full-attention heads (global_head_dim, default 512), under default ropes.
+    "embedding_gemma2_text": Family(
+        wide_layers=WideLayers("full_attention", "global_head_dim", 512)
+    ),
     # The text models of M-RoPE families, read alone: GLM-4V repeats its cache pairwise.
     "glm4v_text": Family(layout="interleaved", mrope="glm4v"),
     "glm4v_moe_text": Family(mrope="glm4v_moe"),
