@@ -74,22 +74,33 @@ def consecutive_positions(seq_len: int, offset: int) -> npt.NDArray[np.int64]:
 _HUGE_PAGE_ADVISED = 4 * 2**20
 _MADV_NOHUGEPAGE = 15
 _MADV_POPULATE_WRITE = 23
+_POPULATED_AT_ONCE = 64 * 2**10  # below this, a few faults cost less than the call
 
 
 def fresh_output(shape: tuple[int, ...], dtype: str, populate: bool = True) -> npt.NDArray[Any]:
     """``np.empty(shape, dtype)`` in small pages, with its pages already in place (Linux;
     elsewhere, or where the kernel refuses the advice, exactly ``np.empty``). Unpopulated, the
-    pages come as the loops first write them: rows sent while later ones are computed leave
-    without waiting for the whole table's pages."""
+    pages come part by part (:func:`fault_in`) as the loops reach them: rows sent while later
+    ones are computed leave without waiting for the whole table's pages."""
     out = np.empty(shape, dtype=dtype)
     if out.nbytes >= _HUGE_PAGE_ADVISED and sys.platform == "linux":
-        page = mmap.PAGESIZE
-        start = -(-out.ctypes.data // page) * page
-        length = (out.ctypes.data + out.nbytes) // page * page - start
-        madvise = _madvise()
-        if madvise(start, length, _MADV_NOHUGEPAGE) == 0 and populate:
-            madvise(start, length, _MADV_POPULATE_WRITE)
+        if _advise(out, _MADV_NOHUGEPAGE) and populate:
+            _advise(out, _MADV_POPULATE_WRITE)
     return out
+
+
+def fault_in(part: npt.NDArray[Any]) -> None:
+    """Fault in the whole pages of a contiguous part of a :func:`fresh_output` in one call, as
+    the loops are about to write it: cheaper than a fault per 4 KiB page."""
+    if part.nbytes >= _POPULATED_AT_ONCE and sys.platform == "linux":
+        _advise(part, _MADV_POPULATE_WRITE)
+
+
+def _advise(part: npt.NDArray[Any], advice: int) -> bool:
+    page = mmap.PAGESIZE
+    start = -(-part.ctypes.data // page) * page
+    length = (part.ctypes.data + part.nbytes) // page * page - start
+    return length <= 0 or _madvise()(start, length, advice) == 0
 
 
 @lru_cache(maxsize=1)

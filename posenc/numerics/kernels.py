@@ -43,7 +43,15 @@ import numpy.typing as npt
 
 from posenc.cancel import checkpoint
 from posenc.cost import Cost
-from posenc.numerics.exact import _SPLITTER, _TWO_PI_A, _TWO_PI_B, _TWO_PI_HI, _TWO_PI_LO, Turns
+from posenc.numerics.exact import (
+    _SPLITTER,
+    _TWO_PI_A,
+    _TWO_PI_B,
+    _TWO_PI_HI,
+    _TWO_PI_LO,
+    Turns,
+    fault_in,
+)
 from posenc.numerics.rotation import BLOCK, SMALL
 
 SIN_COS_INTERLEAVED, SIN_COS_SPLIT, ROPE_SPLIT, ROPE_INTERLEAVED = 0, 1, 2, 3
@@ -519,6 +527,9 @@ def rotated_table(
         while r < stop:
             checkpoint()
             end = min(stop, r + per_call)
+            if finished:  # its pages were left to come as written: bring this call's at once
+                for plane in out:
+                    fault_in(plane[r:end])
             # The supers of this part start at its first row: shift the rows by it.
             view = out[:, first:]
             finished_rows, count = _rotate_rows(
