@@ -69,7 +69,7 @@ class StreamedTable(Response):
             while not work.done():
                 await wake.wait()
                 wake.clear()
-                if latest and not work.done():
+                if latest and not sender.complete:
                     out, rows = latest[-1]
                     await sender.rows(out, rows)
             table = work.result()
@@ -82,12 +82,16 @@ class StreamedTable(Response):
                 work.cancel()
                 with contextlib.suppress(BaseException):
                     await work
-        await sender.rest(table)
+        if sender.buffer is not None and table.ctypes.data != sender.buffer:
+            # The rows sent were another array's: a broken promise of the scheme's table.
+            raise RuntimeError("a table reported rows of an array it did not return")
+        if not sender.complete:
+            await sender.rest(table)
 
 
 class _Sender:
     """The bytes of a table sent so far, from the first row on: a plane's rows are contiguous,
-    so the first plane leaves row by row and any other once the table is complete."""
+    so the first plane leaves row by row and any other once every row is final."""
 
     def __init__(
         self, send: Send, status: int, headers: list[tuple[bytes, bytes]], head: bytes
@@ -95,21 +99,24 @@ class _Sender:
         self.send, self.status, self.headers, self.head = send, status, headers, head
         self.sent = 0
         self.started = False
+        self.complete = False
         self.buffer: int | None = None  # the address of the array rows were sent from
 
     async def rows(self, out: Array, rows: int) -> None:
-        """``out`` (planes, rows, columns): its rows before ``rows`` are final in every plane."""
+        """``out`` (planes, rows, columns): its rows before ``rows`` are final in every plane.
+        Once all are, the rest leaves at once, while the table is being cached."""
         self.buffer = out.ctypes.data
+        values = out.data.cast("B").toreadonly()
+        if rows == out.shape[1]:
+            await self._body(values[self.sent :], more=False)
+            self.complete = True
+            return
         ready = rows * out.shape[2] * out.itemsize
-        # Once every row is final the table is all but returned: the rest leaves as one piece.
-        if self.sent < ready and rows < out.shape[1]:
-            values = out.data.cast("B").toreadonly()
+        if self.sent < ready:
             await self._body(values[self.sent : ready], more=True)
 
     async def rest(self, table: Array) -> None:
-        if self.buffer is not None and table.ctypes.data != self.buffer:
-            # The rows sent were another array's: the answer cannot be completed honestly.
-            raise RuntimeError("a table reported rows of an array it did not return")
+        """A table that told of no rows (computed another way) leaves whole."""
         values = np.ascontiguousarray(table).data.cast("B").toreadonly()
         await self._body(values[self.sent :], more=False)
 
