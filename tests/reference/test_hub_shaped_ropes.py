@@ -1,5 +1,6 @@
 """Model types whose default config their own model cannot run (GLM-4V's sections over the
-whole head, Cohere-Compass's missing rope per layer type) are refused on it by
+whole head, Cohere-Compass's missing rope per layer type) or no rope can turn (GLM-4.5's odd
+rotary width) are refused on it by
 ``test_model_ropes.py``; here their configs in the shape the Hub publishes, whose text rope the
 reader answers, are held to what transformers computes for them, as every model type is there.
 
@@ -58,6 +59,19 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "text_config": {**_GLM4V_TEXT, "model_type": "glm_image_text"},
     },
     "Cohere-Compass": {"model_type": "cohere_compass", "text_config": _COMPASS_TEXT},
+    # Its default heads are 4096 / 96 = 42 wide, half of which (21) no rope can turn.
+    "GLM-4.5": {
+        "model_type": "glm4_moe",
+        "hidden_size": 5120,
+        "num_attention_heads": 96,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "num_hidden_layers": 4,
+        "first_k_dense_replace": 1,
+        "partial_rotary_factor": 0.5,
+        "rope_theta": 1000000.0,
+        "max_position_embeddings": 131072,
+    },
 }
 
 
@@ -70,6 +84,7 @@ def _answered(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         "glm4v_moe_text": {"partial_rotary_factor": 0.5},
         "glm_image_text": {},
         "cohere_compass_text": {},
+        "glm4_moe": {"partial_rotary_factor": 0.5},
     }.items():
         monkeypatch.setitem(CLASS_DEFAULTS, model_type, defaults)
     yield
