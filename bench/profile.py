@@ -38,10 +38,13 @@ TABLES = (
 CATEGORIES = (
     ("frequencies of a new base", ("geometric_turns", "scaled (", "doubledouble", "Turns.from")),
     ("twiddles of a new base", ("_twiddles",)),
-    ("fresh pages of the output", ("fresh_output",)),
+    ("fresh pages of the output", ("fresh_output", "fault_in")),
     ("computation (compiled loops)", ("rotated_table", "exact_table")),
     ("cache insertion", ("posenc/cache.py",)),
-    ("sending (socket writes)", ("RequestResponseCycle.send", "_PiecesResponse.__call__")),
+    (
+        "sending (socket writes)",
+        ("RequestResponseCycle.send", "_PiecesResponse.__call__", "_Sender."),
+    ),
     ("body, ETag, headers", ("Body.of", "etag_for", "app/responses.py", "app/formats.py")),
     ("replay recording", ("app/replay.py",)),
     ("validation", ("solve_dependencies", "request_params_to_args")),

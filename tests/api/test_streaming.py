@@ -77,12 +77,13 @@ def _values(exchange: Exchange, fmt: str, dtype: str, shape: tuple[int, ...]) ->
     return np.frombuffer(body, dtype=dtype).reshape(shape)
 
 
+# Each several calls of the loops long (kernels._REPORTED_CALL), so several pieces are sent.
 CASES = [
     ("sinusoidal", 2048, 512, "float32", ""),
-    ("sinusoidal", 1500, 130, "float64", ""),
+    ("sinusoidal", 4000, 130, "float64", ""),
     ("rope", 8192, 128, "float32", "cos_sin"),
-    ("rope", 4096, 64, "float32", "sin"),
-    ("rope", 3000, 96, "float64", "cos_sin"),
+    ("rope", 16384, 64, "float32", "sin"),
+    ("rope", 6000, 96, "float64", "cos_sin"),
 ]
 
 
@@ -108,7 +109,7 @@ def test_a_cold_table_streamed_is_the_cores_table_bit_for_bit(
     served = _values(cold, fmt, dtype, expected.shape)
     assert served.shape == expected.shape and served.tobytes() == expected.tobytes()
     # Rows left in more pieces than a head and its values: they went as they were computed.
-    assert len(cold.bodies) > 3
+    assert len(cold.bodies) >= 3 + (fmt == "npy")
     again = _get(app, f"/v1/{scheme}/table", query)  # replayed as it was sent
     assert again.bodies == cold.bodies
     assert dict(again.sent[0]["headers"])[b"etag"] == headers[b"etag"]

@@ -90,7 +90,7 @@ def test_the_rows_reported_finished_are_final(scheme: str, dtype: DType, threads
         buffers.add(out.ctypes.data)
         reports.append((rows, out[:, :rows].tobytes()))
 
-    rows = 5000
+    rows = 20_000  # several calls of the loops (kernels._REPORTED_CALL) in each thread
     if scheme == "rope":
         params = RopeParams(d_model=128)
         table = rope.table(params, rows, 321, dtype, "cos_sin", threads, finished=finished)
