@@ -84,6 +84,51 @@ CASES: dict[str, tuple[dict[str, Any], list[list[int]]]] = {
         [[1, 24, 24]],
     ),
     "llama4 defaults": ({"model_type": "llama4"}, [[1, 32, 32]]),
+    # Qwen2.5-Omni-7B's tower, in its thinker: Qwen2.5-VL's windows.
+    "qwen2_5_omni": (
+        {"model_type": "qwen2_5_omni", "thinker_config": {"vision_config": _QWEN2_5}},
+        [[1, 4, 6], [2, 20, 12], [1, 34, 50]],
+    ),
+    "qwen2_5_omni defaults": ({"model_type": "qwen2_5_omni"}, [[1, 12, 20]]),
+    "qwen3_omni_moe": (
+        {
+            "model_type": "qwen3_omni_moe",
+            "thinker_config": {
+                "vision_config": {"hidden_size": 1152, "num_heads": 16, "patch_size": 16}
+            },
+        },
+        [[1, 4, 6], [2, 30, 22]],
+    ),
+    "qwen3_omni_moe defaults": ({"model_type": "qwen3_omni_moe"}, [[1, 8, 6]]),
+    "exaone4_5": ({"model_type": "exaone4_5"}, [[1, 16, 8], [2, 20, 12]]),
+    "exaone4_5 windows": (
+        {"model_type": "exaone4_5", "vision_config": {**_QWEN2_5, "window_size": 56}},
+        [[1, 14, 10]],
+    ),
+    "ernie4_5_vl_moe": (
+        {"model_type": "ernie4_5_vl_moe", "vision_config": {"hidden_size": 1280, "num_heads": 16}},
+        [[1, 4, 6], [2, 12, 18]],
+    ),
+    "cohere_compass": ({"model_type": "cohere_compass"}, [[1, 4, 6], [1, 30, 22]]),
+    # LFM3-VL's vision config defaults θ to 10^6.
+    "lfm3_vl": ({"model_type": "lfm3_vl"}, [[1, 4, 6], [2, 32, 24]]),
+    "lfm3_vl θ": (
+        {"model_type": "lfm3_vl", "vision_config": {"rope_parameters": {"rope_theta": 10000.0}}},
+        [[1, 8, 6]],
+    ),
+    # Blocks of 1, whatever spatial_merge_size says: odd grids too.
+    "paddleocr_vl": (
+        {
+            "model_type": "paddleocr_vl",
+            "vision_config": {"hidden_size": 1152, "num_attention_heads": 16, "patch_size": 14},
+        },
+        [[1, 1, 1], [1, 5, 7], [1, 28, 40]],
+    ),
+    "kimi_k25": ({"model_type": "kimi_k25"}, [[1, 1, 1], [1, 5, 7], [3, 6, 4], [1, 32, 44]]),
+    "kimi_k25 narrow": (
+        {"model_type": "kimi_k25", "vision_config": {"hidden_size": 64, "num_attention_heads": 4}},
+        [[1, 3, 9]],
+    ),
 }
 
 
@@ -173,6 +218,10 @@ def _ulps_from_exact(ours: npt.NDArray[np.float32], exact: Any) -> float:
         ("pixtral", [1, 12, 20]),
         ("llama4", [1, 24, 24]),
         ("glm4v", [1, 8, 6]),
+        ("qwen2_5_omni", [1, 4, 6]),
+        ("lfm3_vl", [1, 4, 6]),
+        ("paddleocr_vl", [1, 5, 7]),
+        ("kimi_k25", [1, 5, 7]),
     ],
 )
 def test_the_exact_table_is_the_formula_rounded_once(
@@ -256,6 +305,26 @@ def test_a_tower_not_answered_is_refused_by_name(client: Client, model_type: str
             {"model_type": "qwen3_vl", "vision_config": {"rope_theta": 0.5}},
             [1, 4, 4],
             "config.vision_config.rope_theta",
+        ),
+        (
+            {"model_type": "qwen2_5_omni", "thinker_config": {"vision_config": [1]}},
+            [1, 4, 4],
+            "config.thinker_config.vision_config",
+        ),
+        (
+            {"model_type": "qwen3_omni_moe", "thinker_config": "thinker"},
+            [1, 4, 4],
+            "config.thinker_config",
+        ),
+        (
+            {"model_type": "qwen3_omni_moe", "thinker_config": {"vision_config": {"num_heads": 7}}},
+            [1, 4, 4],
+            "config.thinker_config.vision_config.num_heads",
+        ),
+        (
+            {"model_type": "kimi_k25", "vision_config": {"rope_parameters": {"rope_type": "yarn"}}},
+            [1, 4, 4],
+            "config.vision_config.rope_parameters.rope_type",
         ),
     ],
 )

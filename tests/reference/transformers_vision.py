@@ -5,9 +5,11 @@ of the /v1/rope/vision comparison; CPU only, no weights.
 The config is built by the model type's own config class from the body's dict. Then:
 
 * Qwen2-VL's kin: ``transformers.vision_utils.get_vision_position_ids`` and the tower's rotary
-  class (its ``__init__`` makes only ``inv_freq``); Qwen2.5-VL's cos/sin and ids then go through
-  ``get_vision_window_index`` and the tower's own ``permute_input_for_window_attn``, called on
-  a bare instance (``nn.Module.__init__`` only).
+  class (its ``__init__`` makes only ``inv_freq``), with the merge size its tower's ``forward``
+  passes (1 for PaddleOCR-VL and Kimi K2.5); the windowed towers' (Qwen2.5-VL, Qwen2.5-Omni's,
+  EXAONE 4.5's) cos/sin and ids then go through ``get_vision_window_index`` and the tower's own
+  ``permute_input_for_window_attn``, called on a bare instance (``nn.Module.__init__`` only).
+  The Qwen-Omni towers' configs are built inside their thinker's.
 * Pixtral: the ids its vision model's ``forward`` builds inline (a meshgrid per image; the
   ``t`` images of the grid one after another) and ``PixtralVisionRotaryEmbedding``.
 * Llama 4: ``Llama4VisionRotaryEmbedding``'s ``freqs_ci`` (complex, one per pair), as the cos
@@ -43,7 +45,25 @@ ROTARY: dict[str, str] = {
     "glm_ocr": "glm_ocr.GlmOcrVisionRotaryEmbedding",
     "pixtral": "pixtral.PixtralVisionRotaryEmbedding",
     "llama4": "llama4.Llama4VisionRotaryEmbedding",
+    "qwen2_5_omni": "qwen2_5_omni.Qwen2_5OmniVisionRotaryEmbedding",
+    "qwen3_omni_moe": "qwen3_omni_moe.Qwen3OmniMoeVisionRotaryEmbedding",
+    "exaone4_5": "exaone4_5.Exaone4_5_VisionRotaryEmbedding",
+    "ernie4_5_vl_moe": "ernie4_5_vl_moe.Ernie4_5_VLMoeVisionRotaryEmbedding",
+    "cohere_compass": "cohere_compass.CohereCompassVisionRotaryEmbedding",
+    "lfm3_vl": "lfm3_vl.Lfm3VlVisionRotaryEmbedding",
+    "paddleocr_vl": "paddleocr_vl.PaddleOCRVisionRotaryEmbedding",
+    "kimi_k25": "kimi_k25.Kimi_K25VisionRotaryEmbedding",
 }
+# The towers that reorder patches into attention windows: module.class of the tower.
+WINDOWED: dict[str, str] = {
+    "qwen2_5_vl": "qwen2_5_vl.Qwen2_5_VisionTransformerPretrainedModel",
+    "qwen2_5_omni": "qwen2_5_omni.Qwen2_5OmniVisionEncoder",
+    "exaone4_5": "exaone4_5.Exaone4_5_VisionModel",
+}
+# The towers whose forward asks get_vision_position_ids for blocks of 1, not their config's.
+_RASTER = {"paddleocr_vl", "kimi_k25"}
+# Where the tower's config sits in the built config, when not at vision_config.
+_THINKER = {"qwen2_5_omni", "qwen3_omni_moe"}
 
 
 def _class(dotted: str) -> Any:
@@ -59,7 +79,12 @@ def _vision(config: dict[str, Any]) -> tuple[str, Any]:
     model_type = body.pop("model_type")
     with _quiet():
         built = CONFIG_MAPPING[model_type](**body)
-    vision = built if model_type == "pixtral" else built.vision_config
+    if model_type == "pixtral":
+        vision = built
+    elif model_type in _THINKER:
+        vision = built.thinker_config.vision_config
+    else:
+        vision = built.vision_config
     kind = "pixtral" if vision.model_type == "pixtral" else model_type
     return kind, vision
 
@@ -76,6 +101,8 @@ def pair_frequencies(config: dict[str, Any]) -> Array:
         inv_freq = _class(ROTARY[kind])(vision).inv_freq
     if kind == "pixtral":  # already [even frequencies (rows), odd ones (columns)]
         return inv_freq.numpy()
+    if kind == "kimi_k25":  # each frequency twice, column then row
+        return torch.repeat_interleave(inv_freq, 2).numpy()
     return torch.cat([inv_freq, inv_freq]).numpy()
 
 
@@ -95,10 +122,11 @@ def reference(config: dict[str, Any], grid: list[int]) -> tuple[Array, Array, Ar
         else:
             from transformers.vision_utils import get_vision_position_ids
 
-            ids = get_vision_position_ids(grid_thw, vision.spatial_merge_size)
+            merge = 1 if kind in _RASTER else vision.spatial_merge_size
+            ids = get_vision_position_ids(grid_thw, merge)
         cos, sin = rotary(x, ids)
-        if kind == "qwen2_5_vl":
-            cos, sin, ids = _windows(vision, grid_thw, cos, sin, ids)
+        if kind in WINDOWED:
+            cos, sin, ids = _windows(_class(WINDOWED[kind]), vision, grid_thw, cos, sin, ids)
     return cos.numpy(), sin.numpy(), ids.numpy().astype(np.int64)
 
 
@@ -113,22 +141,24 @@ def _pixtral_ids(grid: list[int]) -> torch.Tensor:
 
 
 def _windows(
-    vision: Any, grid_thw: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, ids: torch.Tensor
+    tower_class: Any,
+    vision: Any,
+    grid_thw: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    ids: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import (
-        Qwen2_5_VisionTransformerPretrainedModel as Tower,
-    )
     from transformers.vision_utils import get_vision_window_index
 
     window_index, _ = get_vision_window_index(
         grid_thw, vision.spatial_merge_size, vision.window_size, vision.patch_size
     )
-    tower = Tower.__new__(Tower)
+    tower = tower_class.__new__(tower_class)
     torch.nn.Module.__init__(tower)
     tower.spatial_merge_unit = vision.spatial_merge_size**2
     n = len(ids)
     cos, sin, ids = (
-        Tower.permute_input_for_window_attn(tower, part, window_index, seq_len=n)
+        tower_class.permute_input_for_window_attn(tower, part, window_index, seq_len=n)
         for part in (cos, sin, ids)
     )
     return cos, sin, ids

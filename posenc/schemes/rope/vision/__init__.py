@@ -1,5 +1,5 @@
-"""The 2-D rope of vision towers (Qwen2-VL and its kin, Pixtral, Llama 4): the cos/sin each
-patch of a grid is turned by, in the order the tower's attention sees the patches.
+"""The 2-D rope of vision towers (Qwen2-VL and its kin, Kimi K2.5, Pixtral, Llama 4): the
+cos/sin each patch of a grid is turned by, in the order the tower's attention sees the patches.
 
 - :mod:`.families`: which towers have one and how it turns, as data;
 - :mod:`.config`: a config.json → the family, head width, θ and what orders the patches;

@@ -2,8 +2,10 @@
 orders the patches (the spatial merge, Qwen2.5-VL's windows, Llama 4's fixed grid).
 
 θ is read where transformers reads it: the vision config's ``rope_parameters.rope_theta``, else
-its legacy ``rope_theta``, else 10000 (every vision config class's default). Other keys default
-to the vision config class's values (:data:`~.families.VISION_FAMILIES`).
+its legacy ``rope_theta``, else the vision config class's ``default_theta`` (10000 but for
+LFM3-VL's 10^6). Other keys default to the vision config class's values
+(:data:`~.families.VISION_FAMILIES`); the vision config is read where the family says it sits
+(``thinker_config.vision_config`` for the Qwen-Omni thinkers).
 """
 
 from __future__ import annotations
@@ -21,11 +23,11 @@ from posenc.schemes.rope.vision.families import (
     VisionFamily,
 )
 
-_DEFAULT_THETA = 10000.0
-# The rope types each family's module takes: the Qwen and Pixtral modules raise on any other
-# (transformers standardises "default" to "axial"); Llama 4's reads rope_theta alone.
+# The rope types each family's module takes: the Qwen, Kimi and Pixtral modules raise on any
+# other (transformers standardises "default" to "axial"); Llama 4's reads rope_theta alone.
 _ROPE_TYPES = {
     "qwen": ("axial", "default"),
+    "kimi": ("axial", "default"),
     "pixtral": ("axial", "default"),
     "llama4": ("default",),
 }
@@ -37,7 +39,7 @@ class VisionRope:
     family: VisionFamily
     head_dim: int
     theta: float
-    spatial_merge_size: int | None  # the qwen family's merge blocks
+    spatial_merge_size: int | None  # the merge blocks of the qwen and kimi families
     window: int | None  # Qwen2.5-VL: merged patches a side of an attention window
     side: int | None  # Llama 4: patches a side of its grid
 
@@ -61,25 +63,34 @@ def _family(config: Mapping[str, Any]) -> tuple[str, VisionFamily, Mapping[str, 
         raise ParameterError("config.model_type", "is required: it names the vision tower")
     if model_type == PIXTRAL_TOWER:  # the tower's own config
         return model_type, VISION_FAMILIES[model_type], config, "config"
-    vision = config.get("vision_config")
-    if vision is None:
-        vision = {}
-    if not isinstance(vision, Mapping):
-        raise ParameterError("config.vision_config", "must be an object")
+    family = VISION_FAMILIES.get(model_type)
+    vision, at = _nested(config, family.at if family else ("vision_config",))
     if vision.get("model_type") == PIXTRAL_TOWER:
-        return model_type, VISION_FAMILIES[PIXTRAL_TOWER], vision, "config.vision_config"
+        return model_type, VISION_FAMILIES[PIXTRAL_TOWER], vision, at
     # A model type the document allows whose tower has no rope answered here: the config and
     # the operation disagree (as the contract's refusals of schema-valid bodies are typed).
     if model_type in UNANSWERED:
         raise InconsistentError("config.model_type", f"{model_type!r}: {UNANSWERED[model_type]}")
-    if model_type not in VISION_FAMILIES:
+    if family is None:
         known = ", ".join(sorted(VISION_FAMILIES))
         raise InconsistentError(
             "config.model_type",
             f"{model_type!r} has no vision rope here (a Pixtral tower is read from any type "
             f"whose vision_config.model_type is 'pixtral'); known: {known}",
         )
-    return model_type, VISION_FAMILIES[model_type], vision, "config.vision_config"
+    return model_type, family, vision, at
+
+
+def _nested(config: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[Mapping[str, Any], str]:
+    """The sub-config at ``keys`` and its place in the body; a missing or null one is the config
+    class's defaults, as transformers builds it."""
+    found, at = config, "config"
+    for key in keys:
+        inner, at = found.get(key), f"{at}.{key}"
+        if inner is not None and not isinstance(inner, Mapping):
+            raise ParameterError(at, "must be an object")
+        found = {} if inner is None else inner
+    return found, at
 
 
 def _key(vision: Mapping[str, Any], family: VisionFamily, name: str, at: str) -> int:
@@ -112,7 +123,7 @@ def _theta(vision: Mapping[str, Any], family: VisionFamily, at: str) -> float:
     if theta is None:
         theta, field = number(vision, "rope_theta", at), f"{at}.rope_theta"
     if theta is None:
-        return _DEFAULT_THETA
+        return family.theta
     if not 1 < theta <= 1e12:
         raise ParameterError(field, f"must be in (1, 1e12], got {theta!r}")
     return theta
@@ -149,7 +160,9 @@ def read(config: Mapping[str, Any]) -> VisionRope:
     head = _head_dim(vision, family, at)
     theta = _theta(vision, family, at)
     merge = window = side = None
-    if family.kind == "qwen":
+    if family.merge is not None:
+        merge = family.merge
+    elif family.kind == "qwen":
         merge = _key(vision, family, "spatial_merge_size", at)
     if family.window:
         assert merge is not None

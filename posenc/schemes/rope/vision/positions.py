@@ -1,10 +1,11 @@
 """The patches of a ``[t, h, w]`` grid in the order a vision tower's attention sees them, each
 as the ``(row, column)`` its rope turns by.
 
-- ``qwen``: each frame's patches in ``m × m`` merge blocks, blocks in raster order
+- ``qwen`` and ``kimi``: each frame's patches in ``m × m`` merge blocks, blocks in raster order
   (``transformers.vision_utils.get_vision_position_ids``), frame after frame; with Qwen2.5-VL's
   windows, the blocks regrouped window by window (``get_vision_window_index``), as its tower
-  permutes hidden states and cos/sin alike before the first block.
+  permutes hidden states and cos/sin alike before the first block. PaddleOCR-VL's and Kimi's
+  blocks are of 1: raster order.
 - ``pixtral``: raster order, each of the ``t`` images alike.
 - ``llama4``: raster order of its fixed grid counted from 1 (column and row + 1, as its module
   adds), then the CLS token at ``(0, 0)``: it turns by nothing.

@@ -66,7 +66,7 @@ _VISION: dict[str, Any] = {
     ],
     "additionalProperties": False,
     "properties": {
-        "family": {"type": "string", "enum": ["qwen", "pixtral", "llama4"]},
+        "family": {"type": "string", "enum": ["qwen", "kimi", "pixtral", "llama4"]},
         "head_dim": {"type": "integer"},
         "theta": {"type": "number"},
         "layout": {
@@ -77,7 +77,8 @@ _VISION: dict[str, Any] = {
         },
         "spatial_merge_size": {
             "type": ["integer", "null"],
-            "description": "the merge blocks that order the patches (Qwen, GLM)",
+            "description": "the merge blocks that order the patches (Qwen, GLM; 1, raster "
+            "order, for PaddleOCR-VL and Kimi)",
         },
         "window": {
             "type": ["integer", "null"],

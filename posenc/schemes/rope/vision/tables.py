@@ -5,7 +5,7 @@ Every pair of the head turns by one axis of the patch at one frequency of a one-
 (:func:`columns`). So every value is a value of that rope at one of the patch's two ids, and the
 table is the rope's at all ``2n`` ids at once (:func:`posenc.schemes.rope.maths.encode`, exact
 or framework), each pair then taken from the row and column it reads, and expanded to the
-family's layout: ``rotate_half`` halves (``split``) for Qwen and Pixtral, complex pairs
+family's layout: ``rotate_half`` halves (``split``) for Qwen, Kimi and Pixtral, complex pairs
 (``interleaved``) for Llama 4. The exact and framework recipes keep their bounds: a value is
 only moved, never recomputed.
 """
@@ -25,8 +25,8 @@ from posenc.schemes.rope.vision.config import VisionRope
 
 
 def rope_of(vision: VisionRope, recipe: Recipe) -> RopeParams:
-    """The one-dimensional rope whose frequencies the tower uses: a half-width head's for Qwen
-    and Llama 4 (``spatial_dim = d/2``, ``freq_dim = d/2``), the whole head's for Pixtral."""
+    """The one-dimensional rope whose frequencies the tower uses: a half-width head's for Qwen,
+    Kimi and Llama 4 (``spatial_dim = d/2``, ``freq_dim = d/2``), the whole head's for Pixtral."""
     width = vision.head_dim if vision.family.kind == "pixtral" else vision.head_dim // 2
     return RopeParams(d_model=width, base=vision.theta, recipe=recipe)
 
@@ -47,6 +47,8 @@ def columns(vision: VisionRope) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.in
         return np.concatenate([first, second]), np.concatenate([2 * k, 2 * k + 1])
     if vision.family.kind == "llama4":  # the column (x) first
         return np.concatenate([second, first]), np.concatenate([k, k])
+    if vision.family.kind == "kimi":  # column then row, frequency by frequency
+        return np.tile(np.array([1, 0], np.intp), quarter), np.repeat(k, 2)
     return np.concatenate([first, second]), np.concatenate([k, k])
 
 
