@@ -248,7 +248,7 @@ def test_gpt_j_pairs_interleave_and_give_its_rotary_dim(client: Client) -> None:
             {"text_config": {"model_type": "llama", "head_dim": 63}},
             "text_config.partial_rotary_factor",
         ),
-        ({"model_type": "nanochat", "head_dim": 64}, "model_type"),
+        ({"model_type": "ernie4_5_vl_moe_text", "head_dim": 64}, "model_type"),
         ({"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12}, "model_type"),
         ({"model_type": "roformer", "head_dim": 64}, "model_type"),
         ({"head_dim": 64, "num_hidden_layers": 10**6}, "num_hidden_layers"),

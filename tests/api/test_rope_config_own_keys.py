@@ -60,6 +60,7 @@ def measured(monkeypatch: pytest.MonkeyPatch) -> None:
         "cohere_compass_text": {},
         "longcat_flash": {"rope_theta": 10000000.0, "head_dim": 64},
         "embedding_gemma2_text": {"per_layer_type": 1, "head_dim": 256},
+        "nanochat": {},
     }.items():
         monkeypatch.setitem(CLASS_DEFAULTS, model_type, defaults)
 
@@ -250,3 +251,17 @@ def test_embedding_gemma2_full_attention_heads_are_twice_as_wide(
     ropes = client.post("/v1/rope/config", json=config).json()["ropes"]
     found = {rope["layer_types"][0]: (rope["rotary_dim"], rope["layers"]) for rope in ropes}
     assert found == {"sliding_attention": (256, [0, 1, 2, 3, 4]), "full_attention": (512, [5])}
+
+
+def test_nanochat_turns_the_cache_pairs_the_other_way(client: Client) -> None:
+    config = {
+        "model_type": "nanochat",
+        "hidden_size": 1280,
+        "num_attention_heads": 10,
+        "num_hidden_layers": 20,
+        "max_position_embeddings": 2048,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+    }
+    (rope,) = client.post("/v1/rope/config", json=config).json()["ropes"]
+    assert rope["apply"] == "reversed" and rope["params"]["layout"] == "split"
+    assert rope["rotary_dim"] == 128

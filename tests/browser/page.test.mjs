@@ -331,7 +331,7 @@ test("a refused config names the field; a failed request, a broken link say so; 
   await page.locator("#view-config").screenshot({ path: join(ARTIFACTS, "views", "1200-gemma3-config.png") });
 
   // The field is the one the service names (["body", "<field>"]); the page must show it.
-  const refused = JSON.stringify({ model_type: "nanochat", head_dim: 64 });
+  const refused = JSON.stringify({ model_type: "ernie4_5_vl_moe_text", head_dim: 64 });
   const answer = await fetch(`${BASE}/v1/rope/config`, { method: "POST", headers: { "Content-Type": "application/json" }, body: refused });
   assert.equal(answer.status, 422, "the test needs a config the service refuses: choose another if it now answers this one");
   const field = (await answer.json()).errors[0].loc.slice(1).join(".");

@@ -97,8 +97,11 @@ def _layer_sets(ropes: Mapping[frozenset[int], Any]) -> list[list[int]]:
 def _rope_misfit(answered: LayerRope, rope: ReferenceRope) -> str | None:
     ours, layout = answered.params, rope.layout
     applied = answered.apply or ours.layout
+    sign = 1
+    if applied == "reversed":  # the cache's own pairs, turned by −θ
+        applied, sign = ours.layout, -1
     pairing = (_LAYOUTS.get(layout.kind), layout.offset, layout.sign, layout.frequency_order)
-    if pairing != (applied, 0, 1, "ascending"):
+    if pairing != (applied, 0, sign, "ascending"):
         return f"the model pairs {layout.kind} (offset {layout.offset}), answered {applied}"
     # A proportional rope's cache spans the head, of which the first rotary_pairs pairs turn.
     turned = ours.d_model if ours.rotary_pairs is None else 2 * ours.rotary_pairs

@@ -304,11 +304,12 @@ _ROPE_ANSWER: dict[str, Any] = {
         "partial_rotary_factor": _NUMBER,
         "apply": {
             "type": ["string", "null"],
-            "enum": ["interleaved", "interleaved_to_rotate_half", None],
+            "enum": ["interleaved", "interleaved_to_rotate_half", "reversed", None],
             "description": "the pairs q and k turn in, where the model's apply call re-lays "
             "the cache (params.layout) before rotating: interleaved = (2i, 2i+1); "
             "interleaved_to_rotate_half = pairs (2i, 2i+1) of q/k turned and written to "
-            "(i, i + d/2), DeepSeek's rope_interleave",
+            "(i, i + d/2), DeepSeek's rope_interleave; reversed = the cache's own pairs turned "
+            "the other way, by −θ (its sin negated), NanoChat's",
         },
         "query_scaling": {
             "type": ["object", "null"],

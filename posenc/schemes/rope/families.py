@@ -48,7 +48,8 @@ class Family:
 
     layout: Layout = "split"  # how the rotary module lays out its cos/sin
     # The pairs q/k turn in, where the apply call re-lays the cache: "interleaved", or DeepSeek's
-    # "interleaved_to_rotate_half" (pairs (2i, 2i+1) of q/k written to (i, i + d/2)).
+    # "interleaved_to_rotate_half" (pairs (2i, 2i+1) of q/k written to (i, i + d/2)), or
+    # "reversed" (the cache's own pairs, turned by −θ).
     apply: str | None = None
     apply_key: str | None = None  # the config flag that turns ``apply`` on or off (APPLY_KEYS)
     partial_rotary_factor: float | None = None  # the default when the config gives none
@@ -259,7 +260,8 @@ FAMILIES: dict[str, Family] = {
     "longcat_flash": Family(apply=_DEEPSEEK_QK, blocks=("num_layers", 2)),
     "nemotron_h": Family(unanswered="its text model applies no rope"),
     "roformer": Family(unanswered="computes its sinusoid table in float64 by a recipe of its own"),
-    "nanochat": Family(unanswered="rotates the other way (its sine negated); not answered yet"),
+    # Its rotate_half turns each pair of the cache the other way (by −θ: its sin negated).
+    "nanochat": Family(apply="reversed"),
 }
 
 UNANSWERED_KEYS: dict[str, str] = {
