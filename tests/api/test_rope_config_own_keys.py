@@ -1,8 +1,9 @@
 """POST /v1/rope/config for families whose config keeps its sizes, its text model or its rope's
-switch under keys of its own (DBRX, Dia, Moonshine, MiniMax-M3-VL, Wav2Vec2-Conformer), whose
-layer types may have no rope (Beam, Cohere-Compass), and for the text models of M-RoPE families
-read alone (GLM-4V, Cosmos-3-Edge): configs as the Hub publishes them, and the default configs
-their own models cannot run."""
+switch under keys of its own (Dia, Moonshine, MiniMax-M3-VL, Wav2Vec2-Conformer) or its base
+where transformers does not read it (DBRX), whose layer types may have no rope (Beam,
+Cohere-Compass), and for the text models of M-RoPE families read alone (GLM-4V,
+Cosmos-3-Edge): configs as the Hub publishes them, and the default configs their own models
+cannot run."""
 
 from __future__ import annotations
 
@@ -50,7 +51,6 @@ def measured(monkeypatch: pytest.MonkeyPatch) -> None:
     from posenc.schemes.rope.class_defaults import CLASS_DEFAULTS
 
     for model_type, defaults in {
-        "dbrx": {},
         "moonshine": {"partial_rotary_factor": 0.9},
         "minimax_m3_vl_text": {"rope_theta": 5000000.0, "head_dim": 128},
         "wav2vec2-conformer": {},
@@ -71,18 +71,14 @@ def _refused_at(client: Client, config: dict[str, Any]) -> list[str]:
     return [str(part) for part in response.json()["errors"][0]["loc"]]
 
 
-def test_dbrx_sizes_are_read_under_its_own_names(client: Client) -> None:
-    answer = client.post("/v1/rope/config", json=DBRX).json()
-    assert answer["head_dim"] == 128 and answer["num_hidden_layers"] == 40
-    assert answer["max_position_embeddings"] == 32768
-    (rope,) = answer["ropes"]
-    assert rope["rotary_dim"] == 128 and rope["params"]["base"] == 10000.0
-
-
-def test_dbrx_base_transformers_does_not_read_is_refused(client: Client) -> None:
-    # The checkpoint says 500000; transformers 5 turns by rope_parameters' 10000.
-    config = {**DBRX, "attn_config": {**DBRX["attn_config"], "rope_theta": 500000}}
-    assert _refused_at(client, config) == ["body", "attn_config.rope_theta"]
+def test_dbrx_is_refused_with_or_without_the_base_transformers_does_not_read(
+    client: Client,
+) -> None:
+    # The checkpoint says 500000, and its attention needs the key; transformers 5 turns by
+    # rope_parameters' 10000. Without the key, DBRX cannot be built at all.
+    hub = {**DBRX, "attn_config": {**DBRX["attn_config"], "rope_theta": 500000}}
+    for config in (hub, DBRX):
+        assert _refused_at(client, config) == ["body", "model_type"]
 
 
 def test_dia_is_read_from_its_decoder_config(client: Client) -> None:

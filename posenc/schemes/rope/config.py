@@ -206,10 +206,7 @@ def _family(text: Mapping[str, Any]) -> Family:
     """The config's family (Llama's conventions when it names none), or a 422 naming the key
     that makes its rope something the service does not answer."""
     for key, why in UNANSWERED_KEYS.items():
-        found: Any = text
-        for part in key.split("."):
-            found = found.get(part) if isinstance(found, Mapping) else None
-        if found is not None:
+        if text.get(key) is not None:
             raise ParameterError(key, why)
     model_type = text.get("model_type")
     if model_type is None:

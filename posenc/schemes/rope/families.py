@@ -223,15 +223,10 @@ FAMILIES: dict[str, Family] = {
     # Its default config, with no rope per layer type, is one its model cannot run (refused).
     "cohere_compass_text": Family(mrope="cohere_compass", null_ropes=True),
     "beam": Family(null_ropes=True),
-    # DBRX's config names its sizes its own way; its attn_config.rope_theta is refused
-    # (UNANSWERED_KEYS): transformers 5 turns by rope_parameters' base instead.
     "dbrx": Family(
-        aliases=(
-            ("hidden_size", "d_model"),
-            ("num_attention_heads", "n_heads"),
-            ("num_hidden_layers", "n_layers"),
-            ("max_position_embeddings", "max_seq_len"),
-        )
+        unanswered="its attention cannot be built without attn_config.rope_theta, which "
+        "transformers 5 then ignores, turning by rope_parameters (default 10000): the "
+        "checkpoint's base and transformers' differ"
     ),
     # One rotary module, sized by the decoder's heads, for the encoder's layers and the
     # decoder's; the apply call repeats the cache's first half pairwise.
@@ -268,8 +263,6 @@ UNANSWERED_KEYS: dict[str, str] = {
     "text_config": "must be the text model's config, an object, at a place the reader looks "
     "(text_config, vlm_config.text_config, thinker_config.text_config …)",
     "mrope_section": "multimodal rope (M-RoPE) is not answered yet",
-    "attn_config.rope_theta": "is DBRX's base, which transformers 5 does not read (it turns by "
-    "rope_parameters, default 10000): the checkpoint's base and transformers' differ",
 }
 
 # Where a config class's get_text_config finds its text model, where that is not one of
