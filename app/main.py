@@ -98,7 +98,7 @@ def create_app(settings: Settings | None = None, schemes: tuple[Scheme, ...] = S
         allow_credentials=False,
         allow_methods=["GET", "POST", "OPTIONS"],
         allow_headers=["*"],
-        expose_headers=["X-Array-Shape", "X-Array-Dtype", "ETag"],
+        expose_headers=["X-Array-Shape", "X-Array-Dtype", "ETag", "X-Next-Position-Delta"],
     )
     app.add_middleware(SecurityHeadersMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)

@@ -284,12 +284,15 @@ def rows_of(scheme: Scheme, query: BaseModel, params: Any) -> Rows:
 
 
 def list_fields(model_type: type[BaseModel]) -> frozenset[str]:
-    """Fields that take a list, whose repeated query items are kept together."""
+    """Fields that take a list, whose repeated query items are kept together: ``list[…]``
+    itself, in a union (``X | None``, ``typing.Union``) or under ``Annotated``."""
     found = set()
     for name, info in model_type.model_fields.items():
         annotation = info.annotation
-        options = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else ()
-        for option in (annotation, *options):
+        union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+        for option in (annotation, *(typing.get_args(annotation) if union else ())):
+            if typing.get_origin(option) is typing.Annotated:
+                option = typing.get_args(option)[0]
             if typing.get_origin(option) is list:
                 found.add(name)
     return frozenset(found)

@@ -229,7 +229,7 @@ def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
         responses=documents.extra_responses(extra),
         openapi_extra={
             "requestBody": documents.extra_body(extra),
-            "parameters": [documents.EXTRA_FORMAT] if extra.array is not None else [],
+            **({"parameters": [documents.EXTRA_FORMAT]} if extra.array is not None else {}),
         },
     )
 
@@ -282,12 +282,14 @@ def _chosen(schemes: dict[str, Scheme], name: Any) -> Scheme:
     return found
 
 
-def _query_of(request: Request, query_model: type[BaseModel]) -> BaseModel:
-    """The alias's query, less ``scheme``, validated by the chosen scheme's model."""
+def _query_of(
+    request: Request, query_model: type[BaseModel], skip: str | None = None
+) -> BaseModel:
+    """The query validated by ``query_model`` (less ``skip``: an alias's ``scheme``)."""
     listed = list_fields(query_model)
     given: dict[str, Any] = {}
     for key, value in request.query_params.multi_items():
-        if key == "scheme":
+        if key == skip:
             continue
         if key in listed:
             given.setdefault(key, []).append(value)
@@ -317,7 +319,7 @@ def _alias_get(
         if name not in scheme.endpoints:
             reason = "it has no per-position vectors; /table gives its pairwise array"
             raise NotApplicableError("scheme", scheme.name, reason)
-        query = _query_of(request, model(scheme, endpoint))
+        query = _query_of(request, model(scheme, endpoint), skip="scheme")
         return _canonical_link(await handler(request, scheme, query), request, scheme, name)
 
     return alias
@@ -338,7 +340,7 @@ def _alias_post_encode(schemes: dict[str, Scheme]) -> Callable[[Request], Awaita
             chosen.append(_chosen(schemes, named or given or DEFAULT))
             return chosen[0]
 
-        query = _query_of(request, documents.FormatOnly)
+        query = _query_of(request, documents.FormatOnly, skip="scheme")
         response = await handlers.encode_post(request, query.format, resolve)  # type: ignore[attr-defined]
         return _canonical_link(response, request, chosen[0], "encode")
 
@@ -350,7 +352,7 @@ def _alias_post_verify(schemes: dict[str, Scheme]) -> Callable[[Request], Awaita
         scheme = _chosen(schemes, request.query_params.get("scheme", DEFAULT))
         if scheme.conformance is None:
             raise NotApplicableError("scheme", scheme.name, "it offers no conformance check")
-        query = _query_of(request, model(scheme, "conformance"))
+        query = _query_of(request, model(scheme, "conformance"), skip="scheme")
         response = await handlers.conformance(request, scheme, query)
         return _canonical_link(response, request, scheme, "verify")
 

@@ -62,7 +62,8 @@ def test_cors_allows_any_origin_and_exposes_the_array_headers(client: Client) ->
     response = client.get(TABLE + "&format=bin", headers={"Origin": "https://example.org"})
     assert response.headers["access-control-allow-origin"] == "*"
     exposed = response.headers["access-control-expose-headers"].lower()
-    assert {"x-array-shape", "x-array-dtype", "etag"} <= set(map(str.strip, exposed.split(",")))
+    expected = {"x-array-shape", "x-array-dtype", "etag", "x-next-position-delta"}
+    assert expected <= set(map(str.strip, exposed.split(",")))
     assert "access-control-allow-credentials" not in response.headers
 
 

@@ -239,3 +239,24 @@ def test_the_older_post_refuses_two_different_schemes(client: Client) -> None:
     problem = client.post("/v1/encode?scheme=rope", json=body).json()
     assert problem["type"] == "urn:posenc:problem:inconsistent-parameters"
     assert problem["errors"][0]["loc"][-1] == "scheme"
+
+
+@pytest.mark.parametrize("path", ["/v1/rope/encode?", "/v1/encode?scheme=rope&"])
+def test_repeated_items_of_a_list_parameter_are_all_kept_on_either_form(
+    client: Client, path: str
+) -> None:
+    """``positions=3&positions=5`` is ``positions=3,5``, as the parameter's description says:
+    both items, not the last one alone (a canonical GET kept the last one for a while)."""
+    query = "d_model=4&format=json&scaling=longrope&original_max_position_embeddings=4"
+    repeated = client.get(f"{path}{query}&positions=3&positions=5&short_factor=1&short_factor=2"
+                          "&long_factor=3&long_factor=4").json()  # fmt: skip
+    listed = client.get(f"{path}{query}&positions=3,5&short_factor=1,2&long_factor=3,4").json()
+    assert repeated == listed
+    assert repeated["params"]["positions"] == [3, 5]
+    assert repeated["params"]["short_factor"] == [1.0, 2.0]
+
+
+def test_a_canonical_get_refuses_scheme_as_a_parameter_it_does_not_take(client: Client) -> None:
+    response = client.get("/v1/rope/table?d_model=4&seq_len=2&scheme=sinusoidal")
+    assert response.status_code == 422
+    assert response.json()["detail"].startswith("scheme:")
