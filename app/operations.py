@@ -282,9 +282,7 @@ def _chosen(schemes: dict[str, Scheme], name: Any) -> Scheme:
     return found
 
 
-def _query_of(
-    request: Request, query_model: type[BaseModel], skip: str | None = None
-) -> BaseModel:
+def _query_of(request: Request, query_model: type[BaseModel], skip: str | None = None) -> BaseModel:
     """The query validated by ``query_model`` (less ``skip``: an alias's ``scheme``)."""
     listed = list_fields(query_model)
     given: dict[str, Any] = {}
