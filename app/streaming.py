@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +28,7 @@ from starlette.types import Receive, Scope, Send
 from app.admission import ClientGoneError, run
 
 Array = npt.NDArray[Any]
+_log = logging.getLogger("posenc.streaming")
 # compute(finished) → the table, telling ``finished(out, rows)`` of the rows final so far.
 Compute = Callable[[Callable[[Array, int], None]], Array]
 
@@ -73,10 +75,15 @@ class StreamedTable(Response):
                     out, rows = latest[-1]
                     await sender.rows(out, rows)
             table = work.result()
-        except ClientGoneError:
-            if sender.started:
-                return  # nobody is reading the rest: the server closes the connection
-            raise
+        except Exception as failure:
+            if not sender.started:
+                raise  # the problem answer is still the answer
+            # Past the status line there is no problem answer to give: the connection ends
+            # short of its Content-Length, which the client reads as a truncated body (and a
+            # client that left reads nothing more).
+            if not isinstance(failure, ClientGoneError):
+                _log.warning("a streamed table cut short after %d bytes: %s", sender.sent, failure)
+            return
         finally:
             if not work.done():  # this response was cancelled: stop the work, wait for it
                 work.cancel()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import logging
 import threading
 from collections.abc import MutableMapping
 from typing import Any
@@ -18,6 +19,7 @@ import numpy.typing as npt
 import pytest
 from fastapi import Request
 
+from app.admission import RequestTimeoutError
 from app.main import create_app
 from app.settings import Settings
 from app.streaming import StreamedTable
@@ -192,16 +194,23 @@ def test_a_failure_before_the_first_rows_is_the_answer() -> None:
     assert isinstance(failure, InconsistentError) and exchange.sent == []
 
 
-def test_a_failure_after_the_first_rows_ends_the_answer_short() -> None:
+def test_a_failure_after_the_first_rows_ends_the_answer_short(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """No problem answer can follow a status line: the answer ends short of its length, and
+    the log says why at warning level, not as an unexpected error."""
     first_sent = threading.Event()
 
     def fail() -> None:
         first_sent.wait(10)
-        raise RuntimeError("the loops failed")
+        raise RequestTimeoutError(0.05)
 
-    exchange, failure = _streamed(_rows_then(fail), lambda _: first_sent.set())
-    assert isinstance(failure, RuntimeError)
+    with caplog.at_level(logging.WARNING, logger="posenc.streaming"):
+        exchange, failure = _streamed(_rows_then(fail), lambda _: first_sent.set())
+    assert failure is None
     assert exchange.sent[0]["type"] == "http.response.start" and not exchange.complete
+    [record] = caplog.records
+    assert record.levelno == logging.WARNING and "cut short" in record.getMessage()
 
 
 def test_a_client_that_leaves_stops_the_work_and_the_answer() -> None:
