@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from posenc.errors import InconsistentError, ParameterError, PosencError
+from posenc.schemes.rope import layers as model_layers
 from posenc.schemes.rope.class_defaults import CLASS_DEFAULTS
 from posenc.schemes.rope.config_params import (
     head_dim,
@@ -29,10 +30,8 @@ from posenc.schemes.rope.config_params import (
 )
 from posenc.schemes.rope.families import (
     APPLY_KEYS,
-    ATTENTION_FREE,
     FAMILIES,
     LAYER_COUNTS,
-    NOPE_LAYER_LISTS,
     OWN_TEXT_CONFIGS,
     PER_LAYER,
     TEXT_CONFIGS,
@@ -45,8 +44,6 @@ from posenc.schemes.rope.mrope.families import MROPE_FAMILIES
 from posenc.schemes.rope.params import RopeParams
 
 T = TypeVar("T")
-# No model has come near this many layers; a bound keeps an answer's lists small.
-MAX_LAYERS = 4096
 
 
 @dataclass(frozen=True)
@@ -171,9 +168,13 @@ def _read_text(text: Mapping[str, Any], path: str, sectioned: bool = False) -> M
         key, sublayers = family.blocks
         blocks = integer(text, key, "")
         count = None if blocks is None else blocks * sublayers
-    if count is not None and count > MAX_LAYERS:
-        raise ParameterError("num_hidden_layers", f"must be at most {MAX_LAYERS}, got {count}")
-    layer_types = _layer_types(text) or _pattern_layer_types(text, family, count)
+    if count is not None and count > model_layers.MAX_LAYERS:
+        raise ParameterError(
+            "num_hidden_layers", f"must be at most {model_layers.MAX_LAYERS}, got {count}"
+        )
+    layer_types = model_layers.layer_types(text) or model_layers.pattern_layer_types(
+        text, family, count
+    )
     if layer_types is not None:
         if count is not None and count != len(layer_types):
             raise InconsistentError(
@@ -187,7 +188,7 @@ def _read_text(text: Mapping[str, Any], path: str, sectioned: bool = False) -> M
         nope, ropes = tuple(range(count)), tuple[LayerRope, ...]()
     else:
         family = _with_null_ropes(text, family)
-        nope = _nope_layers(text, family, count, layer_types)
+        nope = model_layers.nope_layers(text, family, count, layer_types)
         ropes = _ropes(text, family, count, layer_types, nope)
     if mrope is not None:
         mrope_config.check_widths(mrope, [rope.params.d_model for rope in ropes])
@@ -250,70 +251,6 @@ def _rope_off(text: Mapping[str, Any], family: Family) -> bool:
     return False
 
 
-def _layer_types(text: Mapping[str, Any]) -> tuple[str, ...] | None:
-    types = text.get("layer_types")
-    if types is None:
-        return None
-    if not isinstance(types, list) or not types or not all(isinstance(t, str) for t in types):
-        raise ParameterError("layer_types", "must be a non-empty list of layer type names")
-    if len(types) > MAX_LAYERS:
-        raise ParameterError("layer_types", f"must name at most {MAX_LAYERS} layers")
-    return tuple(types)
-
-
-def _pattern_layer_types(
-    text: Mapping[str, Any], family: Family, count: int | None
-) -> tuple[str, ...] | None:
-    """The layer types a family's config class derives from ``sliding_window_pattern``."""
-    if family.layer_pattern is None:
-        return None
-    if count is None:
-        raise InconsistentError("num_hidden_layers", "is required: the layers' types differ")
-    pattern = integer(text, "sliding_window_pattern", "") or family.layer_pattern
-    return tuple(
-        "sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(count)
-    )
-
-
-def _nope_layers(
-    text: Mapping[str, Any], family: Family, count: int | None, types: tuple[str, ...] | None
-) -> tuple[int, ...]:
-    flags = text.get("no_rope_layers")
-    if flags is not None:
-        if not isinstance(flags, list) or not all(
-            type(flag) is int and flag in (0, 1) for flag in flags
-        ):
-            raise ParameterError("no_rope_layers", "must be a list of 0 (no rope) and 1 (rope)")
-        if len(flags) > MAX_LAYERS:
-            raise ParameterError("no_rope_layers", f"must flag at most {MAX_LAYERS} layers")
-        if count is not None and len(flags) != count:
-            raise InconsistentError("no_rope_layers", f"must flag {count} layers, got {len(flags)}")
-        count = len(flags) if count is None else count
-        nope = {i for i, flag in enumerate(flags) if flag == 0}
-    elif family.nope_interval is not None:
-        interval = integer(text, "no_rope_layer_interval", "") or family.nope_interval
-        if count is None:
-            raise InconsistentError("num_hidden_layers", "is required: some layers have no rope")
-        nope = {i for i in range(count) if (i + 1) % interval == 0}
-    else:
-        nope = set()
-    for key in NOPE_LAYER_LISTS:
-        listed = text.get(key)
-        if listed is not None:
-            top = MAX_LAYERS if count is None else count
-            if not isinstance(listed, list) or not all(
-                type(i) is int and 0 <= i < top for i in listed
-            ):
-                raise ParameterError(key, f"must be a list of layer indices below {top}")
-            nope |= set(listed)
-    if family.nope_types and types is None:
-        raise InconsistentError("layer_types", "is required: some layer types have no rope")
-    if types is not None:
-        free = _attention_free(family) | family.nope_types
-        nope |= {i for i, kind in enumerate(types) if kind in free}
-    return tuple(sorted(nope))
-
-
 def _apply(text: Mapping[str, Any], family: Family) -> str | None:
     """The pairs q/k turn in where they differ from the cache's layout."""
     for key, apply in APPLY_KEYS.items():
@@ -323,10 +260,6 @@ def _apply(text: Mapping[str, Any], family: Family) -> str | None:
                 raise ParameterError(key, f"must be true or false, got {flag!r}")
             return apply if flag else None
     return family.apply
-
-
-def _attention_free(family: Family) -> frozenset[str]:
-    return ATTENTION_FREE if family.attention_free is None else family.attention_free
 
 
 def _ropes(
@@ -350,7 +283,7 @@ def _ropes(
             where, "this family's rope is read in transformers 5's form: one per layer type"
         )
     skipped = set(nope)
-    heads = layer_heads(text, family, MAX_LAYERS if count is None else count, types)
+    heads = layer_heads(text, family, model_layers.MAX_LAYERS if count is None else count, types)
     if not any(isinstance(value, Mapping) for value in rope.values()):
         if any(i not in skipped for i in heads):
             raise ParameterError(
@@ -358,7 +291,7 @@ def _ropes(
             )
         params, partial = rope_params(text, where, rope, family)
         layers = None if count is None else tuple(i for i in range(count) if i not in skipped)
-        turning = set(types or ()) - _attention_free(family) - family.nope_types
+        turning = set(types or ()) - model_layers.attention_free(family) - family.nope_types
         scaling = _query_scaling(rope, where)
         return (
             LayerRope(
@@ -369,7 +302,7 @@ def _ropes(
         raise InconsistentError("layer_types", f"is required with a {where} per layer type")
     # One rope per layer type; types whose ropes are equal are one rope.
     by_rope: dict[tuple[RopeParams, float, Any], list[str]] = {}
-    for kind in sorted(set(types) - _attention_free(family) - family.nope_types):
+    for kind in sorted(set(types) - model_layers.attention_free(family) - family.nope_types):
         own = rope.get(kind)
         if not isinstance(own, Mapping):
             raise ParameterError(f"{where}.{kind}", "is required: a rope for each layer type")

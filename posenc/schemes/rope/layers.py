@@ -1,0 +1,83 @@
+"""Which layers a config has, and which of them turn by no rope: the layer types it names
+or its family derives (``sliding_window_pattern``), and its NoPE layers (``no_rope_layers``
+flags, a family's interval, listed indices, and layer types without attention or rope)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from posenc.errors import InconsistentError, ParameterError
+from posenc.schemes.rope.config_params import integer
+from posenc.schemes.rope.families import ATTENTION_FREE, NOPE_LAYER_LISTS, Family
+
+# No model has come near this many layers; a bound keeps an answer's lists small.
+MAX_LAYERS = 4096
+
+
+def layer_types(text: Mapping[str, Any]) -> tuple[str, ...] | None:
+    types = text.get("layer_types")
+    if types is None:
+        return None
+    if not isinstance(types, list) or not types or not all(isinstance(t, str) for t in types):
+        raise ParameterError("layer_types", "must be a non-empty list of layer type names")
+    if len(types) > MAX_LAYERS:
+        raise ParameterError("layer_types", f"must name at most {MAX_LAYERS} layers")
+    return tuple(types)
+
+
+def pattern_layer_types(
+    text: Mapping[str, Any], family: Family, count: int | None
+) -> tuple[str, ...] | None:
+    """The layer types a family's config class derives from ``sliding_window_pattern``."""
+    if family.layer_pattern is None:
+        return None
+    if count is None:
+        raise InconsistentError("num_hidden_layers", "is required: the layers' types differ")
+    pattern = integer(text, "sliding_window_pattern", "") or family.layer_pattern
+    return tuple(
+        "sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(count)
+    )
+
+
+def nope_layers(
+    text: Mapping[str, Any], family: Family, count: int | None, types: tuple[str, ...] | None
+) -> tuple[int, ...]:
+    flags = text.get("no_rope_layers")
+    if flags is not None:
+        if not isinstance(flags, list) or not all(
+            type(flag) is int and flag in (0, 1) for flag in flags
+        ):
+            raise ParameterError("no_rope_layers", "must be a list of 0 (no rope) and 1 (rope)")
+        if len(flags) > MAX_LAYERS:
+            raise ParameterError("no_rope_layers", f"must flag at most {MAX_LAYERS} layers")
+        if count is not None and len(flags) != count:
+            raise InconsistentError("no_rope_layers", f"must flag {count} layers, got {len(flags)}")
+        count = len(flags) if count is None else count
+        nope = {i for i, flag in enumerate(flags) if flag == 0}
+    elif family.nope_interval is not None:
+        interval = integer(text, "no_rope_layer_interval", "") or family.nope_interval
+        if count is None:
+            raise InconsistentError("num_hidden_layers", "is required: some layers have no rope")
+        nope = {i for i in range(count) if (i + 1) % interval == 0}
+    else:
+        nope = set()
+    for key in NOPE_LAYER_LISTS:
+        listed = text.get(key)
+        if listed is not None:
+            top = MAX_LAYERS if count is None else count
+            if not isinstance(listed, list) or not all(
+                type(i) is int and 0 <= i < top for i in listed
+            ):
+                raise ParameterError(key, f"must be a list of layer indices below {top}")
+            nope |= set(listed)
+    if family.nope_types and types is None:
+        raise InconsistentError("layer_types", "is required: some layer types have no rope")
+    if types is not None:
+        free = attention_free(family) | family.nope_types
+        nope |= {i for i, kind in enumerate(types) if kind in free}
+    return tuple(sorted(nope))
+
+
+def attention_free(family: Family) -> frozenset[str]:
+    return ATTENTION_FREE if family.attention_free is None else family.attention_free
