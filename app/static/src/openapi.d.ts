@@ -1879,6 +1879,8 @@ export interface operations {
                 short_factor?: number[] | null;
                 /** @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16 */
                 long_factor?: number[] | null;
+                /** @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair) */
+                rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
                 /** @description the served type; computed exactly, rounded once */
@@ -2052,6 +2054,8 @@ export interface operations {
                 short_factor?: number[] | null;
                 /** @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16 */
                 long_factor?: number[] | null;
+                /** @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair) */
+                rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
                 /** @description the served type; computed exactly, rounded once */
@@ -2287,6 +2291,11 @@ export interface operations {
                      */
                     long_factor?: number[] | null;
                     /**
+                     * Rotary Pairs
+                     * @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair)
+                     */
+                    rotary_pairs?: number | null;
+                    /**
                      * Recipe
                      * @description exact: correctly rounded; framework: transformers' own float32 computation
                      * @default exact
@@ -2474,6 +2483,8 @@ export interface operations {
                 short_factor?: number[] | null;
                 /** @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16 */
                 long_factor?: number[] | null;
+                /** @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair) */
+                rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
                 /** @description the served type; computed exactly, rounded once */
@@ -2653,6 +2664,8 @@ export interface operations {
                 short_factor?: number[] | null;
                 /** @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16 */
                 long_factor?: number[] | null;
+                /** @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair) */
+                rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
                 /** @description the served type; computed exactly, rounded once */
@@ -2818,6 +2831,8 @@ export interface operations {
                 short_factor?: number[] | null;
                 /** @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16 */
                 long_factor?: number[] | null;
+                /** @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair) */
+                rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
                 /** @description the served type; computed exactly, rounded once */
@@ -2970,9 +2985,9 @@ export interface operations {
                     rope_theta?: number | null;
                     rope_scaling?: {
                         /** @enum {string} */
-                        rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "su" | "yarn";
+                        rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "proportional" | "su" | "yarn";
                         /** @enum {string} */
-                        type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "su" | "yarn";
+                        type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "proportional" | "su" | "yarn";
                         mrope_section?: number[];
                         mrope_interleaved?: boolean | null;
                         interleaved?: boolean | null;
@@ -2995,9 +3010,9 @@ export interface operations {
                     } | null;
                     rope_parameters?: ({
                         /** @enum {string} */
-                        rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "su" | "yarn";
+                        rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "proportional" | "su" | "yarn";
                         /** @enum {string} */
-                        type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "su" | "yarn";
+                        type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "proportional" | "su" | "yarn";
                         mrope_section?: number[];
                         mrope_interleaved?: boolean | null;
                         interleaved?: boolean | null;
@@ -3020,9 +3035,9 @@ export interface operations {
                     } | null) | {
                         [key: string]: {
                             /** @enum {string} */
-                            rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "su" | "yarn";
+                            rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "proportional" | "su" | "yarn";
                             /** @enum {string} */
-                            type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "su" | "yarn";
+                            type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "proportional" | "su" | "yarn";
                             mrope_section?: number[];
                             mrope_interleaved?: boolean | null;
                             interleaved?: boolean | null;
@@ -3042,7 +3057,7 @@ export interface operations {
                             attention_factor?: number | null;
                             mscale?: number | null;
                             mscale_all_dim?: number | null;
-                        };
+                        } | null;
                     };
                     partial_rotary_factor?: number | null;
                     max_position_embeddings?: number | null;
@@ -3071,13 +3086,14 @@ export interface operations {
                             layers: number[] | null;
                             /** @description the canonical GET parameters */
                             params: Record<string, never>;
+                            /** @description the dimensions that turn: params.d_model, or 2·rotary_pairs for a proportional rope (its cache spans the head; the other pairs hold still) */
                             rotary_dim: number;
                             partial_rotary_factor: number;
                             /**
-                             * @description the pairs q and k turn in, where the model's apply call re-lays the cache (params.layout) before rotating: interleaved = (2i, 2i+1); interleaved_to_rotate_half = pairs (2i, 2i+1) of q/k turned and written to (i, i + d/2), DeepSeek's rope_interleave
+                             * @description the pairs q and k turn in, where the model's apply call re-lays the cache (params.layout) before rotating: interleaved = (2i, 2i+1); interleaved_to_rotate_half = pairs (2i, 2i+1) of q/k turned and written to (i, i + d/2), DeepSeek's rope_interleave; reversed = the cache's own pairs turned the other way, by −θ (its sin negated), NanoChat's
                              * @enum {string|null}
                              */
-                            apply: "interleaved" | "interleaved_to_rotate_half" | null;
+                            apply: "interleaved" | "interleaved_to_rotate_half" | "reversed" | null;
                             /** @description Llama 4's scaling of q by 1 + β·ln(1 + ⌊p / L⌋), applied beside the rope (not in its cos/sin) */
                             query_scaling: {
                                 [key: string]: number;
@@ -3200,7 +3216,10 @@ export interface operations {
     };
     rope_positions_post: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description json (the default), or npy: one sequence's int64 (3, n) ids alone */
+                format?: "json" | "npy";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3312,6 +3331,12 @@ export interface operations {
             /** @description The (3, n) position ids a multimodal (M-RoPE) model gives a layout of text, images and videos, as its get_rope_index computes them */
             200: {
                 headers: {
+                    /** @description format=npy: the decode delta the array leaves out */
+                    "X-Next-Position-Delta"?: string;
+                    /** @description e.g. 128,512 */
+                    "X-Array-Shape"?: string;
+                    /** @description float32, float64, … */
+                    "X-Array-Dtype"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3351,6 +3376,7 @@ export interface operations {
                         /** @description the component asked, for these ids (only when component is given) */
                         table?: unknown[];
                     };
+                    "application/x-npy": string;
                 };
             };
             /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
@@ -3664,7 +3690,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description config.json; model_type one of glm4v, glm4v_moe, glm_ocr, llama4, mistral3, pixtral, qwen2_5_vl, qwen2_vl, qwen3_vl, qwen3_vl_moe, or any whose vision_config.model_type is pixtral (not yet: cohere_compass, ernie4_5_vl_moe, exaone4_5, kimi_k25, lfm3_vl, minimax_m3_vl, paddleocr_vl, qwen2_5_omni, qwen3_omni_moe, video_llama_3) */
+                    /** @description config.json; model_type one of cohere_compass, ernie4_5_vl_moe, exaone4_5, glm4v, glm4v_moe, glm_ocr, kimi_k25, lfm3_vl, llama4, mistral3, paddleocr_vl, pixtral, qwen2_5_omni, qwen2_5_vl, qwen2_vl, qwen3_omni_moe, qwen3_vl, qwen3_vl_moe, or any whose vision_config.model_type is pixtral (not yet: minimax_m3_vl, video_llama_3) */
                     config: {
                         model_type: string;
                         vision_config?: {
@@ -3702,7 +3728,7 @@ export interface operations {
                         model_type: string;
                         vision: {
                             /** @enum {string} */
-                            family: "qwen" | "pixtral" | "llama4";
+                            family: "qwen" | "kimi" | "pixtral" | "llama4";
                             head_dim: number;
                             theta: number;
                             /**
@@ -3710,7 +3736,7 @@ export interface operations {
                              * @enum {string}
                              */
                             layout: "split" | "interleaved";
-                            /** @description the merge blocks that order the patches (Qwen, GLM) */
+                            /** @description the merge blocks that order the patches (Qwen, GLM; 1, raster order, for PaddleOCR-VL and Kimi) */
                             spatial_merge_size: number | null;
                             /** @description Qwen2.5-VL: merge blocks a side of an attention window (window_size / spatial_merge_size / patch_size), whose order the patches take */
                             window: number | null;
