@@ -207,6 +207,23 @@ def test_a_pass_through_tail_is_named_partial_rotary(component: str) -> None:
 
 
 @pytest.mark.parametrize("component", COMPONENTS)
+@pytest.mark.parametrize("layout", ["split", "interleaved"])
+@pytest.mark.parametrize(("stated", "served"), [(None, 8), (8, None), (8, 16)])
+def test_pairs_held_still_where_the_stated_rope_turns_them_are_named_rotary_pairs(
+    component: str, layout: str, stated: int | None, served: int | None
+) -> None:
+    """A proportional rope's still pairs are not a partial rotary (in rotate_half they are not
+    a tail, and the pairs that turn keep the whole head's exponents): the finding names the
+    pairs that turn, whichever side holds the others still."""
+    params = RopeParams(d_model=64, layout=layout, rotary_pairs=stated)  # type: ignore[arg-type]
+    array = cache(replace(params, rotary_pairs=served), component)
+    result = rope_conformance.check(params, array, component)
+    assert [f.name for f in result.diagnosis] == ["rotary_pairs"]
+    evidence = finding(result, "rotary_pairs").evidence
+    assert evidence == {"turning_pairs": served or 32, "stated_pairs": stated or 32, "pairs": 32}
+
+
+@pytest.mark.parametrize("component", COMPONENTS)
 def test_frequencies_spaced_over_the_whole_head_are_named_partial_rotary(component: str) -> None:
     # inv_freq = base^(−2i/head_dim) for the 16 pairs of a 32-wide rotary part.
     wide = RopeParams(d_model=32, base=10000.0 ** (32 / 128))

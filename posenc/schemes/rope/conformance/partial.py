@@ -25,11 +25,17 @@ def identity_tail(
     """The last columns of the head never rotate (cos 1, sin 0): the rotary covers only the
     first ``r``. Judged by the block's absolute error, not by the tolerance in ulps. O(n·d)."""
     d = stated.params.d_model
+    columns = d // 2 if component == "angle" else d
+    still = _still_columns(stated.params, array, component, n, columns)
+    held = held_pairs(stated, still, component, errors)
+    if held is not None:
+        return held
     if stated.params.rotary_pairs is not None:
         return None  # the stated rope holds still pairs itself: it is not the fault named here
-    columns = d // 2 if component == "angle" else d
-    moving = np.flatnonzero(~_still_columns(stated.params, array, component, n, columns))
+    moving = np.flatnonzero(~still)
     first_still = int(moving[-1]) + 1 if len(moving) else 0
+    if still[:first_still].any():
+        return None  # the still columns are not a tail: not a rotary over the first columns
     rotating = 2 * first_still if component == "angle" else first_still + first_still % 2
     if not 0 < rotating < d:
         return None
@@ -52,6 +58,40 @@ def identity_tail(
             "partial_rotary_factor": rotating / d,
             "pass_through_columns": [rotating, d],
         },
+    )
+
+
+def held_pairs(
+    stated: Model, still: npt.NDArray[np.bool_], component: str, errors: Errors
+) -> Finding | None:
+    """``rotary_pairs``: the table's first ``k`` pairs turn as the stated rope's do and the
+    others hold still (cos 1, sin 0) — a proportional rope's, exponents over the whole head —
+    where the stated rope turns another number of them."""
+    params = stated.params
+    h = params.d_model // 2
+    if component == "angle":
+        pairs = [np.array([i]) for i in range(h)]
+    elif params.layout == "split":
+        pairs = [np.array([i, i + h]) for i in range(h)]
+    else:
+        pairs = [np.array([2 * i, 2 * i + 1]) for i in range(h)]
+    held = np.array([bool(still[columns].all()) for columns in pairs])
+    turning = int(np.argmax(held)) if held.any() else h
+    stated_pairs = params.rotary_pairs or h
+    if turning == stated_pairs or held[turning:].size != held[turning:].sum() or turning == 0:
+        return None
+    compared = np.concatenate(pairs[: min(turning, stated_pairs)])
+    if component == "cos_sin":
+        compared = np.concatenate([compared, compared + params.d_model])
+    if errors.abs_by_column[compared].max(initial=0.0) > _IDENTITY_ERROR:
+        return None  # the pairs that turn are not the stated rope's: another fault
+    how = "every pair turns" if turning == h else f"the pairs from {turning} on hold still"
+    return Finding(
+        "rotary_pairs",
+        f"the first {turning} of {h} pairs turn as stated and {how}, where the stated rope "
+        f"turns {stated_pairs}: verify with "
+        + ("no rotary_pairs" if turning == h else f"rotary_pairs={turning}"),
+        {"turning_pairs": turning, "stated_pairs": stated_pairs, "pairs": h},
     )
 
 
