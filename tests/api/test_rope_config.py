@@ -328,6 +328,8 @@ def test_gpt_j_pairs_interleave_and_give_its_rotary_dim(client: Client) -> None:
             "rope_scaling.short_factor",
         ),
         ({"head_dim": 64, "rope_scaling": [1, 2]}, "rope_scaling"),
+        # A rope per layer type, all null (schema-valid: found by contract fuzzing).
+        ({"head_dim": 64, "rope_parameters": {"x": None}}, "rope_parameters.x"),
     ],
 )
 def test_a_config_the_service_cannot_honour_is_a_422_naming_the_field(

@@ -117,7 +117,13 @@ def rope_params(
         scaling: Scaling = "none" if number(rope, "factor", where) is None else "linear"
     else:
         scaling = SCALINGS[rope_type]
-    for key in rope:
+    for key, value in rope.items():
+        if key not in _KNOWN and (value is None or isinstance(value, Mapping)):
+            # Transformers 5's rope per layer type, whose types' ropes are all null here:
+            # a layer type this config's layers do not have.
+            raise InconsistentError(
+                f"{where}.{key}", "names a layer type without a rope, and no layer has a rope"
+            )
         if key not in _KNOWN:
             raise ParameterError(f"{where}.{key}", "is not a rope parameter the service models")
 
