@@ -84,6 +84,9 @@ def _consistent(path: str, query: dict[str, Any]) -> dict[str, Any]:
         d_model = int(fixed.get("d_model", 2 * axes))
         fixed["d_model"] = max(2 * axes, d_model - d_model % (2 * axes))
     if "vector" in fixed and "d_model" in fixed:
+        # d_model numbers, and at most 4096 of them (the vector's maxItems): a rope with a
+        # vector is at most 4096 wide. (Repeated items once kept only the last, which hid it.)
+        fixed["d_model"] = min(int(fixed["d_model"]), 4096)
         fixed["vector"] = [1.0] * int(fixed["d_model"])
     return fixed
 
