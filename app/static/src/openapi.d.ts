@@ -3057,7 +3057,7 @@ export interface operations {
                             attention_factor?: number | null;
                             mscale?: number | null;
                             mscale_all_dim?: number | null;
-                        } | null;
+                        };
                     };
                     partial_rotary_factor?: number | null;
                     max_position_embeddings?: number | null;
