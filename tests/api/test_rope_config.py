@@ -597,17 +597,6 @@ def _gemma4(text: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-def gemma4_measured(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The config classes' defaults of the families measured right with a proportional rope,
-    whatever the generated table holds today."""
-    from posenc.schemes.rope.class_defaults import CLASS_DEFAULTS
-
-    for model_type, head in (("gemma4_text", 256), ("lfm3", 128)):
-        monkeypatch.setitem(CLASS_DEFAULTS, model_type, {"per_layer_type": 1, "head_dim": head})
-
-
-@pytest.mark.usefixtures("gemma4_measured")
 @pytest.mark.parametrize(
     "heads",
     [
@@ -639,7 +628,6 @@ def test_gemma_4_turns_a_quarter_of_its_wider_full_attention_heads(
     assert all(check["holds"] for check in report["checks"]), report
 
 
-@pytest.mark.usefixtures("gemma4_measured")
 def test_gemma_4_heads_of_one_layer_type_must_agree(client: Client) -> None:
     heads = {"per_layer_config": {"05": {"head_dim": 512}, "11": {"head_dim": 256 + 128}}}
     response = client.post("/v1/rope/config", json=_gemma4(heads))
@@ -647,7 +635,6 @@ def test_gemma_4_heads_of_one_layer_type_must_agree(client: Client) -> None:
     assert response.json()["errors"][0]["loc"] == ["body", "text_config.per_layer_config"]
 
 
-@pytest.mark.usefixtures("gemma4_measured")
 def test_gemma_4_and_lfm_3_default_ropes_turn_the_whole_head(client: Client) -> None:
     # Their rotary modules' own default rope reads no partial_rotary_factor.
     config = _gemma4({"global_head_dim": 512})

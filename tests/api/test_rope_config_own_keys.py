@@ -45,27 +45,6 @@ GLM4V_TEXT: dict[str, Any] = {
 }
 
 
-@pytest.fixture(autouse=True)
-def measured(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The config classes' defaults of the types measured right (tests/reference), whatever the
-    generated table holds today."""
-    from posenc.schemes.rope.class_defaults import CLASS_DEFAULTS
-
-    for model_type, defaults in {
-        "moonshine": {"partial_rotary_factor": 0.9},
-        "minimax_m3_vl_text": {"rope_theta": 5000000.0, "head_dim": 128},
-        "wav2vec2-conformer": {},
-        "glm4v_text": {},
-        "cosmos3_edge_text": {"rope_theta": 100000000.0, "head_dim": 128},
-        "beam": {"per_layer_type": 1, "head_dim": 128},
-        "cohere_compass_text": {},
-        "longcat_flash": {"rope_theta": 10000000.0, "head_dim": 64},
-        "embedding_gemma2_text": {"per_layer_type": 1, "head_dim": 256},
-        "nanochat": {},
-    }.items():
-        monkeypatch.setitem(CLASS_DEFAULTS, model_type, defaults)
-
-
 def _refused_at(client: Client, config: dict[str, Any]) -> list[str]:
     response = client.post("/v1/rope/config", json=config)
     assert response.status_code == 422, response.text

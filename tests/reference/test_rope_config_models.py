@@ -81,16 +81,13 @@ _GEMMA4_ROTARY = {
 @pytest.mark.parametrize("form", ["class default", "global_head_dim", "as saved"])
 @pytest.mark.parametrize("model_type", list(_GEMMA4_ROTARY))
 def test_gemma_4_ropes_are_its_rotary_module_s_for_each_layer_type(
-    model_type: str, form: str, monkeypatch: pytest.MonkeyPatch
+    model_type: str, form: str
 ) -> None:
     """Gemma 4's full-attention heads are global_head_dim wide (512 when the config says
     nothing; per_layer_config once transformers has saved it), turned by a proportional rope
     over a quarter of them; its sliding layers' default rope turns the whole 64-wide head."""
     import importlib
 
-    from posenc.schemes.rope.class_defaults import CLASS_DEFAULTS
-
-    monkeypatch.setitem(CLASS_DEFAULTS, model_type, {"per_layer_type": 1, "head_dim": 256})
     given: dict[str, Any] = {
         "hidden_size": 256,
         "num_attention_heads": 2,
