@@ -20,11 +20,11 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import numpy.typing as npt
 from fastapi import Request, Response
 from starlette.types import Receive, Scope, Send
 
+from app import formats
 from app.admission import ClientGoneError, run
 
 Array = npt.NDArray[Any]
@@ -124,7 +124,7 @@ class _Sender:
 
     async def rest(self, table: Array) -> None:
         """A table that told of no rows (computed another way) leaves whole."""
-        values = np.ascontiguousarray(table).data.cast("B").toreadonly()
+        _, values = formats.raw(table, "bin")
         await self._body(values[self.sent :], more=False)
 
     async def _body(self, piece: memoryview, more: bool) -> None:

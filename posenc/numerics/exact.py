@@ -80,8 +80,9 @@ _POPULATED_AT_ONCE = 64 * 2**10  # below this, a few faults cost less than the c
 def fresh_output(shape: tuple[int, ...], dtype: str, populate: bool = True) -> npt.NDArray[Any]:
     """``np.empty(shape, dtype)`` in small pages, with its pages already in place (Linux;
     elsewhere, or where the kernel refuses the advice, exactly ``np.empty``). Unpopulated, the
-    pages come part by part (:func:`fault_in`) as the loops reach them: rows sent while later
-    ones are computed leave without waiting for the whole table's pages."""
+    pages come as the loops reach them — a call's rows at once (:func:`fault_in`) in the
+    rotation loops, a page at a time in the exact ones — so rows sent while later ones are
+    computed leave without waiting for the whole table's pages."""
     out = np.empty(shape, dtype=dtype)
     if out.nbytes >= _HUGE_PAGE_ADVISED and sys.platform == "linux":
         if _advise(out, _MADV_NOHUGEPAGE) and populate:
