@@ -103,26 +103,51 @@ _COMPASS_TEXT = {
         "full_attention": None,
     },
 }
+_GLM4V_MOE_TEXT = {
+    **_GLM4V_TEXT,
+    "model_type": "glm4v_moe_text",
+    "num_attention_heads": 96,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "first_k_dense_replace": 1,
+}
+_GLM_IMAGE_TEXT = {**_GLM4V_TEXT, "model_type": "glm_image_text"}
+# Qwen3-Omni's thinker: 128-wide heads, interleaved sections of 24, 20, 20 frequencies, in the
+# older rope_scaling form its Hub file keeps.
+_QWEN3_OMNI_TEXT = {
+    "model_type": "qwen3_omni_moe_text",
+    "hidden_size": 2048,
+    "head_dim": 128,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 4,
+    "num_hidden_layers": 4,
+    "num_experts": 8,
+    "num_experts_per_tok": 2,
+    "max_position_embeddings": 65536,
+    "rope_theta": 1000000,
+    "rope_scaling": {
+        "interleaved": True,
+        "mrope_interleaved": True,
+        "mrope_section": [24, 20, 20],
+        "type": "default",
+    },
+}
 _DEFAULTS_BROKEN: dict[str, dict[str, Any]] = {
     "GLM-4.1V": {"model_type": "glm4v", "text_config": _GLM4V_TEXT},
     "GLM-4.1V text model": _GLM4V_TEXT,
     "GLM-4.6V": {"model_type": "glm46v", "text_config": _GLM4V_TEXT},
-    "GLM-4.5V": {
-        "model_type": "glm4v_moe",
-        "text_config": {
-            **_GLM4V_TEXT,
-            "model_type": "glm4v_moe_text",
-            "num_attention_heads": 96,
-            "num_key_value_heads": 8,
-            "head_dim": 128,
-            "first_k_dense_replace": 1,
-        },
-    },
-    "GLM-Image": {
-        "model_type": "glm_image",
-        "text_config": {**_GLM4V_TEXT, "model_type": "glm_image_text"},
-    },
+    "GLM-4.5V": {"model_type": "glm4v_moe", "text_config": _GLM4V_MOE_TEXT},
+    "GLM-4.5V text model": _GLM4V_MOE_TEXT,
+    "GLM-Image": {"model_type": "glm_image", "text_config": _GLM_IMAGE_TEXT},
+    "GLM-Image text model": _GLM_IMAGE_TEXT,
     "Cohere-Compass": {"model_type": "cohere_compass", "text_config": _COMPASS_TEXT},
+    "GLMGA": {"model_type": "glmga", "text_config": _GLM4V_TEXT},
+    "Qwen3-Omni": {
+        "model_type": "qwen3_omni_moe",
+        "thinker_config": {"model_type": "qwen3_omni_moe_thinker", "text_config": _QWEN3_OMNI_TEXT},
+    },
+    "Qwen3-Omni thinker": {"model_type": "qwen3_omni_moe_thinker", "text_config": _QWEN3_OMNI_TEXT},
+    "Qwen3-Omni text model": _QWEN3_OMNI_TEXT,
     # Its default heads are 4096 / 96 = 42 wide, half of which (21) no rope can turn.
     "GLM-4.5": {
         "model_type": "glm4_moe",

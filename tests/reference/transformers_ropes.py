@@ -439,9 +439,10 @@ class ReferenceModel:
     ``other_rotary_modules``: rotary modules the model built but applied nowhere in the trace.
     ``failure``: why the harness could not run the model at all (``ropes`` is then empty).
     ``rejected``: the error, where it is the model's own: its rotary module raises it built
-    from the config on real tensors, or its constructor on the meta device, and the model
-    raised it too (a default config the model itself cannot run, as GLM-4V's sections over
-    more frequencies than they cover, or HunYuan-VL's missing head_dim).
+    from the config on real tensors, or its constructor on the meta device, or its apply
+    function on q of the head's width, and the model raised it too (a default config the model
+    itself cannot run, as GLM-4V's sections over more frequencies than they cover, HunYuan-VL's
+    missing head_dim, or Qwen3-Omni's odd heads).
     """
 
     model_type: str
@@ -1513,6 +1514,7 @@ def _static(text: Any, base: dict[str, Any], reason: str) -> ReferenceModel:
     ]
     ropes = []
     outputs: list[_Output] = []
+    rejected = None
     for layer_type in prefixes or [None]:
         kwargs = {"layer_type": layer_type} if layer_type is not None else {}
         shape = (1, 1)
@@ -1530,7 +1532,12 @@ def _static(text: Any, base: dict[str, Any], reason: str) -> ReferenceModel:
         head_dim = base["head_dim"] or _head_dim(text, layers[0] if layers else None)
         call = _static_call(apply, outputs[index], index, twin, head_dim)
         width = next(a.size[-1] for a in call.args if a.kind == "tensor")
-        if width != head_dim:
+        if width != head_dim and _same_mismatch(reason, head_dim, width):
+            rejected = (
+                f"{apply[0]} rejects a q of the head dimension {head_dim} with this "
+                f"{layer_type or 'rope'}'s cos/sin, {width} wide, as the model did: {reason}"
+            )[:600]
+        elif width != head_dim:
             notes.append(
                 f"{apply[0]} rejects a q of the head dimension {head_dim} with this "
                 f"{layer_type or 'rope'}'s cos/sin: replayed on the rotary width {width} "
@@ -1546,7 +1553,15 @@ def _static(text: Any, base: dict[str, Any], reason: str) -> ReferenceModel:
         other_rotary_modules=tuple(f"(static) ({s.cls_name})" for s in sources[1:]),
         notes=tuple(notes),
         traced=False,
+        rejected=rejected,
     )
+
+
+def _same_mismatch(reason: str, head_dim: int, width: int) -> bool:
+    """Whether the model's own run failed broadcasting a cos/sin ``width`` wide against q of
+    ``head_dim`` (Qwen3-Omni's default 73-wide heads against its 74-wide cache): the model's
+    code rejects the config, not the harness's fake tensors."""
+    return re.search(rf"\b{width}\b[^|]*\b{head_dim}\]", reason) is not None
 
 
 def _static_apply(module: types.ModuleType) -> tuple[str, Callable[..., Any]]:

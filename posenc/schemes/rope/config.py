@@ -94,7 +94,7 @@ def read(config: Mapping[str, Any]) -> ModelRope:
     # must cover the frequencies they split; the rope a text token turns by is the rest.
     mrope = None
     if config.get("model_type") in MROPE_FAMILIES:
-        mrope = mrope_config.read(config, where="")
+        mrope = mrope_config.read(config, where="", ids=False)
         config = mrope_config.text_rope_of(config)
     path, text = _text_config(config)
     model = _within(path, lambda: _read_text(text, path, sectioned=mrope is not None))
@@ -161,7 +161,9 @@ def _read_text(text: Mapping[str, Any], path: str, sectioned: bool = False) -> M
     if family.mrope is not None and not sectioned:
         # The text model of an M-RoPE family, read alone: its rotary module still splits
         # the frequencies by the sections its config gives (or its family's default).
-        mrope = mrope_config.read({**text, "model_type": family.mrope}, where="")
+        mrope = mrope_config.read(
+            {**text, "model_type": family.mrope}, where="", ids=False, alone=True
+        )
         text = mrope_config.text_rope_of(text)
     count = next((n for key in LAYER_COUNTS if (n := integer(text, key, "")) is not None), None)
     if family.blocks is not None and integer(text, "num_hidden_layers", "") is None:

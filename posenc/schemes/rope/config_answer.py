@@ -102,7 +102,7 @@ def describe(
         raise ParameterError("body", f"must be a JSON object, got {type(config).__name__}")
     mrope = None
     if config.get("model_type") in MROPE_FAMILIES:
-        mrope = mrope_config.read(config, where="")
+        mrope = mrope_config.read(config, where="", ids=False)
     model = read(config)  # which also holds the sections to the text rope's width
     wanted = model.max_position_embeddings or 4096
     ropes = [_rope(rope, wanted, servable) for rope in model.ropes]

@@ -216,6 +216,7 @@ FAMILIES: dict[str, Family] = {
     "glm4v_moe_text": Family(mrope="glm4v_moe"),
     "glm_image_text": Family(mrope="glm_image"),
     "cosmos3_edge_text": Family(mrope="cosmos3_edge"),
+    "qwen3_omni_moe_text": Family(mrope="qwen3_omni_moe"),
     "hunyuan_vl_text": Family(
         unanswered="turns its rope over len(mrope_section) axes, its base stretched by alpha "
         "(HunYuan's ntk_alpha): not answered yet"

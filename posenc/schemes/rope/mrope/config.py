@@ -48,12 +48,14 @@ class MRope:
         }
 
 
-def family_of(config: Mapping[str, Any], where: str) -> tuple[str, MRopeFamily]:
+def family_of(config: Mapping[str, Any], where: str, ids: bool = True) -> tuple[str, MRopeFamily]:
+    """The family of ``config``'s model type; ``ids``: its position ids are asked for, not only
+    the sections its text rope is split by."""
     model_type = config.get("model_type")
     field = f"{where}.model_type" if where else "model_type"
     if not isinstance(model_type, str):
         raise ParameterError(field, "is required: it names the family whose ids are computed")
-    if model_type in UNANSWERED:  # allowed by the document, not answered by the service
+    if model_type in UNANSWERED and (ids or model_type not in MROPE_FAMILIES):
         raise InconsistentError(field, f"{model_type!r}: {UNANSWERED[model_type]}")
     if model_type not in MROPE_FAMILIES:
         known = ", ".join(sorted(MROPE_FAMILIES))
@@ -61,19 +63,23 @@ def family_of(config: Mapping[str, Any], where: str) -> tuple[str, MRopeFamily]:
     return model_type, MROPE_FAMILIES[model_type]
 
 
-def read(config: Mapping[str, Any], where: str = "config") -> MRope:
+def read(
+    config: Mapping[str, Any], where: str = "config", ids: bool = True, alone: bool = False
+) -> MRope:
     """The model's M-RoPE. The operations' schemas type the config's keys they read only where
     they sit in every family; a value the model type's config class would not take, deeper in,
-    is refused as a config inconsistent with its model type, the field named."""
+    is refused as a config inconsistent with its model type, the field named. ``ids``: as
+    :func:`family_of`; ``alone``: ``config`` is the family's text model's, read alone (not under
+    the family's ``config_root``)."""
     try:
-        return _read(config, where)
+        return _read(config, where, ids, alone)
     except ParameterError as error:
         raise against_model_type(error) from None
 
 
-def _read(config: Mapping[str, Any], where: str) -> MRope:
-    model_type, family = family_of(config, where)
-    root, where = _root(config, family, where)
+def _read(config: Mapping[str, Any], where: str, ids: bool, alone: bool) -> MRope:
+    model_type, family = family_of(config, where, ids)
+    root, where = (config, where) if alone else _root(config, family, where)
     section, section_from = _section(root, where, family)
     vision_config = root.get("vision_config") or {}
     if not isinstance(vision_config, Mapping):

@@ -9,7 +9,8 @@ how the three ids share the rotary frequencies (chunked sections, Qwen3-VL's int
 pairwise repeat, ERNIE's permutation). Qwen2.5-Omni and GLM-Image scan token ids instead: what
 follows a block resumes at its largest id + 1 (Omni), and each medium needs the text tokens
 around it. The types whose ``get_rope_index`` works otherwise are listed in :data:`UNANSWERED`
-with the reason.
+with the reason; one of them also in :data:`MROPE_FAMILIES` (Qwen3-Omni) has its sections, and
+so its text rope, answered by ``/v1/rope/config``, but not its ids.
 """
 
 from __future__ import annotations
@@ -70,6 +71,16 @@ MROPE_FAMILIES: dict[str, MRopeFamily] = {
         "block",
         "chunked",
         (16, 24, 24),
+        video_time="seconds",
+        resume="max",
+        markers=True,
+        config_root="thinker_config",
+    ),
+    # Its ids are not answered (UNANSWERED); its sections are, for its text rope.
+    "qwen3_omni_moe": MRopeFamily(
+        "block",
+        "interleaved",
+        (24, 20, 20),
         video_time="seconds",
         resume="max",
         markers=True,
