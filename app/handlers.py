@@ -16,16 +16,16 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 from fastapi import Request, Response
-from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from app import bodies, formats, responses, streaming
 from app.admission import Estimate, admit, check_size, decide, run, shrink_last
+from app.encode_ids import encode_ids
 from app.models import (
     Format,
+    body_members,
     component_of,
     dtype_of,
-    model,
     params_of,
     rows_of,
 )
@@ -239,7 +239,7 @@ async def verify(request: Request, scheme: Scheme, query: Any) -> Response:
 
 # --- POST ---------------------------------------------------------------------------------
 
-_ENCODE_ARRAYS = {"positions": 1, "embeddings": 2, "vectors": 2}
+_ENCODE_ARRAYS = {"positions": 1, "embeddings": 2, "vectors": 2, "position_ids": 2}
 
 
 async def encode_post(
@@ -258,11 +258,13 @@ async def encode_post(
         ),
     )
     scheme = resolve(small)
+    if arrays.get("position_ids") is not None:
+        return await encode_ids(request, scheme, small, arrays, fmt_given)
     given = arrays.get("positions")
     if given is None:
         raise bodies.invalid(("positions",), "Field required")
     positions = bodies.positions_of(given)
-    members = _members(scheme, {**small, "positions": [0]})
+    members = body_members(scheme, {**small, "positions": [0]})
     embeddings, vectors = arrays.get("embeddings"), arrays.get("vectors")
     params = params_of(scheme, members)
     dtype, component = dtype_of(scheme, members), component_of(scheme, members)
@@ -318,14 +320,6 @@ def _finite(array: npt.NDArray[Any], given: str, dtype: str) -> None:
     in float32): refused, never served as JSON nulls or binary infinities."""
     if not np.isfinite(array).all():
         raise InconsistentError(given, f"the answer would hold values beyond {dtype}'s range")
-
-
-def _members(scheme: Scheme, small: dict[str, Any]) -> Any:
-    try:
-        return model(scheme, "encode_body").model_validate(small)
-    except ValidationError as e:
-        errors = [{**error, "loc": ("body", *error["loc"])} for error in e.errors()]
-        raise RequestValidationError(errors) from None
 
 
 def _matrix(rows: npt.NDArray[Any], name: str, expected: tuple[int, int]) -> npt.NDArray[Any]:

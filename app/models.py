@@ -14,7 +14,17 @@ import typing
 from functools import cache
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, create_model
+from fastapi.exceptions import RequestValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    WithJsonSchema,
+    create_model,
+)
 from pydantic_core import PydanticCustomError
 
 from posenc.declare import Scheme, hints, spec
@@ -166,12 +176,14 @@ def _request_fields(scheme: Scheme, endpoint: Endpoint) -> dict[str, Any]:
         seq_len_default: Any = 128 if endpoint == "verify" else ...
         fields["seq_len"] = (SeqLen, Field(seq_len_default))
         fields["offset"] = (Position, Field(0, description="the first position"))
-    if endpoint in ("encode", "encode_body"):
+    if endpoint == "encode":
         fields["positions"] = (
             # In a query a lone position is a list of one; said so, so schemas take positions=5.
-            PositionList | Position if endpoint == "encode" else PositionList,
+            PositionList | Position,
             Field(..., description="the positions (grid schemes: row-major cell indices)"),
         )
+    if endpoint == "encode_body":
+        fields.update(_listed(scheme))
     if endpoint == "similarity":
         fields["metric"] = (Metric, Field("cosine", description="cosine, dot or euclidean"))
         fields["reference"] = (
@@ -245,6 +257,30 @@ def _request_fields(scheme: Scheme, endpoint: Endpoint) -> dict[str, Any]:
     return fields
 
 
+def _listed(scheme: Scheme) -> dict[str, Any]:
+    """A body's positions: required, or, where the scheme turns a token by several ids, these
+    ids (``position_ids``) and the options saying which frequency turns by which."""
+    about = "the positions (grid schemes: row-major cell indices)"
+    if scheme.ids is None:
+        return {"positions": (PositionList, Field(..., description=about))}
+    ids = scheme.ids
+    return {
+        "positions": (PositionList | None, Field(None, description=f"{about}; or position_ids")),
+        "position_ids": (
+            Annotated[list[PositionList], Field(min_length=ids.rows, max_length=ids.rows)] | None,
+            Field(
+                None,
+                description=f"{ids.rows} ids a token (rows of equal length, a column a token), "
+                f"in place of positions; with {ids.key}",
+            ),
+        ),
+        ids.key: (
+            Annotated[dict[str, Any], WithJsonSchema(ids.schema)] | None,
+            Field(None, description=f"with position_ids: {ids.schema['description']}"),
+        ),
+    }
+
+
 @cache
 def model(scheme: Scheme, endpoint: Endpoint) -> type[BaseModel]:
     """The query (or body) model of one scheme's operation, made once."""
@@ -256,6 +292,16 @@ def model(scheme: Scheme, endpoint: Endpoint) -> type[BaseModel]:
         **_request_fields(scheme, endpoint),
     )
     return built
+
+
+def body_members(scheme: Scheme, small: dict[str, Any]) -> Any:
+    """A POST /encode body's small members, validated as its model says (the arrays, read
+    apart, stand in as a placeholder)."""
+    try:
+        return model(scheme, "encode_body").model_validate(small)
+    except ValidationError as e:
+        errors = [{**error, "loc": ("body", *error["loc"])} for error in e.errors()]
+        raise RequestValidationError(errors) from None
 
 
 def params_of(scheme: Scheme, query: BaseModel) -> Any:

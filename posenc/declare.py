@@ -179,6 +179,23 @@ class Extra:
     array: Callable[[Any, Limits], tuple[Array, dict[str, str]]] | None = None
 
 
+@dataclass(frozen=True)
+class Ids:
+    """``POST /v1/{scheme}/encode`` with ``position_ids`` in place of ``positions``: each token
+    turned by ``rows`` ids at once (a multimodal rope's temporal, height and width ids), under
+    options in the body member ``key`` (its JSON Schema ``schema``) that say which frequency
+    turns by which id. ``read(params, member, component)`` checks them, ``encode(params, ids,
+    options, dtype, component)`` gives the array for ``(rows, n)`` ids, ``cost(params, n,
+    dtype, component)`` what that costs."""
+
+    rows: int
+    key: str
+    schema: dict[str, Any]
+    read: Callable[[Any, Any, str], Any]
+    encode: Callable[[Any, Positions, Any, str, str], Array]
+    cost: Callable[[Any, int, str, str], Cost]
+
+
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity: one object per scheme
 class Scheme:
     """Everything a scheme offers, declared once; the registry lists these and nothing else.
@@ -217,6 +234,8 @@ class Scheme:
     # positions first … last, from the parameters alone, so that a dtype that cannot hold it is
     # refused before anything is computed. None: the answer's values are checked instead.
     magnitude: Callable[[Any, int, int, str], float] | None = None
+    # POST /encode may take several ids a token (position_ids) instead of positions.
+    ids: Ids | None = None
 
     @property
     def rotates(self) -> bool:

@@ -4,6 +4,7 @@ table takes each column from the id transformers' module turns that frequency by
 
 from __future__ import annotations
 
+import io
 import random
 from typing import Any
 
@@ -105,3 +106,33 @@ def test_each_column_of_the_exact_table_turns_by_the_id_the_module_reads(
         rows = np.array(one_d.json()["data"])
         columns = reads == row
         assert np.array_equal(table[:, :, columns], rows[:, :, columns])
+
+
+@pytest.mark.parametrize("model_type", TABLED)
+def test_encode_turns_a_client_s_ids_as_the_rotary_module_does(
+    client: Client, model_type: str
+) -> None:
+    """POST /v1/rope/encode with (3, n) ids the client computed — any ids, not only those a
+    layout gives — and the params and mrope /v1/rope/config names: the framework table is the
+    model's own rotary module's for those ids (API.md §6.3's bound), and the exact one is the
+    table /v1/rope/positions gives for a layout's ids, bit for bit."""
+    config = hub_config(model_type)
+    named = client.post("/v1/rope/config", json=config).json()
+    ids = np.random.default_rng(len(model_type)).integers(0, 1 << 20, size=(3, 48))
+    body = {**named["params"], "position_ids": ids.tolist(), "mrope": named["mrope"]}
+    body |= {"component": "cos_sin", "recipe": "framework"}
+    response = client.post("/v1/rope/encode", json=body)
+    assert response.status_code == 200, response.text
+    table = np.array(response.json()["data"], dtype=np.float32)
+    cos, sin = reference_cos_sin(config, ids)
+    same = _same_frequencies(named["params"])
+    worst = max(ulps(table[0], cos)[:, same].max(), ulps(table[1], sin)[:, same].max())
+    assert worst <= 1, worst
+
+    segments: list[dict[str, Any]] = [{"text": 2}, {"image": [1, 4, 6]}, {"text": 1}]
+    laid_out = _table(client, config, segments, "exact")
+    body |= {"position_ids": laid_out["position_ids"], "recipe": "exact"}
+    exact = client.post("/v1/rope/encode?format=npy", json=body)
+    assert exact.status_code == 200, exact.text
+    served = np.load(io.BytesIO(exact.content))
+    assert np.array_equal(served, np.array(laid_out["table"], dtype=np.float32))

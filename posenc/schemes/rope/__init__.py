@@ -13,6 +13,7 @@ from posenc.cost import Cost
 from posenc.declare import Extra, Scheme
 from posenc.schemes.rope import config_answer, conformance, maths, verify
 from posenc.schemes.rope.mrope import answer as mrope_answer
+from posenc.schemes.rope.mrope import given as mrope_given
 from posenc.schemes.rope.mrope import schemas as mrope_schemas
 from posenc.schemes.rope.params import COMPONENTS, RopeParams
 from posenc.schemes.rope.vision import answer as vision_answer
@@ -110,4 +111,5 @@ declaration = Scheme(
     rotate=maths.rotate,
     extras=(_CONFIG, _POSITIONS, _POSITIONS_VERIFY, _VISION),
     magnitude=maths.magnitude,
+    ids=mrope_given.IDS,
 )

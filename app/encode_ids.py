@@ -1,0 +1,83 @@
+"""``POST /v1/{scheme}/encode`` with ``position_ids``: a token turned by several ids at once (a
+multimodal rope's temporal, height and width ids), under the options the scheme declares
+(:class:`posenc.declare.Ids`). The table alone: embeddings and vectors go with ``positions``."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from fastapi import Request, Response
+
+from app import bodies, formats, responses
+from app.admission import admit, check_size, run
+from app.models import Format, body_members, component_of, dtype_of, params_of
+from app.responses import Body
+from app.serving import canonical, check_holdable, estimate, labels, state
+from posenc.declare import Scheme
+from posenc.errors import InconsistentError, NotApplicableError
+
+
+async def encode_ids(
+    request: Request,
+    scheme: Scheme,
+    small: dict[str, Any],
+    arrays: dict[str, npt.NDArray[Any] | None],
+    fmt_given: Format | None,
+) -> Response:
+    declared = scheme.ids
+    if declared is None:
+        raise NotApplicableError("position_ids", scheme.name, "a token has one position here")
+    for other in ("positions", "embeddings", "vectors"):
+        if arrays.get(other) is not None:
+            raise InconsistentError(
+                other, "position_ids give the table alone: send positions, not both"
+            )
+    settings, _ = state(request)
+    given = arrays["position_ids"]
+    assert given is not None
+    size = given.size
+    check_size(
+        "position_ids", "the position ids", size, settings.max_positions, "POSENC_MAX_POSITIONS"
+    )
+    ids = _ids_of(given, declared.rows)
+    members = body_members(scheme, {**small, "position_ids": [[0]] * declared.rows})
+    params = params_of(scheme, members)
+    dtype, component = dtype_of(scheme, members), component_of(scheme, members)
+    options = declared.read(params, small.get(declared.key), component)
+    fmt = formats.negotiate(fmt_given, request.headers.get("accept"))
+    count = ids.shape[1]
+    shape = scheme.shape(params, count, component)
+    cost = declared.cost(params, count, dtype, component)
+    need = estimate(scheme, members, fmt, cost, shape, f"the array {list(shape)}")
+    need = dataclasses.replace(need, param="position_ids")
+    answer = canonical(
+        scheme,
+        members,
+        params,
+        fmt,
+        position_ids=ids.tolist(),
+        **{declared.key: options.describe()},
+    )
+    envelope = {"scheme": scheme.name, "params": answer}
+    figure = labels(scheme, members, shape, None)
+    gzip = responses.accepts_gzip(request)
+
+    def compute() -> Body:
+        check_holdable(scheme, params, int(ids.min()), int(ids.max()), dtype, component)
+        array = declared.encode(params, ids, options, dtype, component)
+        return Body.of(array, fmt, envelope, figure, gzip)
+
+    await admit(request, need)
+    return responses.send(await run(request, compute), None)
+
+
+def _ids_of(values: npt.NDArray[np.float64], rows: int) -> npt.NDArray[np.int64]:
+    """``rows`` rows of ids, each an integer in 0 … 2^31 − 1 (``3.0`` is 3)."""
+    if values.shape[0] != rows:
+        raise bodies.invalid(
+            ("position_ids",), f"must hold {rows} rows (a token's ids), got {values.shape[0]}"
+        )
+    return np.stack([bodies.positions_of(row, "position_ids") for row in values])

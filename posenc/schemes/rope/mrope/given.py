@@ -1,0 +1,100 @@
+"""``POST /v1/rope/encode`` with ``position_ids``: the cos/sin a multimodal model applies for
+``(3, n)`` ids the client computed, under the ``mrope`` that ``/v1/rope/config`` answers.
+
+Only the two members of that ``mrope`` that the table depends on are read: its ``section`` and
+its ``rotary`` rule (:data:`~.families.Rotary`); the rest (merge sizes, clocks) place tokens,
+which the ids already did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, cast, get_args
+
+from posenc.cost import Cost
+from posenc.declare import Array, Ids, Positions
+from posenc.errors import InconsistentError, ParameterError
+from posenc.schemes.rope.mrope import tables
+from posenc.schemes.rope.mrope.families import Rotary
+from posenc.schemes.rope.params import RopeParams
+
+# ERNIE-VL's permuted frequencies are not answered (its text rope is not either).
+_ROTARIES = tuple(rule for rule in get_args(Rotary) if rule != "ernie")
+_MAX_SECTION = 65536
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "the model's mrope, as POST /v1/rope/config answers it: the table reads "
+    "its section and rotary rule (its other members are ignored)",
+    "properties": {
+        "section": {
+            "type": "array",
+            "items": {"type": "integer", "minimum": 1, "maximum": _MAX_SECTION},
+            "minItems": 3,
+            "maxItems": 3,
+            "description": "how many frequencies the temporal, height and width ids turn",
+        },
+        "rotary": {
+            "type": "string",
+            "enum": list(_ROTARIES),
+            "description": "chunked: in that order; interleaved: Qwen3-VL's T H W T H W …; "
+            "glm_pairs: chunked, the cache's pairs repeated (GLM-4V)",
+        },
+    },
+    "required": ["section", "rotary"],
+}
+
+
+@dataclass(frozen=True)
+class MRopeGiven:
+    section: tuple[int, ...]
+    rotary: Rotary
+
+    def describe(self) -> dict[str, Any]:
+        return {"section": list(self.section), "rotary": self.rotary}
+
+
+def read(params: RopeParams, given: Any, component: str) -> MRopeGiven:
+    """The ``mrope`` member, checked against the rope it splits."""
+    if not isinstance(given, Mapping):
+        raise ParameterError(
+            "mrope", "is required with position_ids: the model's mrope, as /v1/rope/config says"
+        )
+    section = given.get("section")
+    if not (
+        isinstance(section, list)
+        and len(section) == 3
+        and all(type(s) is int and 0 < s <= _MAX_SECTION for s in section)
+    ):
+        raise ParameterError(
+            "mrope.section", f"must be three integers in 1 … {_MAX_SECTION}, got {section!r}"
+        )
+    rotary = given.get("rotary")
+    if rotary not in _ROTARIES:
+        raise ParameterError("mrope.rotary", f"must be one of {', '.join(_ROTARIES)}")
+    if component == "inv_freq":
+        raise InconsistentError(
+            "component", "inv_freq does not depend on the ids: GET /v1/rope/encode gives it"
+        )
+    half = params.d_model // 2
+    if rotary != "interleaved" and sum(section) != half:
+        raise InconsistentError(
+            "mrope.section",
+            f"{section} sums to {sum(section)}, not the {half} frequencies of d_model "
+            f"{params.d_model}",
+        )
+    return MRopeGiven(tuple(section), cast(Rotary, rotary))
+
+
+def encode(
+    params: RopeParams, ids: Positions, given: MRopeGiven, dtype: str, component: str
+) -> Array:
+    return tables.encode(params, ids, given.rotary, given.section, dtype, component)
+
+
+def cost(params: RopeParams, tokens: int, dtype: str, component: str) -> Cost:
+    return tables.cost(params, tokens, dtype, component)
+
+
+IDS = Ids(3, "mrope", SCHEMA, read, encode, cost)
