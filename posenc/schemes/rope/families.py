@@ -42,6 +42,30 @@ class WideLayers:
 
 
 @dataclass(frozen=True)
+class IndexedLayers:
+    """Layer types a family's config class derives from a list of layer indices (Bamba's
+    ``attn_layer_indices``): the layers listed are ``listed``, the others ``other``."""
+
+    key: str
+    listed: str
+    other: str
+
+
+@dataclass(frozen=True)
+class CycledLayers:
+    """Layer types a family's config class derives by repeating a list of block kinds over the
+    layers (RecurrentGemma's ``block_types``, ``repeats`` times at most): a block named
+    ``block`` gives ``named``, any other ``other``."""
+
+    key: str
+    default: tuple[str, ...]
+    block: str
+    named: str
+    other: str
+    repeats: int
+
+
+@dataclass(frozen=True)
 class Family:
     """How one family's rope departs from Llama's: its pairing, its default rotated fraction,
     or why the service cannot answer it yet."""
@@ -87,6 +111,21 @@ class Family:
     # (key, n): without num_hidden_layers, the layers are the key's blocks × their n attention
     # sublayers, each its own layer index (LongCat-Flash's two per num_layers).
     blocks: tuple[str, int] | None = None
+    # Layer types its config class derives from keys of its own: it has no layer_types to set
+    # (a config.json giving one does not load).
+    derived_layers: IndexedLayers | CycledLayers | None = None
+    # (key, value): its model builds a rope only where the key holds the value (else no layer
+    # has one), read as any other.
+    rope_if: tuple[str, str] | None = None
+    rope_types: frozenset[str] | None = None  # the rope types its rotary module accepts
+    # Its attention turns the whole head by the cache it is given: a rope type that turns part
+    # of the head gives a cache the model cannot apply.
+    whole_head_apply: bool = False
+    # The layer types its model runs (its masks are keyed by them): any other fails.
+    layer_names: frozenset[str] | None = None
+    # Keys its config class reads under names of its own that win over the reader's where both
+    # are given (transformers' attribute_map, set after the field): (the reader's, the config's).
+    overrides: tuple[tuple[str, str], ...] = ()
 
 
 PER_LAYER = (
@@ -96,6 +135,8 @@ _FULL = frozenset({"full_attention"})
 _DEEPSEEK_QK = "interleaved_to_rotate_half"
 _OWN_WIDTH = "takes its rope width from keys the service does not read yet"
 _SEVERAL = "applies several ropes (or none) across its blocks; not answered yet"
+# Keys the reader would take for the rope's width that these families' code never reads.
+_WIDTH_KEYS = ("rotary_pct", "rotary_dim", "qk_rope_head_dim")
 
 FAMILIES: dict[str, Family] = {
     # Pairs (2i, 2i+1), as RoFormer: the cache is interleaved too (or one value per pair).
@@ -177,17 +218,51 @@ FAMILIES: dict[str, Family] = {
     "musicflamingo": Family(unanswered=_OWN_WIDTH),
     **dict.fromkeys(
         (
-            "bamba",
             "clvp",
             "clvp_decoder",
             "clvp_encoder",
-            "granitemoehybrid",
             "kyutai_speech_to_text",
             "moshi",
             "nemo_speechlm",
-            "recurrent_gemma",
         ),
         Family(unanswered=_SEVERAL),
+    ),
+    # Mamba layers, and attention layers where attn_layer_indices lists them, turning half of
+    # each head (its config class sets partial_rotary_factor to 0.5, whatever the config says
+    # beside rope_parameters).
+    "bamba": Family(
+        partial_rotary_factor=0.5,
+        derived_layers=IndexedLayers("attn_layer_indices", "full_attention", "linear_attention"),
+        ignored=("partial_rotary_factor", *_WIDTH_KEYS),
+    ),
+    # Recurrent blocks and local attention, block_types repeated over the layers; its rotary
+    # module turns half of each head by default and accepts no rope type but the default.
+    "recurrent_gemma": Family(
+        partial_rotary_factor=0.5,
+        derived_layers=CycledLayers(
+            "block_types",
+            ("recurrent", "recurrent", "attention"),
+            "recurrent",
+            "linear_attention",
+            "sliding_attention",
+            100,
+        ),
+        rope_types=frozenset({"default"}),
+        ignored=_WIDTH_KEYS,
+    ),
+    # Mamba layers ("linear_attention", or "mamba" as older configs say) and attention layers
+    # ("full_attention", or "attention"), the latter with a rope only where
+    # position_embedding_type is "rope": its default rope turns the whole head; the others
+    # read partial_rotary_factor, which its attention cannot apply.
+    "granitemoehybrid": Family(
+        attention_free=frozenset({"linear_attention", "mamba"}),
+        # transformers renames the older "attention" and "mamba" as it loads the config.
+        layer_names=frozenset({"full_attention", "linear_attention", "attention", "mamba"}),
+        rope_if=("position_embedding_type", "rope"),
+        default_whole_head=True,
+        whole_head_apply=True,
+        overrides=(("layer_types", "layers_block_type"),),
+        ignored=_WIDTH_KEYS,
     ),
     **dict.fromkeys(
         ("ernie4_5_vl_moe", "ernie4_5_vl_moe_text"),
