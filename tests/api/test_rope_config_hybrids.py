@@ -1,8 +1,10 @@
 """POST /v1/rope/config for hybrids of attention and Mamba or recurrent layers whose config names
 the layers' kinds in keys of its own: Bamba's attention layers by index (attn_layer_indices),
 Granite 4.0-H's layer_types (or layers_block_type) with a rope only where
-position_embedding_type says so, RecurrentGemma's block_types repeated over the layers. Measured
-against the models themselves in tests/reference/test_hybrid_ropes.py."""
+position_embedding_type says so, RecurrentGemma's block_types repeated over the layers,
+NemotronH's letters (no rope at all); and speech models' text transformers (Moshi, Kyutai; CLVP's
+decoder, which has none, and its text encoder, refused). Measured against the models themselves
+in tests/reference/test_hybrid_ropes.py."""
 
 from __future__ import annotations
 
@@ -25,6 +27,26 @@ GRANITE_ROPE: dict[str, Any] = {
     "layer_types": ["mamba", "attention", "mamba", "attention"],
     "position_embedding_type": "rope",
     "rope_theta": 10000000,
+}
+
+MOSHI: dict[str, Any] = {
+    "model_type": "moshi",
+    "hidden_size": 1024,
+    "num_attention_heads": 8,
+    "num_hidden_layers": 3,
+    "max_position_embeddings": 3000,
+    "rope_theta": 10000.0,
+}
+NEMOTRON_H: dict[str, Any] = {
+    "model_type": "nemotron_h",
+    "hidden_size": 1024,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 2,
+    "head_dim": 128,
+    "mamba_num_heads": 32,
+    "mamba_head_dim": 64,
+    "n_groups": 2,
+    "hybrid_override_pattern": "M*M-",
 }
 
 
@@ -126,3 +148,37 @@ def test_recurrent_gemma_refuses_what_its_config_class_or_rotary_module_does(
     # Its config class repeats the block kinds 100 times, then cuts.
     deep = {**RECURRENT_GEMMA, "block_types": ["attention"], "num_hidden_layers": 101}
     assert _refused_at(client, deep) == "block_types"
+
+
+def test_moshi_turns_the_whole_head_of_its_temporal_transformer(client: Client) -> None:
+    # Its default rope reads no partial_rotary_factor; its depth decoder has no rope.
+    answer = _answer(client, {**MOSHI, "partial_rotary_factor": 0.5})
+    (rope,) = answer["ropes"]
+    assert rope["layers"] == [0, 1, 2] and rope["rotary_dim"] == 128
+    linear = {"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0}
+    half = {**MOSHI, "rope_parameters": {**linear, "partial_rotary_factor": 0.5}}
+    assert _refused_at(client, half) == "partial_rotary_factor"
+
+
+def test_nemotron_h_layers_are_its_pattern_s_letters_and_none_has_a_rope(
+    client: Client,
+) -> None:
+    answer = _answer(client, {**NEMOTRON_H, "num_hidden_layers": 52})
+    assert answer["num_hidden_layers"] == 4
+    assert answer["ropes"] == [] and answer["nope_layers"] == [0, 1, 2, 3]
+    # Inside a speech model, as its text model.
+    nested = _answer(client, {"model_type": "nemo_speechlm", "text_config": NEMOTRON_H})
+    assert nested["text_config"] == "text_config" and nested["nope_layers"] == [0, 1, 2, 3]
+    assert _refused_at(client, {**NEMOTRON_H, "hybrid_override_pattern": "M*X"}) == (
+        "hybrid_override_pattern"
+    )
+
+
+def test_clvp_s_decoder_has_no_rope_and_its_text_encoder_is_refused(client: Client) -> None:
+    decoder = {"model_type": "clvp_decoder", "hidden_size": 1024, "num_attention_heads": 16}
+    answer = _answer(client, {**decoder, "num_hidden_layers": 30})
+    assert answer["ropes"] == [] and answer["nope_layers"] == list(range(30))
+    encoder = {"model_type": "clvp_encoder", "hidden_size": 768, "num_attention_heads": 12}
+    assert _refused_at(client, {"model_type": "clvp", "text_config": encoder}) == (
+        "text_config.model_type"
+    )

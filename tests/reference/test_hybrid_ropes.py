@@ -1,7 +1,8 @@
-"""Hybrids of attention and Mamba or recurrent layers, on configs beyond their defaults and the
-Hub's (which tests/reference/test_model_ropes.py measures): where their config classes read
-the rope's width and the layers' kinds from keys of their own, the answer is what the model
-itself does (the harness runs it), or refused where the model cannot run the config."""
+"""Hybrids of attention and Mamba or recurrent layers, and speech models' text transformers, on
+configs beyond their defaults and the Hub's (which tests/reference/test_model_ropes.py
+measures): where their config classes read the rope's width and the layers' kinds from keys of
+their own, the answer is what the model itself does (the harness runs it), or refused where
+the model cannot run the config."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ from typing import Any
 
 import pytest
 
-from tests.api.test_rope_config_hybrids import BAMBA, GRANITE_ROPE, RECURRENT_GEMMA
+from tests.api.test_rope_config_hybrids import (
+    BAMBA,
+    GRANITE_ROPE,
+    MOSHI,
+    NEMOTRON_H,
+    RECURRENT_GEMMA,
+)
 from tests.reference.test_model_ropes import _verdict
 
 _LINEAR = {"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0}
@@ -64,6 +71,40 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
     ),
     # Its rotary module refuses every rope type but the default.
     "recurrent_gemma, linear": ({**_SMALL_GEMMA, "rope_parameters": _LINEAR}, "refused"),
+    # Its default rope turns the whole head, whatever partial_rotary_factor says; a scaled one
+    # reads it, and its attention cannot apply the narrower cache.
+    "moshi, a factor its default rope ignores": (
+        {**MOSHI, "head_dim": 64, "partial_rotary_factor": 0.5},
+        "right",
+    ),
+    "moshi, linear over half the head": (
+        {**MOSHI, "rope_parameters": {**_LINEAR, "partial_rotary_factor": 0.5}},
+        "refused",
+    ),
+    "kyutai_speech_to_text, a factor its default rope ignores": (
+        {**MOSHI, "model_type": "kyutai_speech_to_text", "partial_rotary_factor": 0.25},
+        "right",
+    ),
+    # Learned absolute positions, no rope.
+    "clvp_decoder": (
+        {
+            "model_type": "clvp_decoder",
+            "hidden_size": 256,
+            "num_attention_heads": 4,
+            "num_hidden_layers": 3,
+        },
+        "right",
+    ),
+    # Its layers are the pattern's letters, whatever num_hidden_layers says.
+    "nemotron_h, a pattern": (
+        {**NEMOTRON_H, "hybrid_override_pattern": "M-M*-ME", "num_hidden_layers": 52},
+        "right",
+    ),
+    "nemotron_h, layers_block_type": (
+        {**NEMOTRON_H, "layers_block_type": ["mamba", "attention", "mlp"], "num_hidden_layers": 9},
+        "right",
+    ),
+    "nemo_speechlm": ({"model_type": "nemo_speechlm", "text_config": NEMOTRON_H}, "right"),
 }
 
 

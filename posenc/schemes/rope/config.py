@@ -179,6 +179,7 @@ def _read_text(text: Mapping[str, Any], path: str, sectioned: bool = False) -> M
     layer_types = (
         model_layers.derived_layer_types(text, family, count)
         or model_layers.layer_types(text)
+        or model_layers.lettered_layer_types(text, family)
         or model_layers.pattern_layer_types(text, family, count)
     )
     if layer_types is not None:
@@ -251,6 +252,8 @@ def _with_null_ropes(text: Mapping[str, Any], family: Family) -> Family:
 def _rope_off(text: Mapping[str, Any], family: Family) -> bool:
     """Whether the family's switch leaves every layer without a rope; switched on, its rope is
     refused (not read yet)."""
+    if family.applies_no_rope:
+        return True
     if family.rope_switch is not None:
         if not text.get(family.rope_switch):
             return True

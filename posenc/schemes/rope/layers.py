@@ -10,13 +10,8 @@ from typing import Any
 
 from posenc.errors import InconsistentError, ParameterError
 from posenc.schemes.rope.config_params import integer
-from posenc.schemes.rope.families import (
-    ATTENTION_FREE,
-    NOPE_LAYER_LISTS,
-    CycledLayers,
-    Family,
-    IndexedLayers,
-)
+from posenc.schemes.rope.families import ATTENTION_FREE, NOPE_LAYER_LISTS, Family
+from posenc.schemes.rope.layer_rules import CycledLayers, IndexedLayers
 
 # No model has come near this many layers; a bound keeps an answer's lists small.
 MAX_LAYERS = 4096
@@ -45,6 +40,22 @@ def pattern_layer_types(
     return tuple(
         "sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(count)
     )
+
+
+def lettered_layer_types(text: Mapping[str, Any], family: Family) -> tuple[str, ...] | None:
+    """The layer types a family's config class spells in letters, or its default."""
+    rule = family.lettered_layers
+    if rule is None:
+        return None
+    pattern = text.get(rule.key)
+    if pattern is None:
+        return rule.default
+    letters = dict(rule.letters)
+    if not isinstance(pattern, str) or not pattern or not set(pattern) <= set(letters):
+        raise ParameterError(rule.key, f"must be a string of the letters {''.join(letters)}")
+    if len(pattern) > MAX_LAYERS:
+        raise ParameterError(rule.key, f"must name at most {MAX_LAYERS} layers")
+    return tuple(letters[letter] for letter in pattern)
 
 
 def derived_layer_types(
