@@ -163,4 +163,65 @@ _DEFAULTS_BROKEN: dict[str, dict[str, Any]] = {
     },
 }
 
+# Hybrids whose default configs have no attention layer, so no rope to measure: their layers'
+# kinds in keys of their own. Bamba-9B (ibm-ai-platform) names its attention layers by index;
+# Granite-4.0-H-350M (ibm-granite) its layers in the older "mamba"/"attention" names, with no
+# rope (position_embedding_type "nope"); RecurrentGemma-2B (google) repeats its block_types
+# over 26 layers, half of each head turning.
+_HYBRIDS: dict[str, dict[str, Any]] = {
+    "Bamba-9B": {
+        "model_type": "bamba",
+        "attn_layer_indices": [9, 18, 27],
+        "attn_rotary_emb": 64,
+        "hidden_size": 4096,
+        "mamba_d_head": 64,
+        "mamba_d_state": 128,
+        "mamba_n_heads": 128,
+        "max_position_embeddings": 262144,
+        "num_attention_heads": 32,
+        "num_hidden_layers": 32,
+        "num_key_value_heads": 8,
+        "rope_theta": 10000.0,
+    },
+    "Granite-4.0-H-350M": {
+        "model_type": "granitemoehybrid",
+        "hidden_size": 768,
+        "layer_types": [
+            *["mamba"] * 10,
+            "attention",
+            *["mamba"] * 2,
+            "attention",
+            *["mamba"] * 3,
+            "attention",
+            *["mamba"] * 9,
+            "attention",
+            *["mamba"] * 4,
+        ],
+        "mamba_d_head": 32,
+        "mamba_d_state": 128,
+        "mamba_n_heads": 48,
+        "max_position_embeddings": 32768,
+        "num_attention_heads": 12,
+        "num_hidden_layers": 32,
+        "num_key_value_heads": 4,
+        "num_local_experts": 0,
+        "position_embedding_type": "nope",
+        "rope_theta": 10000,
+    },
+    "RecurrentGemma-2B": {
+        "model_type": "recurrent_gemma",
+        "attention_window_size": 2048,
+        "block_types": ["recurrent", "recurrent", "attention"],
+        "head_dim": 256,
+        "hidden_size": 2560,
+        "lru_width": 2560,
+        "num_attention_heads": 10,
+        "num_hidden_layers": 26,
+        "num_key_value_heads": 1,
+        "partial_rotary_factor": 0.5,
+        "rope_theta": 10000.0,
+    },
+}
+
 HUB_CONFIGS.update(_DEFAULTS_BROKEN)
+HUB_CONFIGS.update(_HYBRIDS)

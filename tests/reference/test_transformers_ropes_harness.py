@@ -101,6 +101,18 @@ def test_nope_layers_are_the_layers_that_apply_no_rope() -> None:
     assert set(rope.layers) | set(model.nope_layers) == set(range(model.num_hidden_layers))
 
 
+def test_a_rope_the_harness_cannot_trace_is_no_nope_layer() -> None:
+    # CLVP's text encoder turns q, k and v by a rotary module whose forward takes no position
+    # ids: its layers call apply_rotary_pos_emb on cos/sin the harness does not see. They are
+    # not counted as NoPE layers (an answer of "no rope" would be measured right), and say so.
+    model = reference_model("clvp_encoder")
+    assert model.ropes == () and model.nope_layers == ()
+    assert any("apply_rotary_pos_emb" in note for note in model.notes)
+    # Its decoder calls no apply function at all: every layer is a NoPE layer.
+    decoder = reference_model("clvp_decoder")
+    assert decoder.nope_layers == tuple(range(decoder.num_hidden_layers))
+
+
 def test_glm_applies_interleaved_pairs_to_half_of_a_rotate_half_cache() -> None:
     # GLM's rotary module emits cat(freqs, freqs); its apply function repeat-interleaves the
     # first half and turns pairs (2i, 2i+1) of the first rotary_dim dimensions only.

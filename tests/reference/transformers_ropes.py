@@ -432,8 +432,10 @@ class ReferenceModel:
     """What the harness learnt about one model type's text rope.
 
     ``nope_layers``: layers that apply no rope, attention-free ones (Mamba, convolution, linear
-    attention) included; ``attention_free_layers`` are those of them with no softmax attention
-    (by the ``layer_types`` name, or no attention module in the layer). A layer that applies
+    attention) included — not a layer that calls an apply function on cos/sin from a module the
+    harness does not trace (CLVP's encoder: a note says so); ``attention_free_layers`` are
+    those of them with no softmax attention (by the ``layer_types`` name, or no attention
+    module in the layer). A layer that applies
     several ropes is in several ``ropes[].layers``. ``traced``: whether the model itself ran (else
     the static path: ``nope_layers`` empty because unknown, layers assigned by ``layer_types``).
     ``other_rotary_modules``: rotary modules the model built but applied nowhere in the trace.
@@ -1415,6 +1417,25 @@ def _assemble(trace: _Trace, base: dict[str, Any]) -> ReferenceModel:
     if outside:
         notes.append(f"applied outside the decoder layers: {sorted(outside)}")
     rope_layers = {layer for layers in uses.values() for layer in layers}
+    # An apply function called on no traced rotary output: a rope from a module the harness
+    # does not stub (CLVP's encoder's, whose forward takes no position ids), unmeasured here.
+    blind = sorted(
+        {
+            (c.layer, c.name)
+            for c in trace.calls
+            if not c.outputs
+            and c.layer is not None
+            and any(
+                a.kind == "tensor" and re.search(r"cos|sin|freq", a.name)
+                for a in [*c.args, *c.kwargs.values()]
+            )
+        }
+    )
+    if blind:
+        notes.append(
+            f"layers call {blind[:8]} on no traced rotary output: a rope not measured, and "
+            "those layers are not counted as NoPE"
+        )
     received_only = sorted(i for i, t in trace.received.items() if t and i not in rope_layers)
     if received_only:
         notes.append(f"layers {received_only} receive a rotary output and apply none")
@@ -1426,7 +1447,8 @@ def _assemble(trace: _Trace, base: dict[str, Any]) -> ReferenceModel:
             )
         ]
     )
-    nope = tuple(i for i in range(len(trace.layers)) if i not in rope_layers)
+    unseen = {layer for layer, _ in blind}
+    nope = tuple(i for i in range(len(trace.layers)) if i not in rope_layers | unseen)
     free = tuple(
         i
         for i in nope

@@ -2,12 +2,15 @@
 
 The text model's config is the body itself or, for a multimodal model, the one nested at one of
 :data:`~.families.TEXT_CONFIGS` (``text_config`` …); errors name fields by their path there.
-Its layers are ``num_hidden_layers`` (or ``layer_types``'s length). A flat ``rope_parameters``
+Its layers are ``num_hidden_layers`` (or ``layer_types``'s length), their types as the config
+names them or as its family's config class derives them from keys of its own (Bamba's
+``attn_layer_indices``, RecurrentGemma's ``block_types``). A flat ``rope_parameters``
 (or the legacy ``rope_theta`` + ``rope_scaling``) is one rope for every layer, as in
 transformers; ``rope_parameters`` keyed by layer type is one rope per type of ``layer_types``.
 Layers without a rope: those ``no_rope_layers`` flags 0 (1 = rope, as transformers writes it),
 or, for a family whose rule it is, every ``no_rope_layer_interval``-th; and layers whose type
-has no attention (:data:`~.families.ATTENTION_FREE`). Each rope is read by
+has no attention (:data:`~.families.ATTENTION_FREE`, or the family's own); every layer, where
+the family's switch is off (GraniteMoE-Hybrid's ``position_embedding_type``). Each rope is read by
 :func:`.config_params.rope_params`; the family's pairing and defaults are data
 (:mod:`.families`). What the service cannot honour is refused, naming the field.
 """
@@ -156,6 +159,7 @@ def _read_text(text: Mapping[str, Any], path: str, sectioned: bool = False) -> M
     text = {
         **{ours: text[theirs] for ours, theirs in family.aliases if theirs in text},
         **{key: value for key, value in text.items() if key not in family.ignored},
+        **{ours: text[theirs] for ours, theirs in family.overrides if theirs in text},
     }
     mrope = None
     if family.mrope is not None and not sectioned:
@@ -174,10 +178,19 @@ def _read_text(text: Mapping[str, Any], path: str, sectioned: bool = False) -> M
         raise ParameterError(
             "num_hidden_layers", f"must be at most {model_layers.MAX_LAYERS}, got {count}"
         )
-    layer_types = model_layers.layer_types(text) or model_layers.pattern_layer_types(
-        text, family, count
+    layer_types = (
+        model_layers.derived_layer_types(text, family, count)
+        or model_layers.layer_types(text)
+        or model_layers.lettered_layer_types(text, family)
+        or model_layers.pattern_layer_types(text, family, count)
     )
     if layer_types is not None:
+        if family.layer_names is not None and not set(layer_types) <= family.layer_names:
+            unknown = sorted(set(layer_types) - family.layer_names)
+            known = ", ".join(sorted(family.layer_names))
+            raise ParameterError(
+                "layer_types", f"names {unknown}: this family's model runs only {known}"
+            )
         if count is not None and count != len(layer_types):
             raise InconsistentError(
                 "layer_types",
@@ -241,10 +254,15 @@ def _with_null_ropes(text: Mapping[str, Any], family: Family) -> Family:
 def _rope_off(text: Mapping[str, Any], family: Family) -> bool:
     """Whether the family's switch leaves every layer without a rope; switched on, its rope is
     refused (not read yet)."""
+    if family.applies_no_rope:
+        return True
     if family.rope_switch is not None:
         if not text.get(family.rope_switch):
             return True
         raise ParameterError(family.rope_switch, "its rope's width is not read yet")
+    if family.rope_if is not None:
+        key, value = family.rope_if
+        return text.get(key) != value
     if family.rope_when is not None:
         key, value = family.rope_when
         if text.get(key) != value:
@@ -293,6 +311,8 @@ def _ropes(
             )
         params, partial = rope_params(text, where, rope, family)
         layers = None if count is None else tuple(i for i in range(count) if i not in skipped)
+        if layers == ():
+            return ()  # built, and applied by no layer (Bamba's default: Mamba layers only)
         turning = set(types or ()) - model_layers.attention_free(family) - family.nope_types
         scaling = _query_scaling(rope, where)
         return (

@@ -112,6 +112,14 @@ def rope_params(
         known = ", ".join(sorted({*SCALINGS, PROPORTIONAL}))
         key = "rope_type" if "rope_type" in rope else "type"
         raise ParameterError(f"{where}.{key}", f"must be one of {known}, got {rope_type!r}")
+    if family.rope_types is not None and rope_type not in family.rope_types:
+        key = "rope_type" if "rope_type" in rope else "type"
+        known = ", ".join(sorted(family.rope_types))
+        raise ParameterError(
+            f"{where}.{key}",
+            f"must be {known} for {text.get('model_type')}: its rotary module refuses "
+            f"{rope_type!r}",
+        )
     proportional = rope_type == PROPORTIONAL
     if proportional:
         scaling: Scaling = "none" if number(rope, "factor", where) is None else "linear"
@@ -170,6 +178,13 @@ def rope_params(
             pairs = None if pairs == head // 2 else pairs
     else:
         partial = rotary / head
+    if family.whole_head_apply and rotary != head:
+        raise InconsistentError(
+            "partial_rotary_factor",
+            f"turns {rotary} of a {head}-wide head under rope_type={rope_type}, but "
+            f"{text.get('model_type')}'s attention turns the whole head by the cache: its model "
+            "cannot apply that rope",
+        )
     if rotary < 2 or rotary % 2:
         raise InconsistentError(
             "partial_rotary_factor",

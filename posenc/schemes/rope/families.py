@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from posenc.schemes.rope.layer_rules import CycledLayers, IndexedLayers, LetteredLayers
 from posenc.schemes.rope.params import Layout
 
 
@@ -87,7 +88,30 @@ class Family:
     # (key, n): without num_hidden_layers, the layers are the key's blocks × their n attention
     # sublayers, each its own layer index (LongCat-Flash's two per num_layers).
     blocks: tuple[str, int] | None = None
+    # Layer types its config class derives from keys of its own: it has no layer_types to set
+    # (a config.json giving one does not load).
+    derived_layers: IndexedLayers | CycledLayers | None = None
+    # (key, value): its model builds a rope only where the key holds the value (else no layer
+    # has one), read as any other.
+    rope_if: tuple[str, str] | None = None
+    rope_types: frozenset[str] | None = None  # the rope types its rotary module accepts
+    # Its attention turns the whole head by the cache it is given: a rope type that turns part
+    # of the head gives a cache the model cannot apply.
+    whole_head_apply: bool = False
+    # Its text model turns no q/k by a rope (its rotary module, where it has one, serves
+    # another sub-model): every layer is a NoPE layer.
+    applies_no_rope: bool = False
+    # Without layer_types, the layer types its config class spells in letters.
+    lettered_layers: LetteredLayers | None = None
+    # The layer types its model runs (its masks are keyed by them): any other fails.
+    layer_names: frozenset[str] | None = None
+    # Keys its config class reads under names of its own that win over the reader's where both
+    # are given (transformers' attribute_map, set after the field): (the reader's, the config's).
+    overrides: tuple[tuple[str, str], ...] = ()
 
+
+# Keys that give the number of layers, in the order read.
+LAYER_COUNTS = ("num_hidden_layers", "n_layer", "num_layers")
 
 PER_LAYER = (
     "gives its layers ropes (or none) by a rule of its own that the reader does not model yet"
@@ -95,7 +119,8 @@ PER_LAYER = (
 _FULL = frozenset({"full_attention"})
 _DEEPSEEK_QK = "interleaved_to_rotate_half"
 _OWN_WIDTH = "takes its rope width from keys the service does not read yet"
-_SEVERAL = "applies several ropes (or none) across its blocks; not answered yet"
+# Keys the reader would take for the rope's width that these families' code never reads.
+_WIDTH_KEYS = ("rotary_pct", "rotary_dim", "qk_rope_head_dim")
 
 FAMILIES: dict[str, Family] = {
     # Pairs (2i, 2i+1), as RoFormer: the cache is interleaved too (or one value per pair).
@@ -175,19 +200,63 @@ FAMILIES: dict[str, Family] = {
     "llama4_text": Family(layout="interleaved", nope_interval=4),  # complex freqs_cis
     "mistral_large4_text": Family(apply=_DEEPSEEK_QK, nope_interval=4),
     "musicflamingo": Family(unanswered=_OWN_WIDTH),
+    # CLVP's text model is its text encoder, whose attention turns the first
+    # max(projection_dim // (2 · heads), 32) dimensions of q, k and v (the values too) by
+    # positions of its own (arange of the sequence); its decoder applies no rope at all
+    # (learned absolute positions).
     **dict.fromkeys(
-        (
-            "bamba",
-            "clvp",
-            "clvp_decoder",
-            "clvp_encoder",
-            "granitemoehybrid",
-            "kyutai_speech_to_text",
-            "moshi",
-            "nemo_speechlm",
-            "recurrent_gemma",
+        ("clvp", "clvp_encoder"),
+        Family(
+            unanswered="its text encoder turns q, k and v (the values too) over "
+            "max(projection_dim // (2 · num_attention_heads), 32) dimensions where "
+            "use_rotary_embedding is true: not answered yet"
         ),
-        Family(unanswered=_SEVERAL),
+    ),
+    "clvp_decoder": Family(applies_no_rope=True),
+    # The temporal transformer (the text model) turns q/k in every layer as Llama's does, its
+    # default rope over the whole head; its depth decoder has no rope, its audio codec (Mimi)
+    # one of its own. Its other rope types read partial_rotary_factor, which its attention
+    # cannot apply.
+    **dict.fromkeys(
+        ("kyutai_speech_to_text", "moshi"),
+        Family(default_whole_head=True, whole_head_apply=True, ignored=_WIDTH_KEYS),
+    ),
+    # Mamba layers, and attention layers where attn_layer_indices lists them, turning half of
+    # each head (its config class sets partial_rotary_factor to 0.5, whatever the config says
+    # beside rope_parameters).
+    "bamba": Family(
+        partial_rotary_factor=0.5,
+        derived_layers=IndexedLayers("attn_layer_indices", "full_attention", "linear_attention"),
+        ignored=("partial_rotary_factor", *_WIDTH_KEYS),
+    ),
+    # Recurrent blocks and local attention, block_types repeated over the layers; its rotary
+    # module turns half of each head by default and accepts no rope type but the default.
+    "recurrent_gemma": Family(
+        partial_rotary_factor=0.5,
+        derived_layers=CycledLayers(
+            "block_types",
+            ("recurrent", "recurrent", "attention"),
+            "recurrent",
+            "linear_attention",
+            "sliding_attention",
+            100,
+        ),
+        rope_types=frozenset({"default"}),
+        ignored=_WIDTH_KEYS,
+    ),
+    # Mamba layers ("linear_attention", or "mamba" as older configs say) and attention layers
+    # ("full_attention", or "attention"), the latter with a rope only where
+    # position_embedding_type is "rope": its default rope turns the whole head; the others
+    # read partial_rotary_factor, which its attention cannot apply.
+    "granitemoehybrid": Family(
+        attention_free=frozenset({"linear_attention", "mamba"}),
+        # transformers renames the older "attention" and "mamba" as it loads the config.
+        layer_names=frozenset({"full_attention", "linear_attention", "attention", "mamba"}),
+        rope_if=("position_embedding_type", "rope"),
+        default_whole_head=True,
+        whole_head_apply=True,
+        overrides=(("layer_types", "layers_block_type"),),
+        ignored=_WIDTH_KEYS,
     ),
     **dict.fromkeys(
         ("ernie4_5_vl_moe", "ernie4_5_vl_moe_text"),
@@ -254,7 +323,23 @@ FAMILIES: dict[str, Family] = {
     "zamba2": Family(rope_switch="use_mem_rope"),
     # Multi-latent attention, its q/k pairs (2i, 2i+1) turned into a rotate_half cache.
     "longcat_flash": Family(apply=_DEEPSEEK_QK, blocks=("num_layers", 2)),
-    "nemotron_h": Family(unanswered="its text model applies no rope"),
+    # Mamba, MoE, MLP and attention layers, its attention turning no q/k (its modeling file's
+    # apply function is called nowhere): its layers are layer_types (or layers_block_type, or
+    # hybrid_override_pattern's letters), whatever num_hidden_layers says.
+    "nemotron_h": Family(
+        applies_no_rope=True,
+        aliases=(("layer_types", "layers_block_type"),),
+        ignored=LAYER_COUNTS,
+        lettered_layers=LetteredLayers(
+            "hybrid_override_pattern",
+            (("M", "linear_attention"), ("E", "moe"), ("*", "full_attention"), ("-", "mlp")),
+            ("linear_attention", "moe", "full_attention", "mlp"),
+        ),
+        # transformers renames the older "mamba" and "attention" as it loads the config.
+        layer_names=frozenset(
+            {"full_attention", "linear_attention", "moe", "mlp", "mamba", "attention"}
+        ),
+    ),
     "roformer": Family(unanswered="computes its sinusoid table in float64 by a recipe of its own"),
     # Its rotate_half turns each pair of the cache the other way (by −θ: its sin negated).
     "nanochat": Family(apply="reversed"),
@@ -286,8 +371,6 @@ ATTENTION_FREE = frozenset({"conv", "linear_attention", "mamba", "mamba2", "recu
 # Keys listing layers that have no rope (Mllama's cross-attention layers).
 NOPE_LAYER_LISTS = ("cross_attention_layers",)
 
-# Keys that give the number of layers, in the order read.
-LAYER_COUNTS = ("num_hidden_layers", "n_layer", "num_layers")
 
 # Config flags that say whether q/k turn in other pairs than the cache's layout (DeepSeek V3);
 # absent, the family's default holds.

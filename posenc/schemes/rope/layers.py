@@ -1,6 +1,7 @@
 """Which layers a config has, and which of them turn by no rope: the layer types it names
-or its family derives (``sliding_window_pattern``), and its NoPE layers (``no_rope_layers``
-flags, a family's interval, listed indices, and layer types without attention or rope)."""
+or its family derives (``sliding_window_pattern``, Bamba's ``attn_layer_indices``,
+RecurrentGemma's ``block_types``), and its NoPE layers (``no_rope_layers`` flags, a family's
+interval, listed indices, and layer types without attention or rope)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 from posenc.errors import InconsistentError, ParameterError
 from posenc.schemes.rope.config_params import integer
 from posenc.schemes.rope.families import ATTENTION_FREE, NOPE_LAYER_LISTS, Family
+from posenc.schemes.rope.layer_rules import CycledLayers, IndexedLayers
 
 # No model has come near this many layers; a bound keeps an answer's lists small.
 MAX_LAYERS = 4096
@@ -38,6 +40,61 @@ def pattern_layer_types(
     return tuple(
         "sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(count)
     )
+
+
+def lettered_layer_types(text: Mapping[str, Any], family: Family) -> tuple[str, ...] | None:
+    """The layer types a family's config class spells in letters, or its default."""
+    rule = family.lettered_layers
+    if rule is None:
+        return None
+    pattern = text.get(rule.key)
+    if pattern is None:
+        return rule.default
+    letters = dict(rule.letters)
+    if not isinstance(pattern, str) or not pattern or not set(pattern) <= set(letters):
+        raise ParameterError(rule.key, f"must be a string of the letters {''.join(letters)}")
+    if len(pattern) > MAX_LAYERS:
+        raise ParameterError(rule.key, f"must name at most {MAX_LAYERS} layers")
+    return tuple(letters[letter] for letter in pattern)
+
+
+def derived_layer_types(
+    text: Mapping[str, Any], family: Family, count: int | None
+) -> tuple[str, ...] | None:
+    """The layer types a family's config class derives from keys of its own (it has no
+    ``layer_types`` of its own to set: a config.json that gives them does not load)."""
+    rule = family.derived_layers
+    if rule is None:
+        return None
+    for key in ("layer_types", "layers_block_type"):
+        if text.get(key) is not None:
+            raise ParameterError(
+                key,
+                f"{text.get('model_type')}'s config class derives its layer types from "
+                f"{rule.key}; transformers does not load a config that gives them",
+            )
+    if count is None:
+        raise InconsistentError("num_hidden_layers", "is required: the layers' types differ")
+    if isinstance(rule, IndexedLayers):
+        listed = text.get(rule.key) or []
+        if not isinstance(listed, list) or not all(type(i) is int for i in listed):
+            raise ParameterError(rule.key, "must be a list of layer indices")
+        return tuple(rule.listed if i in listed else rule.other for i in range(count))
+    return _cycled(text, rule, count)
+
+
+def _cycled(text: Mapping[str, Any], rule: CycledLayers, count: int) -> tuple[str, ...]:
+    blocks = text.get(rule.key)
+    blocks = list(rule.default) if blocks is None else blocks
+    if not isinstance(blocks, list) or not blocks or not all(isinstance(b, str) for b in blocks):
+        raise ParameterError(rule.key, "must be a non-empty list of block kinds")
+    if count > rule.repeats * len(blocks):
+        # Its config class repeats them this many times, then cuts: the model lacks layers.
+        raise InconsistentError(
+            rule.key, f"covers at most {rule.repeats} × {len(blocks)} layers, not {count}"
+        )
+    kinds = (blocks * rule.repeats)[:count]
+    return tuple(rule.named if kind == rule.block else rule.other for kind in kinds)
 
 
 def nope_layers(
