@@ -253,7 +253,16 @@ def _hunyuan_ocr(**rope: Any) -> dict[str, Any]:
             {"text_config": {"model_type": "llama", "head_dim": 63}},
             "text_config.partial_rotary_factor",
         ),
-        ({"model_type": "ernie4_5_vl_moe_text", "head_dim": 64}, "model_type"),
+        # ERNIE-4.5-VL's default sections [22, 22, 20] split 64 frequencies, not 32.
+        ({"model_type": "ernie4_5_vl_moe_text", "head_dim": 64}, "mrope_section"),
+        (
+            {
+                "model_type": "ernie4_5_vl_moe_text",
+                "head_dim": 128,
+                "rope_parameters": {"rope_type": "default", "mrope_section": [20, 24, 20]},
+            },
+            "rope_parameters.mrope_section",
+        ),
         ({"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12}, "model_type"),
         ({"model_type": "roformer", "head_dim": 64}, "model_type"),
         ({"head_dim": 64, "num_hidden_layers": 10**6}, "num_hidden_layers"),

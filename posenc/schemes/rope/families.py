@@ -197,10 +197,10 @@ FAMILIES: dict[str, Family] = {
         ),
         Family(unanswered=_SEVERAL),
     ),
-    **dict.fromkeys(
-        ("ernie4_5_vl_moe", "ernie4_5_vl_moe_text"),
-        Family(unanswered="turns its frequencies in a permuted order; not answered yet"),
-    ),
+    # ERNIE-4.5-VL keeps its frequencies permuted (each height/width pair's evens, then odds:
+    # pre-rotated for its sections) and interleaves the chunks back: a text token's pairs
+    # (2i, 2i+1), repeated pairwise, turn by ω_i in ascending order.
+    "ernie4_5_vl_moe_text": Family(layout="interleaved", mrope="ernie4_5_vl_moe"),
     # Full-attention layers of heads global_head_dim wide (in per_layer_config once loaded),
     # turned by a proportional rope over part of them.
     **dict.fromkeys(
