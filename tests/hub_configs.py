@@ -132,6 +132,26 @@ _QWEN3_OMNI_TEXT = {
         "type": "default",
     },
 }
+_HUNYUAN_OCR_TEXT: dict[str, Any] = {
+    "attention_head_dim": 128,
+    "head_dim": 128,
+    "hidden_size": 1024,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 24,
+    "max_position_embeddings": 32768,
+    "rope_scaling": {
+        "alpha": 1000.0,
+        "beta_fast": 32,
+        "beta_slow": 1,
+        "factor": 1.0,
+        "mscale": 1.0,
+        "mscale_all_dim": 1.0,
+        "type": "xdrope",
+        "xdrope_section": [16, 16, 16, 16],
+    },
+    "rope_theta": 10000.0,
+}
 _DEFAULTS_BROKEN: dict[str, dict[str, Any]] = {
     "GLM-4.1V": {"model_type": "glm4v", "text_config": _GLM4V_TEXT},
     "GLM-4.1V text model": _GLM4V_TEXT,
@@ -148,6 +168,11 @@ _DEFAULTS_BROKEN: dict[str, dict[str, Any]] = {
     },
     "Qwen3-Omni thinker": {"model_type": "qwen3_omni_moe_thinker", "text_config": _QWEN3_OMNI_TEXT},
     "Qwen3-Omni text model": _QWEN3_OMNI_TEXT,
+    # Its default head_dim is null, on which its attention fails: tencent/HunyuanOCR's
+    # config.json, flat (its text keys at the top, folded into its text config), turning its
+    # rope over four axes of 16 frequencies, its base stretched by alpha (ntk_alpha).
+    "HunyuanOCR": {"model_type": "hunyuan_vl", **_HUNYUAN_OCR_TEXT},
+    "HunyuanOCR text model": {**_HUNYUAN_OCR_TEXT, "model_type": "hunyuan_vl_text"},
     # Its default heads are 4096 / 96 = 42 wide, half of which (21) no rope can turn.
     "GLM-4.5": {
         "model_type": "glm4_moe",

@@ -211,6 +211,11 @@ def test_gpt_j_pairs_interleave_and_give_its_rotary_dim(client: Client) -> None:
     assert answer["params"]["layout"] == "interleaved" and answer["rotary_dim"] == 64
 
 
+def _hunyuan_ocr(**rope: Any) -> dict[str, Any]:
+    """HunyuanOCR's config.json (flat, as the Hub publishes it) with a rope_scaling of its own."""
+    return {**HUB_CONFIGS["HunyuanOCR"], "rope_scaling": rope}
+
+
 @pytest.mark.parametrize(
     ("config", "field"),
     [
@@ -248,7 +253,16 @@ def test_gpt_j_pairs_interleave_and_give_its_rotary_dim(client: Client) -> None:
             {"text_config": {"model_type": "llama", "head_dim": 63}},
             "text_config.partial_rotary_factor",
         ),
-        ({"model_type": "ernie4_5_vl_moe_text", "head_dim": 64}, "model_type"),
+        # ERNIE-4.5-VL's default sections [22, 22, 20] split 64 frequencies, not 32.
+        ({"model_type": "ernie4_5_vl_moe_text", "head_dim": 64}, "mrope_section"),
+        (
+            {
+                "model_type": "ernie4_5_vl_moe_text",
+                "head_dim": 128,
+                "rope_parameters": {"rope_type": "default", "mrope_section": [20, 24, 20]},
+            },
+            "rope_parameters.mrope_section",
+        ),
         ({"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12}, "model_type"),
         ({"model_type": "roformer", "head_dim": 64}, "model_type"),
         ({"head_dim": 64, "num_hidden_layers": 10**6}, "num_hidden_layers"),
@@ -330,6 +344,31 @@ def test_gpt_j_pairs_interleave_and_give_its_rotary_dim(client: Client) -> None:
         ({"head_dim": 64, "rope_scaling": [1, 2]}, "rope_scaling"),
         # A rope per layer type, all null (schema-valid: found by contract fuzzing).
         ({"head_dim": 64, "rope_parameters": {"x": None}}, "rope_parameters.x"),
+        # HunYuan's stretch of the base is its families' alone; Llama's config class ignores it.
+        (
+            {"head_dim": 64, "rope_scaling": {"type": "dynamic", "factor": 1.0, "alpha": 8.0}},
+            "rope_scaling.alpha",
+        ),
+        # HunYuan-VL's defaults (head_dim null) are a model its own code cannot build.
+        ({"model_type": "hunyuan_vl"}, "head_dim"),
+        ({"model_type": "hunyuan_vl_text", "hidden_size": 1024}, "head_dim"),
+        (_hunyuan_ocr(type="xdrope", alpha=1000.0, factor=1.0), "rope_scaling.mrope_section"),
+        (
+            _hunyuan_ocr(type="xdrope", alpha=1000.0, factor=1.0, xdrope_section=[16, 16, 16, 8]),
+            "rope_scaling.xdrope_section",
+        ),
+        (
+            _hunyuan_ocr(
+                type="xdrope",
+                alpha=1000.0,
+                factor=1.0,
+                xdrope_section=[16, 16, 16, 16],
+                mrope_section=[32, 16, 8, 8],
+            ),
+            "rope_scaling.xdrope_section",
+        ),
+        # Required of rope_type dynamic by transformers' validation, though alpha reads none.
+        (_hunyuan_ocr(type="xdrope", alpha=1000.0, xdrope_section=[16] * 4), "rope_scaling.factor"),
     ],
 )
 def test_a_config_the_service_cannot_honour_is_a_422_naming_the_field(
@@ -682,3 +721,42 @@ def test_a_proportional_factor_divides_its_frequencies(client: Client) -> None:
     whole = {**config, "rope_parameters": {"rope_type": "proportional"}}
     (rope,) = client.post("/v1/rope/config", json=whole).json()["ropes"]
     assert "rotary_pairs" not in rope["params"] and rope["rotary_dim"] == 64  # every pair turns
+
+
+def test_hunyuan_ocr_turns_the_whole_head_by_a_base_stretched_by_alpha(client: Client) -> None:
+    """The flat Hub config, its text model alone and transformers 5's nested form are one rope:
+    the text tokens' (their ids equal on all four axes), of base rope_theta·alpha^(d/(d−2)), as
+    transformers computes it in float64 before its rotary module rounds it to float32."""
+    text = {k: v for k, v in HUB_CONFIGS["HunyuanOCR"].items() if k != "model_type"}
+    nested = {
+        "model_type": "hunyuan_vl",
+        "text_config": {
+            **{k: v for k, v in text.items() if k not in ("rope_scaling", "rope_theta")},
+            "model_type": "hunyuan_vl_text",
+            "rope_parameters": {
+                "rope_type": "dynamic",
+                "rope_theta": 10000.0,
+                "alpha": 1000.0,
+                "factor": 1.0,
+                "mrope_section": [16, 16, 16, 16],
+            },
+        },
+    }
+    configs = [HUB_CONFIGS["HunyuanOCR"], HUB_CONFIGS["HunyuanOCR text model"], nested]
+    answers = [client.post("/v1/rope/config", json=config).json() for config in configs]
+    for answer in answers:
+        (rope,) = answer["ropes"]
+        assert answer["model_type"] == "hunyuan_vl_text" and answer["mrope"] is None
+        assert rope["layers"] == list(range(24)) and rope["apply"] is None
+        assert rope["params"] == {
+            "d_model": 128,
+            "base": 10000.0 * 1000.0 ** (128 / 126),
+            "layout": "split",
+            "scaling": "none",
+            "recipe": "exact",
+        }
+    assert [answer["text_config"] for answer in answers] == [None, None, "text_config"]
+    # Without alpha (or with rope_type default) the base is rope_theta's.
+    default = {**configs[0], "rope_scaling": {"type": "default", "xdrope_section": [16] * 4}}
+    (rope,) = client.post("/v1/rope/config", json=default).json()["ropes"]
+    assert rope["params"]["base"] == 10000.0 and rope["params"]["scaling"] == "none"

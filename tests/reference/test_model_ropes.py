@@ -12,6 +12,7 @@ wherever the frequency is bit-identical, the bound of API.md §6.3).
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 import multiprocessing
 import re
@@ -95,6 +96,7 @@ def _layer_sets(ropes: Mapping[frozenset[int], Any]) -> list[list[int]]:
 
 
 def _rope_misfit(answered: LayerRope, rope: ReferenceRope) -> str | None:
+    rope = _in_pair_order(rope)
     ours, layout = answered.params, rope.layout
     applied = answered.apply or ours.layout
     sign = 1
@@ -110,6 +112,21 @@ def _rope_misfit(answered: LayerRope, rope: ReferenceRope) -> str | None:
     if layout.span != ours.d_model:
         return f"the model pairs over {layout.span} dimensions, answered d_model={ours.d_model}"
     return _values_misfit(ours, rope)
+
+
+def _in_pair_order(rope: ReferenceRope) -> ReferenceRope:
+    """A rope whose module keeps its frequencies permuted (ERNIE-4.5-VL's, pre-rotated for its
+    M-RoPE sections) judged by what each pair turns by: its buffer read in pair order. Pair i
+    then turns by frequency i, and it is the answer's ω_i that those values must match."""
+    layout = rope.layout
+    order = [pair.freq for pair in layout.pairs]
+    if layout.frequency_order != "permuted" or sorted(order) != list(range(len(rope.inv_freq))):
+        return rope
+    return dataclasses.replace(
+        rope,
+        inv_freq=rope.inv_freq[order],
+        layout=dataclasses.replace(layout, frequency_order="ascending"),
+    )
 
 
 def _reference_rows(

@@ -127,3 +127,57 @@ def test_gemma_4_ropes_are_its_rotary_module_s_for_each_layer_type(
         same = np.concatenate([freq_ulps == 0, freq_ulps == 0])
         assert ulps(table[0], cos[0].numpy())[:, same].max() <= 1
         assert ulps(table[1], sin[0].numpy())[:, same].max() <= 1
+
+
+@pytest.mark.parametrize(
+    ("head", "theta", "alpha"),
+    [
+        (128, 10000.0, 1000.0),
+        (64, 500000.0, 7.5),
+        (128, 10000.0, 50.0),
+        (96, 1e6, 2.0),
+        (6, 1e4, 3.0),
+    ],
+)
+def test_hunyuan_alpha_stretches_the_base_as_its_rotary_module_does(
+    head: int, theta: float, alpha: float
+) -> None:
+    """HunYuan-VL's rope_type dynamic with an alpha (its checkpoints' xdrope): our base is the
+    float64 transformers computes, near the real rope_theta·alpha^(d/(d−2)) (its d/(d−2),
+    rounded once, is off by 2^-53 of itself, which the power turns into ln α times that), and
+    its frequencies and cos/sin are its rotary module's (ntk_alpha), at the start and far out."""
+    import mpmath
+    from transformers.models.hunyuan_vl.configuration_hunyuan_vl import HunYuanVLTextConfig
+    from transformers.models.hunyuan_vl.modeling_hunyuan_vl import HunYuanVLRotaryEmbedding
+
+    # Four axes, or three of one frequency each (head 6).
+    axes = [head // 8] * 3 + [head // 2 - 3 * (head // 8)] if head >= 8 else [1, 1, 1]
+    rope = {"type": "xdrope", "alpha": alpha, "factor": 1.0, "xdrope_section": axes}
+    config = {
+        "model_type": "hunyuan_vl_text",
+        "hidden_size": 1024,
+        "num_attention_heads": 8,
+        "head_dim": head,
+        "max_position_embeddings": 32768,
+        "rope_theta": theta,
+        "rope_scaling": rope,
+    }
+    params = rope_config.from_config(config).params
+    with mpmath.workdps(50):
+        real = mpmath.mpf(theta) * mpmath.mpf(alpha) ** (mpmath.mpf(head) / (head - 2))
+        exponent = head / (head - 2)
+        bound = (2 + abs(mpmath.log(alpha)) * exponent) * 2.0**-52
+        assert abs(mpmath.mpf(params.base) - real) <= bound * real
+    module = HunYuanVLRotaryEmbedding(HunYuanVLTextConfig.from_dict(config))
+    assert module.rope_type == "ntk_alpha"
+    positions = torch.tensor([0, 1, 2, 100, 4095, 32767, 10**6])
+    cos, sin = module(torch.zeros(1), positions[None, None].expand(len(axes), 1, -1))
+    framework_params = RopeParams(**{**params.__dict__, "recipe": "framework"})
+    ours_freq, attention = framework.frequencies(framework_params, 10**6 + 1)
+    assert attention == module.attention_scaling == 1.0
+    freq_ulps = ulps(ours_freq, module.inv_freq.numpy())
+    assert freq_ulps.max() <= 1
+    table = framework.encode(framework_params, positions.numpy(), "float32", "cos_sin")
+    same = np.concatenate([freq_ulps == 0, freq_ulps == 0])
+    assert ulps(table[0], cos[0].numpy())[:, same].max() <= 1
+    assert ulps(table[1], sin[0].numpy())[:, same].max() <= 1

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from posenc.errors import InconsistentError, ParameterError, PosencError
 from posenc.schemes.rope import layers as model_layers
+from posenc.schemes.rope import xdrope
 from posenc.schemes.rope.class_defaults import CLASS_DEFAULTS
 from posenc.schemes.rope.config_params import (
     head_dim,
@@ -34,6 +35,7 @@ from posenc.schemes.rope.config_params import (
 from posenc.schemes.rope.families import (
     APPLY_KEYS,
     FAMILIES,
+    FLAT_TEXT_TYPES,
     LAYER_COUNTS,
     OWN_TEXT_CONFIGS,
     PER_LAYER,
@@ -138,6 +140,10 @@ def _text_config(config: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
                     f"{path}.model_type", "is required: it names the text model's family"
                 )
             return path, found
+    if isinstance(model_type, str) and model_type in FLAT_TEXT_TYPES:
+        # Its text model's keys at its top, as older checkpoints write them: transformers folds
+        # them into the text model's config.
+        return "", {**config, "model_type": FLAT_TEXT_TYPES[model_type]}
     return "", config
 
 
@@ -169,6 +175,8 @@ def _read_text(text: Mapping[str, Any], path: str, sectioned: bool = False) -> M
             {**text, "model_type": family.mrope}, where="", ids=False, alone=True
         )
         text = mrope_config.text_rope_of(text)
+    if family.xdrope:
+        text = xdrope.text_rope_of(text)
     count = next((n for key in LAYER_COUNTS if (n := integer(text, key, "")) is not None), None)
     if family.blocks is not None and integer(text, "num_hidden_layers", "") is None:
         key, sublayers = family.blocks

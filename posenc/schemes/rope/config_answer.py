@@ -180,19 +180,26 @@ def _ranged(name: str) -> dict[str, Any]:
     return schema
 
 
+# xdrope: HunYuan-VL's checkpoints' name for its rope type, read as dynamic.
+_ROPE_TYPES = sorted({*SCALINGS, PROPORTIONAL, "mrope", "xdrope"})
+_SECTIONS: dict[str, Any] = {
+    "type": "array",
+    "items": {"type": "integer", "minimum": 1, "maximum": 65536},
+    "minItems": 3,
+    "maxItems": 4,
+}
 _ROPE: dict[str, Any] = {
     "type": ["object", "null"],
     "additionalProperties": False,
     "properties": {
-        "rope_type": {"type": "string", "enum": sorted({*SCALINGS, PROPORTIONAL, "mrope"})},
-        "type": {"type": "string", "enum": sorted({*SCALINGS, PROPORTIONAL, "mrope"})},
-        # Read by POST /v1/rope/positions and for the answer's mrope, of M-RoPE models only.
-        "mrope_section": {
-            "type": "array",
-            "items": {"type": "integer", "minimum": 1, "maximum": 65536},
-            "minItems": 3,
-            "maxItems": 3,
-        },
+        "rope_type": {"type": "string", "enum": _ROPE_TYPES},
+        "type": {"type": "string", "enum": _ROPE_TYPES},
+        # Read by POST /v1/rope/positions and for the answer's mrope, of M-RoPE models only;
+        # HunYuan-VL's (xdrope_section in its checkpoints) has 3 or 4 axes.
+        "mrope_section": _SECTIONS,
+        "xdrope_section": _SECTIONS,
+        # HunYuan's fixed stretch of the base (with rope_type dynamic or xdrope).
+        "alpha": {"type": ["number", "null"], "exclusiveMinimum": 0},
         "mrope_interleaved": {"type": ["boolean", "null"]},
         "interleaved": {"type": ["boolean", "null"]},
         "rope_theta": {"type": ["number", "null"], "exclusiveMinimum": 1, "maximum": 1e12},
@@ -357,7 +364,7 @@ ANSWER_SCHEMA: dict[str, Any] = {
             "anyOf": [{"type": "null"}, MROPE_SCHEMA],
             "description": "multimodal rope (M-RoPE): how the three ids of a token share the "
             "frequencies, and the vision merge sizes POST /v1/rope/positions reads; null for "
-            "a model without one",
+            "a model without one, or one whose positions are not answered (HunYuan-VL)",
         },
         "params": {"type": "object", "description": "a model with one rope: its parameters"},
         "rotary_dim": {"type": "integer"},

@@ -125,15 +125,19 @@ def rope_params(
         scaling: Scaling = "none" if number(rope, "factor", where) is None else "linear"
     else:
         scaling = SCALINGS[rope_type]
+    # HunYuan reads alpha (below); any other family's alpha is a key the service does not read.
+    readable = _KNOWN | {"alpha"} if family.ntk_alpha else _KNOWN
     for key, value in rope.items():
-        if key not in _KNOWN and (value is None or isinstance(value, Mapping)):
+        if key not in readable and (value is None or isinstance(value, Mapping)):
             # Transformers 5's rope per layer type, whose types' ropes are all null here:
             # a layer type this config's layers do not have.
             raise InconsistentError(
                 f"{where}.{key}", "names a layer type without a rope, and no layer has a rope"
             )
-        if key not in _KNOWN:
+        if key not in readable:
             raise ParameterError(f"{where}.{key}", "is not a rope parameter the service models")
+    if family.ntk_alpha and scaling == "dynamic" and number(rope, "alpha", where):
+        return _ntk_alpha(text, where, rope, family)
 
     base = _first(
         number(rope, "rope_theta", where),
@@ -230,6 +234,49 @@ def rope_params(
             config_name.get(error.param, f"{where}.{error.param}"), error.message
         ) from None
     return params, partial
+
+
+def _ntk_alpha(
+    text: Mapping[str, Any], where: str, rope: Mapping[str, Any], family: Family
+) -> tuple[RopeParams, float]:
+    """HunYuan's ntk_alpha: the default rope of the whole head, its base stretched to
+    ``rope_theta · alpha^(head_dim/(head_dim − 2))`` in float64 as transformers computes it
+    (its rotary module then rounds the base to float32, as it does any base), the dynamic
+    scaling's own keys unread. ``head_dim`` as given: the module reads ``config.head_dim``."""
+    alpha = number(rope, "alpha", where)
+    assert alpha  # the caller's condition: a nonzero alpha
+    if alpha < 0:
+        raise ParameterError(f"{where}.alpha", f"must be positive, got {alpha}")
+    if number(rope, "factor", where) is None:
+        # Required of rope_type dynamic by transformers' validation, though ntk_alpha reads none.
+        raise InconsistentError(
+            f"{where}.factor", "is required with rope_type dynamic, alpha or not (unread with it)"
+        )
+    head = integer(text, "head_dim", "")
+    if head is None or head <= 2:
+        raise InconsistentError(
+            "head_dim", "is required with alpha (more than 2): ntk_alpha reads d/(d − 2) of it"
+        )
+    theta = _first(
+        number(rope, "rope_theta", where),
+        number(text, "rope_theta", ""),
+        _defaults(text).get("rope_theta"),
+        family.default_base,
+    )
+    try:
+        base = theta * alpha ** (head / (head - 2))
+    except OverflowError:
+        base = math.inf
+    try:
+        return RopeParams(d_model=head, base=base, layout=family.layout), 1.0
+    except ParameterError as error:
+        if error.param == "base":
+            raise ParameterError(
+                f"{where}.alpha",
+                f"stretches rope_theta {theta} to {base:.6g}, outside the base's range: "
+                f"{error.message}",
+            ) from None
+        raise
 
 
 def _first(*values: float | None) -> Any:

@@ -108,6 +108,14 @@ class Family:
     # Keys its config class reads under names of its own that win over the reader's where both
     # are given (transformers' attribute_map, set after the field): (the reader's, the config's).
     overrides: tuple[tuple[str, str], ...] = ()
+    # HunYuan's rotary module: rope_type "dynamic" with a nonzero alpha is no dynamic scaling
+    # but a fixed stretch of the base, rope_theta · alpha^(head_dim/(head_dim − 2)), its other
+    # scaling keys unread (transformers' ntk_alpha).
+    ntk_alpha: bool = False
+    # HunYuan-VL's rotary module turns its frequencies over len(mrope_section) axes (3 or 4;
+    # xdrope_section, rope_type "xdrope" in its checkpoints): required, and read and checked
+    # against the head (.xdrope), then set aside, a text token's ids being equal on every axis.
+    xdrope: bool = False
 
 
 # Keys that give the number of layers, in the order read.
@@ -258,10 +266,10 @@ FAMILIES: dict[str, Family] = {
         overrides=(("layer_types", "layers_block_type"),),
         ignored=_WIDTH_KEYS,
     ),
-    **dict.fromkeys(
-        ("ernie4_5_vl_moe", "ernie4_5_vl_moe_text"),
-        Family(unanswered="turns its frequencies in a permuted order; not answered yet"),
-    ),
+    # ERNIE-4.5-VL keeps its frequencies permuted (each height/width pair's evens, then odds:
+    # pre-rotated for its sections) and interleaves the chunks back: a text token's pairs
+    # (2i, 2i+1), repeated pairwise, turn by ω_i in ascending order.
+    "ernie4_5_vl_moe_text": Family(layout="interleaved", mrope="ernie4_5_vl_moe"),
     # Full-attention layers of heads global_head_dim wide (in per_layer_config once loaded),
     # turned by a proportional rope over part of them.
     **dict.fromkeys(
@@ -286,9 +294,13 @@ FAMILIES: dict[str, Family] = {
     "glm_image_text": Family(mrope="glm_image"),
     "cosmos3_edge_text": Family(mrope="cosmos3_edge"),
     "qwen3_omni_moe_text": Family(mrope="qwen3_omni_moe"),
+    # Its default rope and its ntk_alpha turn the whole head (head_dim, which it requires),
+    # whatever partial_rotary_factor says; checkpoints name head_dim attention_head_dim.
     "hunyuan_vl_text": Family(
-        unanswered="turns its rope over len(mrope_section) axes, its base stretched by alpha "
-        "(HunYuan's ntk_alpha): not answered yet"
+        ntk_alpha=True,
+        xdrope=True,
+        default_whole_head=True,
+        aliases=(("head_dim", "attention_head_dim"),),
     ),
     # Its default config, with no rope per layer type, is one its model cannot run (refused).
     "cohere_compass_text": Family(mrope="cohere_compass", null_ropes=True),
@@ -354,6 +366,11 @@ UNANSWERED_KEYS: dict[str, str] = {
 # Where a config class's get_text_config finds its text model, where that is not one of
 # TEXT_CONFIGS (Dia's decoder).
 OWN_TEXT_CONFIGS = {"dia": "decoder_config"}
+
+# Multimodal configs whose text model's keys may sit at their top (checkpoints written before
+# the text config was nested): transformers folds them into that text model's config, read as
+# its model type.
+FLAT_TEXT_TYPES = {"hunyuan_vl": "hunyuan_vl_text"}
 
 # Where a multimodal config keeps its text model's, in the order transformers looks.
 TEXT_CONFIGS = (

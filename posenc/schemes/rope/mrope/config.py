@@ -233,6 +233,11 @@ def check_widths(mrope: MRope, rotary_dims: Sequence[int]) -> None:
     if mrope.family.rotary == "interleaved":
         return
     field = f"{mrope.section_from}.mrope_section" if mrope.section_from else "mrope_section"
+    if mrope.family.rotary == "ernie" and mrope.section[0] != mrope.section[1]:
+        # ERNIE's rotary module interleaves the height and width chunks pairwise (torch.stack).
+        raise InconsistentError(
+            field, f"{list(mrope.section)}: ERNIE-4.5-VL's height and width sections must be equal"
+        )
     for rotary in rotary_dims:
         if 2 * sum(mrope.section) != rotary:
             raise InconsistentError(

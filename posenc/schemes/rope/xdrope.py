@@ -1,0 +1,91 @@
+"""HunYuan-VL's text rope (XD-RoPE) as a text token turns it: the sections read, checked and
+set aside.
+
+Its rotary module (transformers' ``HunYuanVLRotaryEmbedding``) computes the frequencies once
+per axis of ``rope_parameters.mrope_section`` (``xdrope_section`` in its checkpoints, 3 or 4
+axes: position, width, height, image index) and gives each axis one chunk of the cos/sin
+``cat(freqs, freqs)``, the chunks ``2 · section`` wide. A text token's ids are equal on every
+axis, so its cos/sin is the plain rotate_half rope of the whole head: what
+``POST /v1/rope/config`` answers (the ids of image tokens, ``POST /v1/rope/positions``, are
+not answered). The module cannot run without the sections (``len(None)``), and its config class
+refuses sections that are not integers summing to ``head_dim / 2``; its attention cannot be
+built without ``head_dim`` (its class default, null, fails at ``head_dim ** -0.5``). Its
+checkpoints' rope type ``xdrope`` is ``dynamic`` once the config class has read it (with an
+``alpha``: HunYuan's fixed stretch of the base, :mod:`.config_params`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from posenc.errors import InconsistentError, ParameterError
+from posenc.schemes.rope.config_params import integer
+
+_SECTION_KEYS = ("mrope_section", "xdrope_section")
+_ROPE_DICTS = ("rope_scaling", "rope_parameters")
+# Its config class's sections: (position,) width, height, image index.
+_AXES = (3, 4)
+
+
+def text_rope_of(text: Mapping[str, Any]) -> dict[str, Any]:
+    """``text`` (a HunYuan-VL text model's config) with its sections checked and taken out of
+    its rope dict, and the rope type ``xdrope`` read as ``dynamic``, as its config class
+    converts it."""
+    head = integer(text, "head_dim", "")
+    if head is None:
+        raise InconsistentError(
+            "head_dim",
+            "is required: HunYuan-VL's attention reads it (its config class's default, null, "
+            "leaves the model unable to run)",
+        )
+    # Its config class reads ``rope_scaling or rope_parameters``: the first that is not empty.
+    where = next((key for key in _ROPE_DICTS if text.get(key)), _ROPE_DICTS[1])
+    rope = text.get(where) or {}
+    if not isinstance(rope, Mapping):
+        raise ParameterError(where, f"must be an object, got {type(rope).__name__}")
+    # Checked, then set aside: a text token turns every frequency, whichever axis it is from.
+    _section(rope, where, head)
+    plain = {key: value for key, value in rope.items() if key not in _SECTION_KEYS}
+    for key in ("rope_type", "type"):
+        if plain.get(key) == "xdrope":
+            plain[key] = "dynamic"
+    rest = {key: value for key, value in text.items() if key not in _ROPE_DICTS}
+    return {**rest, where: plain}
+
+
+def _section(rope: Mapping[str, Any], where: str, head: int) -> None:
+    given = {key: rope[key] for key in _SECTION_KEYS if rope.get(key) is not None}
+    if not given:
+        raise InconsistentError(
+            f"{where}.mrope_section",
+            "is required: HunYuan-VL's rotary module turns its rope over len(mrope_section) axes",
+        )
+    values = {key: _checked(value, f"{where}.{key}") for key, value in given.items()}
+    if len(set(values.values())) > 1:
+        raise InconsistentError(
+            f"{where}.xdrope_section", "differs from mrope_section (its legacy name)"
+        )
+    key, section = next(iter(values.items()))
+    if 2 * sum(section) != head:
+        raise InconsistentError(
+            f"{where}.{key}",
+            f"{list(section)} sums to {sum(section)}, not head_dim / 2 = {head // 2}",
+        )
+
+
+def _checked(value: Any, field: str) -> tuple[int, ...]:
+    """3 or 4 positive integers (24.0 is the integer 24, as its config class reads it)."""
+    if not (
+        isinstance(value, list | tuple)
+        and len(value) in _AXES
+        and all(
+            not isinstance(v, bool)
+            and isinstance(v, int | float)
+            and float(v).is_integer()
+            and 0 < v <= 65536
+            for v in value
+        )
+    ):
+        raise ParameterError(field, f"must be 3 or 4 positive integers, got {value!r}")
+    return tuple(int(v) for v in value)
