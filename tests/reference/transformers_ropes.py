@@ -512,22 +512,38 @@ class _SinusoidTable:
     def __init__(self, make: Callable[[], torch.Tensor], num_pos: int, dim: int) -> None:
         self.num_pos, self.dim = num_pos, dim
         self.make = make
-        with _SinArguments() as seen, torch.no_grad():
+        with _SinArguments() as seen, _numpy_sin_arguments() as seen_numpy, torch.no_grad():
             self.table = make().to(torch.float32)
-        # The argument of the table's first ``sin`` is positions × inv_freq: its row 1 is
-        # inv_freq itself, exactly as the function computes it. (RoFormer computes its table
-        # in NumPy float64; its inv_freq is then read back from row 1 of the table.)
-        if seen and seen[0].ndim == 2 and seen[0].shape[0] > 1:
-            self.inv_freq = seen[0][1].to(torch.float32)
-        else:
-            row = self.table[1].to(torch.float64)
-            half = row.shape[0] // 2
-            self.inv_freq = torch.atan2(row[:half], row[half:]).to(torch.float32)
+        # The argument of the table's first ``sin`` is the angles (positions × inv_freq, or
+        # RoFormer's positions / base^(2i/d) in NumPy float64): its row 1 is the angle of
+        # position 1, exactly as the function computes it, rounded once to float32.
+        first = seen[0] if seen else torch.from_numpy(seen_numpy[0]) if seen_numpy else None
+        if first is None or first.ndim != 2 or first.shape[0] < 2:
+            raise LookupError(f"{make}: no sin of a (positions, frequencies) table was seen")
+        self.inv_freq = first[1].to(torch.float32)
 
     def rows(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         sincos = self.table[positions]
         sin, cos = torch.split(sincos, sincos.shape[-1] // 2, dim=-1)
         return cos, sin
+
+
+@contextlib.contextmanager
+def _numpy_sin_arguments() -> Iterator[list[npt.NDArray[np.float64]]]:
+    """Records the arguments of ``numpy.sin`` calls (RoFormer's table calls it by attribute,
+    ``np.sin``, so the module's own reference sees the recorder while this lasts)."""
+    seen: list[npt.NDArray[np.float64]] = []
+    original = np.sin
+
+    def recorder(x: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(np.array(x, dtype=np.float64, copy=True))
+        return original(x, *args, **kwargs)
+
+    np.sin = recorder  # type: ignore[assignment]
+    try:
+        yield seen
+    finally:
+        np.sin = original
 
 
 class _SinArguments(TorchFunctionMode):

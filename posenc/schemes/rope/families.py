@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from posenc.schemes.rope.params import Layout
+from posenc.schemes.rope.params import Layout, Precision
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,16 @@ class Family:
     # (key, n): without num_hidden_layers, the layers are the key's blocks × their n attention
     # sublayers, each its own layer index (LongCat-Flash's two per num_layers).
     blocks: tuple[str, int] | None = None
+    # The only keys its rope depends on (RoFormer's table: the head is hidden_size /
+    # num_attention_heads, the base 10000, whatever else the config says): the reader sees
+    # no others.
+    reads: frozenset[str] | None = None
+    # (key, why): a config that sets the key true is refused, naming it (RoFormer's
+    # rotary_value turns the values too).
+    refused_flags: tuple[tuple[str, str], ...] = ()
+    # The precision its framework computes the table in, where it is not float32
+    # (RopeParams.framework_precision).
+    framework_precision: Precision | None = None
 
 
 PER_LAYER = (
@@ -254,7 +264,23 @@ FAMILIES: dict[str, Family] = {
     # Multi-latent attention, its q/k pairs (2i, 2i+1) turned into a rotate_half cache.
     "longcat_flash": Family(apply=_DEEPSEEK_QK, blocks=("num_layers", 2)),
     "nemotron_h": Family(unanswered="its text model applies no rope"),
-    "roformer": Family(unanswered="computes its sinusoid table in float64 by a recipe of its own"),
+    # An nn.Embedding of sinusoids that create_weight fills in NumPy float64 (base 10000, the
+    # head hidden_size / num_attention_heads, whatever else the config says), the table's
+    # frequencies then repeated pairwise: pairs (2i, 2i+1).
+    "roformer": Family(
+        layout="interleaved",
+        framework_precision="float64",
+        reads=frozenset(
+            {
+                "model_type",
+                "hidden_size",
+                "num_attention_heads",
+                "num_hidden_layers",
+                "max_position_embeddings",
+            }
+        ),
+        refused_flags=(("rotary_value", "RoFormer then turns the values too: not answered"),),
+    ),
     # Its rotate_half turns each pair of the cache the other way (by −θ: its sin negated).
     "nanochat": Family(apply="reversed"),
 }
