@@ -264,6 +264,16 @@ FAMILIES: dict[str, Family] = {
     # Multi-latent attention, its q/k pairs (2i, 2i+1) turned into a rotate_half cache.
     "longcat_flash": Family(apply=_DEEPSEEK_QK, blocks=("num_layers", 2)),
     "nemotron_h": Family(unanswered="its text model applies no rope"),
+    # Measured: every layer turns pairs (2i, 2i+1) of the *trailing* qk_rope_head_dim of its
+    # 512-wide heads (an answer's rotary_dim names the leading ones), K=V, then turns the
+    # output back by −θ; its compressor and indexer turn their keys at compressed positions.
+    "deepseek_v4": Family(
+        unanswered="turns the trailing qk_rope_head_dim dimensions of each head (the answer "
+        "can only state the leading ones), by ropes keyed by rope type (main for "
+        "sliding_attention layers, compress at compress_rope_theta for the compressed ones) "
+        "rather than by layer type, and turns its attention output back by −θ: not answered "
+        "yet"
+    ),
     # An nn.Embedding of sinusoids that create_weight fills in NumPy float64 (base 10000, the
     # head hidden_size / num_attention_heads, whatever else the config says), the table's
     # frequencies then repeated pairwise: pairs (2i, 2i+1).
