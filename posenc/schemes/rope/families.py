@@ -111,7 +111,6 @@ FAMILIES: dict[str, Family] = {
     # Pairs (2i, 2i+1), as RoFormer: the cache is interleaved too (or one value per pair).
     **dict.fromkeys(
         (
-            "blt",
             "blt_global_transformer",
             "blt_local_decoder",
             "blt_local_encoder",
@@ -264,6 +263,16 @@ FAMILIES: dict[str, Family] = {
     # Multi-latent attention, its q/k pairs (2i, 2i+1) turned into a rotate_half cache.
     "longcat_flash": Family(apply=_DEEPSEEK_QK, blocks=("num_layers", 2)),
     "nemotron_h": Family(unanswered="its text model applies no rope"),
+    # Measured from the sub-configs their models pass their rotary modules.
+    "blt": Family(
+        unanswered="its local encoder, global transformer and local decoder (encoder_config, "
+        "global_config, decoder_config) and its entropy patcher (patcher_config) each turn a "
+        "rope of their own, of other bases and head widths: not answered yet"
+    ),
+    "nemotron3_diarization": Family(
+        unanswered="has no text model: its rope turns the frames of its audio encoder "
+        "(audio_config): not answered yet"
+    ),
     # Measured: every layer turns pairs (2i, 2i+1) of the *trailing* qk_rope_head_dim of its
     # 512-wide heads (an answer's rotary_dim names the leading ones), K=V, then turns the
     # output back by −θ; its compressor and indexer turn their keys at compressed positions.
