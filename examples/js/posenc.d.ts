@@ -1887,6 +1887,8 @@ export interface operations {
                 rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
+                /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), scaling=none and every pair turning only. exact ignores it */
+                framework_precision?: ("float32" | "float64") | null;
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
                 /** @description which of the scheme's arrays */
@@ -2062,6 +2064,8 @@ export interface operations {
                 rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
+                /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), scaling=none and every pair turning only. exact ignores it */
+                framework_precision?: ("float32" | "float64") | null;
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
                 /** @description which of the scheme's arrays */
@@ -2307,6 +2311,11 @@ export interface operations {
                      */
                     recipe?: "exact" | "framework";
                     /**
+                     * Framework Precision
+                     * @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), scaling=none and every pair turning only. exact ignores it
+                     */
+                    framework_precision?: ("float32" | "float64") | null;
+                    /**
                      * Dtype
                      * @description the served type; computed exactly, rounded once
                      * @default float32
@@ -2491,6 +2500,8 @@ export interface operations {
                 rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
+                /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), scaling=none and every pair turning only. exact ignores it */
+                framework_precision?: ("float32" | "float64") | null;
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
                 /** @description number of positions, ≥ 1 */
@@ -2672,6 +2683,8 @@ export interface operations {
                 rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
+                /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), scaling=none and every pair turning only. exact ignores it */
+                framework_precision?: ("float32" | "float64") | null;
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
                 /** @description number of positions, ≥ 1 */
@@ -2839,6 +2852,8 @@ export interface operations {
                 rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
+                /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), scaling=none and every pair turning only. exact ignores it */
+                framework_precision?: ("float32" | "float64") | null;
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
                 /** @description which of the scheme's arrays */

@@ -216,6 +216,29 @@ def _hunyuan_ocr(**rope: Any) -> dict[str, Any]:
     return {**HUB_CONFIGS["HunyuanOCR"], "rope_scaling": rope}
 
 
+def test_roformer_is_its_float64_table_of_the_head_whatever_else_the_config_says(
+    client: Client,
+) -> None:
+    # RoFormer's table: hidden_size / num_attention_heads wide, base 10000, filled in float64;
+    # its model reads no rope key, so none changes the answer.
+    config = {"model_type": "roformer", "hidden_size": 768, "num_attention_heads": 12}
+    stray = {"rope_theta": 5e5, "head_dim": 32, "partial_rotary_factor": 0.5}
+    for body in (config, {**config, **stray}):
+        answer = client.post("/v1/rope/config", json=body).json()
+        assert answer["params"] == {
+            "d_model": 64,
+            "base": 10000.0,
+            "layout": "interleaved",
+            "scaling": "none",
+            "recipe": "exact",
+            "framework_precision": "float64",
+        }
+        assert "framework_precision=float64" in answer["urls"]["table_framework"]
+    refused = client.post("/v1/rope/config", json={**config, "rotary_value": True})
+    assert refused.status_code == 422
+    assert refused.json()["errors"][0]["loc"] == ["body", "rotary_value"]
+
+
 @pytest.mark.parametrize(
     ("config", "field"),
     [
@@ -264,7 +287,7 @@ def _hunyuan_ocr(**rope: Any) -> dict[str, Any]:
             "rope_parameters.mrope_section",
         ),
         ({"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12}, "model_type"),
-        ({"model_type": "roformer", "head_dim": 64}, "model_type"),
+        ({"model_type": "hunyuan_vl_text", "head_dim": 64}, "model_type"),
         ({"head_dim": 64, "num_hidden_layers": 10**6}, "num_hidden_layers"),
         (
             {"head_dim": 64, "num_hidden_layers": 4, "cross_attention_layers": [1, 9]},

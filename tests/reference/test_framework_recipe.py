@@ -26,6 +26,7 @@ import torch
 from transformers import LlamaConfig
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 from transformers.models.m2m_100.modeling_m2m_100 import M2M100SinusoidalPositionalEmbedding
+from transformers.models.roformer.modeling_roformer import RoFormerSinusoidalPositionalEmbedding
 
 from posenc.numerics import float32
 from posenc.schemes.rope import framework
@@ -186,6 +187,44 @@ def test_rope_framework_recipe_matches_proportional_rope(
     still = np.concatenate([np.arange(d // 2) >= pairs] * 2)
     assert (table[0][:, still] == 1).all() and (table[1][:, still] == 0).all()
     assert np.array_equal(table[:, :, still], np.stack([cos[0], sin[0]])[:, :, still])
+
+
+@pytest.mark.parametrize("d", [2, 64, 128])
+def test_float64_framework_recipe_is_roformers_table(d: int) -> None:
+    # RoFormer's create_weight: NumPy float64 angles pos / 10000^(2i/d), float64 sin and cos,
+    # rounded once to float32 into [sin | cos]; its apply call repeats each pairwise.
+    n = 1536
+    table = RoFormerSinusoidalPositionalEmbedding(n, d).create_weight().numpy()
+    theirs_sin, theirs_cos = table[:, : d // 2], table[:, d // 2 :]
+    params = RopeParams(
+        d_model=d, layout="interleaved", recipe="framework", framework_precision="float64"
+    )
+    positions = np.arange(n)
+    ours = framework.encode(params, positions, "float32", "cos_sin")
+    assert np.array_equal(ours[0][:, 0::2], theirs_cos)
+    assert np.array_equal(ours[1][:, 0::2], theirs_sin)
+    assert np.array_equal(ours[:, :, 0::2], ours[:, :, 1::2])
+    inv_freq = framework.encode(params, positions, "float32", "inv_freq")
+    angles = framework.encode(params, positions, "float64", "angle")
+    assert np.array_equal(inv_freq, angles[1].astype(np.float32))
+    # transformers' float32 recipe is another table: the reason RoFormer has its own.
+    float32_recipe = RopeParams(d_model=d, layout="interleaved", recipe="framework")
+    if d > 2:
+        assert not np.array_equal(
+            framework.encode(float32_recipe, positions, "float32", "sin"), ours[1]
+        )
+
+
+def test_float64_framework_recipe_over_http(client: Client) -> None:
+    query = "/v1/rope/table?d_model=64&layout=interleaved&seq_len=1536"
+    recipe = fetch(client, query + "&recipe=framework&framework_precision=float64")
+    table = RoFormerSinusoidalPositionalEmbedding(1536, 64).create_weight().numpy()
+    assert np.array_equal(recipe[1][:, 0::2], table[:, :32])
+    assert np.array_equal(recipe[0][:, 0::2], table[:, 32:])
+    for refused in ("&scaling=linear&factor=2", "&rotary_pairs=8"):
+        response = client.get(f"{query}&recipe=framework&framework_precision=float64{refused}")
+        assert response.status_code == 422, response.text
+        assert "framework_precision" in response.text
 
 
 def test_correctly_rounded_cos_differs_from_torch_by_at_most_one_ulp() -> None:

@@ -515,22 +515,38 @@ class _SinusoidTable:
     def __init__(self, make: Callable[[], torch.Tensor], num_pos: int, dim: int) -> None:
         self.num_pos, self.dim = num_pos, dim
         self.make = make
-        with _SinArguments() as seen, torch.no_grad():
+        with _SinArguments() as seen, _numpy_sin_arguments() as seen_numpy, torch.no_grad():
             self.table = make().to(torch.float32)
-        # The argument of the table's first ``sin`` is positions × inv_freq: its row 1 is
-        # inv_freq itself, exactly as the function computes it. (RoFormer computes its table
-        # in NumPy float64; its inv_freq is then read back from row 1 of the table.)
-        if seen and seen[0].ndim == 2 and seen[0].shape[0] > 1:
-            self.inv_freq = seen[0][1].to(torch.float32)
-        else:
-            row = self.table[1].to(torch.float64)
-            half = row.shape[0] // 2
-            self.inv_freq = torch.atan2(row[:half], row[half:]).to(torch.float32)
+        # The argument of the table's first ``sin`` is the angles (positions × inv_freq, or
+        # RoFormer's positions / base^(2i/d) in NumPy float64): its row 1 is the angle of
+        # position 1, exactly as the function computes it, rounded once to float32.
+        first = seen[0] if seen else torch.from_numpy(seen_numpy[0]) if seen_numpy else None
+        if first is None or first.ndim != 2 or first.shape[0] < 2:
+            raise LookupError(f"{make}: no sin of a (positions, frequencies) table was seen")
+        self.inv_freq = first[1].to(torch.float32)
 
     def rows(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         sincos = self.table[positions]
         sin, cos = torch.split(sincos, sincos.shape[-1] // 2, dim=-1)
         return cos, sin
+
+
+@contextlib.contextmanager
+def _numpy_sin_arguments() -> Iterator[list[npt.NDArray[np.float64]]]:
+    """Records the arguments of ``numpy.sin`` calls (RoFormer's table calls it by attribute,
+    ``np.sin``, so the module's own reference sees the recorder while this lasts)."""
+    seen: list[npt.NDArray[np.float64]] = []
+    original = np.sin
+
+    def recorder(x: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(np.array(x, dtype=np.float64, copy=True))
+        return original(x, *args, **kwargs)
+
+    np.sin = recorder  # type: ignore[assignment]
+    try:
+        yield seen
+    finally:
+        np.sin = original
 
 
 class _SinArguments(TorchFunctionMode):
@@ -966,17 +982,29 @@ class _Trace:
     def _audio_inputs(self) -> list[dict[str, Any]]:
         """What an audio encoder's forward takes instead of tokens, by its parameter's name: a
         second of 16 kHz waveform (``input_values``), or frames of features as wide as one of
-        the config's feature widths says (``input_features``)."""
+        the config's feature widths says (``input_features``) — or one of its sub-configs', for
+        a model that passes its audio encoder one (Nemotron3-Diarization's ``audio_config``)."""
         accepted = self._forward_parameters()
         attempts: list[dict[str, Any]] = []
         if "input_values" in accepted:
             attempts.append({"input_values": torch.empty(1, 16000)})
         if "input_features" in accepted:
-            for key in _FEATURE_WIDTHS:
-                width = getattr(self.config, key, None)
-                if isinstance(width, int) and width > 0:
-                    attempts.append({"input_features": torch.empty(1, 64, width)})
+            for config in (self.config, *(c for _, c in _sub_configs(self.config))):
+                for key in _FEATURE_WIDTHS:
+                    width = getattr(config, key, None)
+                    if isinstance(width, int) and width > 0:
+                        attempts.append({"input_features": torch.empty(1, 64, width)})
         return attempts
+
+
+def _sub_configs(config: Any) -> list[tuple[str, Any]]:
+    """``(key, sub-config)`` for each sub-config ``config`` holds (``sub_configs``), in order."""
+    found = []
+    for key in getattr(config, "sub_configs", None) or {}:
+        child = getattr(config, key, None)
+        if child is not None and child is not config and hasattr(child, "to_dict"):
+            found.append((key, child))
+    return found
 
 
 # The config keys that give the width of an audio encoder's input frames.
@@ -1513,6 +1541,35 @@ def _static(text: Any, base: dict[str, Any], reason: str) -> ReferenceModel:
         except Exception as exc:
             exc.add_note(cls.__name__)
             errors.append(exc)
+    built_from = ""
+    if not sources:
+        # A model that builds its rotary module from a sub-config it passes down (BLT's
+        # encoder_config …, Nemotron3-Diarization's audio_config): built the same way, from
+        # each sub-config that builds it; the first is measured, the others listed.
+        for key, sub in _sub_configs(text):
+            for cls in classes:
+
+                def build_sub(cls: type = cls, sub: Any = sub) -> Any:
+                    with quiet(), torch.no_grad():
+                        return cls(sub)
+
+                try:
+                    twin = build_sub()
+                except Exception:
+                    continue
+                sources.append(_Source("module", f"(static {key})", cls.__name__, build_sub, twin))
+                if not built_from:
+                    built_from, text = key, sub
+                    base = {
+                        **base,
+                        "num_hidden_layers": int(getattr(sub, "num_hidden_layers", 0) or 0),
+                        "head_dim": _head_dim(sub),
+                        "config_layer_types": tuple(
+                            map(str, getattr(sub, "layer_types", None) or ())
+                        )
+                        or None,
+                    }
+                break
     if not sources:
         first = f" ({errors[0].__notes__[-1]}: {_error(errors[0])})" if errors else ""
         raise LookupError(
@@ -1530,10 +1587,16 @@ def _static(text: Any, base: dict[str, Any], reason: str) -> ReferenceModel:
     layer_types = base["config_layer_types"]
     n_layers = base["num_hidden_layers"]
     apply = _static_apply(module)
+    origin = f"the sub-config {built_from}" if built_from else "the text config alone"
     notes = [
-        f"not traced ({reason}); built {source.cls_name} from the text config alone: "
+        f"not traced ({reason}); built {source.cls_name} from {origin}: "
         "layers by layer_types, NoPE layers unknown"
     ]
+    if len(sources) > 1 and built_from:
+        notes.append(
+            f"{len(sources)} sub-configs build {source.cls_name}: the model turns several ropes, "
+            f"in blocks of its own; measured the first ({built_from})"
+        )
     ropes = []
     outputs: list[_Output] = []
     rejected = None
@@ -1572,7 +1635,7 @@ def _static(text: Any, base: dict[str, Any], reason: str) -> ReferenceModel:
         ropes=tuple(ropes),
         nope_layers=(),
         attention_free_layers=(),
-        other_rotary_modules=tuple(f"(static) ({s.cls_name})" for s in sources[1:]),
+        other_rotary_modules=tuple(f"{s.path} ({s.cls_name})" for s in sources[1:]),
         notes=tuple(notes),
         traced=False,
         rejected=rejected,

@@ -1883,6 +1883,8 @@ export interface operations {
                 rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
+                /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), scaling=none and every pair turning only. exact ignores it */
+                framework_precision?: ("float32" | "float64") | null;
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
                 /** @description which of the scheme's arrays */
@@ -2058,6 +2060,8 @@ export interface operations {
                 rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
+                /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), scaling=none and every pair turning only. exact ignores it */
+                framework_precision?: ("float32" | "float64") | null;
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
                 /** @description which of the scheme's arrays */
@@ -2303,6 +2307,11 @@ export interface operations {
                      */
                     recipe?: "exact" | "framework";
                     /**
+                     * Framework Precision
+                     * @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), scaling=none and every pair turning only. exact ignores it
+                     */
+                    framework_precision?: ("float32" | "float64") | null;
+                    /**
                      * Dtype
                      * @description the served type; computed exactly, rounded once
                      * @default float32
@@ -2487,6 +2496,8 @@ export interface operations {
                 rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
+                /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), scaling=none and every pair turning only. exact ignores it */
+                framework_precision?: ("float32" | "float64") | null;
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
                 /** @description number of positions, ≥ 1 */
@@ -2668,6 +2679,8 @@ export interface operations {
                 rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
+                /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), scaling=none and every pair turning only. exact ignores it */
+                framework_precision?: ("float32" | "float64") | null;
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
                 /** @description number of positions, ≥ 1 */
@@ -2835,6 +2848,8 @@ export interface operations {
                 rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
+                /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), scaling=none and every pair turning only. exact ignores it */
+                framework_precision?: ("float32" | "float64") | null;
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
                 /** @description which of the scheme's arrays */

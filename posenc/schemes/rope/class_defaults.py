@@ -168,6 +168,7 @@ CLASS_DEFAULTS: dict[str, dict[str, float]] = {
     "qwen3_vl_text": {"rope_theta": 500000.0, "head_dim": 128},
     "qwen4_exp_text": {"head_dim": 256},
     "recurrent_gemma": {"partial_rotary_factor": 0.5},
+    "roformer": {},
     "seed_oss": {"head_dim": 128},
     "smollm3": {"rope_theta": 2000000.0},
     "solar_open": {"rope_theta": 1000000.0, "head_dim": 128},

@@ -162,9 +162,16 @@ def _read_text(text: Mapping[str, Any], path: str, sectioned: bool = False) -> M
     """The text model's ropes; ``sectioned``: its M-RoPE sections were read (and taken out)
     from the multimodal config around it."""
     family = _family(text)
+    for key, why in family.refused_flags:
+        if text.get(key):
+            raise ParameterError(key, why)
     text = {
         **{ours: text[theirs] for ours, theirs in family.aliases if theirs in text},
-        **{key: value for key, value in text.items() if key not in family.ignored},
+        **{
+            key: value
+            for key, value in text.items()
+            if key not in family.ignored and (family.reads is None or key in family.reads)
+        },
         **{ours: text[theirs] for ours, theirs in family.overrides if theirs in text},
     }
     mrope = None

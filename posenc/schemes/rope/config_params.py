@@ -226,7 +226,12 @@ def rope_params(
     given = {k: v for k, v in values.items() if v is not None}
     try:
         params = RopeParams(
-            d_model=rotary, base=base, layout=family.layout, scaling=scaling, **given
+            d_model=rotary,
+            base=base,
+            layout=family.layout,
+            scaling=scaling,
+            framework_precision=family.framework_precision,
+            **given,
         )
     except ParameterError as error:
         config_name = {"d_model": "head_dim", "base": "rope_theta"}

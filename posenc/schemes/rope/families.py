@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from posenc.schemes.rope.layer_rules import CycledLayers, IndexedLayers, LetteredLayers
-from posenc.schemes.rope.params import Layout
+from posenc.schemes.rope.params import Layout, Precision
 
 
 @dataclass(frozen=True)
@@ -116,6 +116,16 @@ class Family:
     # xdrope_section, rope_type "xdrope" in its checkpoints): required, and read and checked
     # against the head (.xdrope), then set aside, a text token's ids being equal on every axis.
     xdrope: bool = False
+    # The only keys its rope depends on (RoFormer's table: the head is hidden_size /
+    # num_attention_heads, the base 10000, whatever else the config says): the reader sees
+    # no others.
+    reads: frozenset[str] | None = None
+    # (key, why): a config that sets the key true is refused, naming it (RoFormer's
+    # rotary_value turns the values too).
+    refused_flags: tuple[tuple[str, str], ...] = ()
+    # The precision its framework computes the table in, where it is not float32
+    # (RopeParams.framework_precision).
+    framework_precision: Precision | None = None
 
 
 # Keys that give the number of layers, in the order read.
@@ -134,7 +144,6 @@ FAMILIES: dict[str, Family] = {
     # Pairs (2i, 2i+1), as RoFormer: the cache is interleaved too (or one value per pair).
     **dict.fromkeys(
         (
-            "blt",
             "blt_global_transformer",
             "blt_local_decoder",
             "blt_local_encoder",
@@ -352,7 +361,43 @@ FAMILIES: dict[str, Family] = {
             {"full_attention", "linear_attention", "moe", "mlp", "mamba", "attention"}
         ),
     ),
-    "roformer": Family(unanswered="computes its sinusoid table in float64 by a recipe of its own"),
+    # Measured from the sub-configs their models pass their rotary modules.
+    "blt": Family(
+        unanswered="its local encoder, global transformer and local decoder (encoder_config, "
+        "global_config, decoder_config) and its entropy patcher (patcher_config) each turn a "
+        "rope of their own, of other bases and head widths: not answered yet"
+    ),
+    "nemotron3_diarization": Family(
+        unanswered="has no text model: its rope turns the frames of its audio encoder "
+        "(audio_config): not answered yet"
+    ),
+    # Measured: every layer turns pairs (2i, 2i+1) of the *trailing* qk_rope_head_dim of its
+    # 512-wide heads (an answer's rotary_dim names the leading ones), K=V, then turns the
+    # output back by −θ; its compressor and indexer turn their keys at compressed positions.
+    "deepseek_v4": Family(
+        unanswered="turns the trailing qk_rope_head_dim dimensions of each head (the answer "
+        "can only state the leading ones), by ropes keyed by rope type (main for "
+        "sliding_attention layers, compress at compress_rope_theta for the compressed ones) "
+        "rather than by layer type, and turns its attention output back by −θ: not answered "
+        "yet"
+    ),
+    # An nn.Embedding of sinusoids that create_weight fills in NumPy float64 (base 10000, the
+    # head hidden_size / num_attention_heads, whatever else the config says), the table's
+    # frequencies then repeated pairwise: pairs (2i, 2i+1).
+    "roformer": Family(
+        layout="interleaved",
+        framework_precision="float64",
+        reads=frozenset(
+            {
+                "model_type",
+                "hidden_size",
+                "num_attention_heads",
+                "num_hidden_layers",
+                "max_position_embeddings",
+            }
+        ),
+        refused_flags=(("rotary_value", "RoFormer then turns the values too: not answered"),),
+    ),
     # Its rotate_half turns each pair of the cache the other way (by −θ: its sin negated).
     "nanochat": Family(apply="reversed"),
 }

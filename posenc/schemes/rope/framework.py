@@ -6,6 +6,11 @@ the chosen ``scaling`` does in float32, 0 from ``rotary_pairs`` on (proportional
 ``angle = fl32(fl32(pos) · inv_freq)``; ``cos = fl32(cos(angle) · fl32(attention_factor))``,
 likewise ``sin``. The float32 operations and where our bits may differ from torch's:
 :mod:`posenc.numerics.float32`.
+
+RoFormer (``framework_precision=float64``) fills its table in NumPy float64 instead
+(``RoFormerSinusoidalPositionalEmbedding.create_weight``): ``angle = pos / base^(2i/d)``, the
+power a scalar ``pow`` per frequency, then ``sin`` and ``cos`` of it in float64, each rounded
+once to float32 as the table stores it.
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ def frequencies(params: RopeParams, seq_len: int) -> tuple[Float32Array, float]:
     >>> frequencies(RopeParams(d_model=4, base=100.0, rotary_pairs=1), 1)[0].tolist()
     [1.0, 0.0]
     """
+    if params.framework_precision == "float64":
+        return _roformer_inv_freq(params), 1.0
     inv_freq, attention = _scaled(params, seq_len)
     if params.rotary_pairs is not None:
         # proportional rope: the pairs past the rotating ones get a zero frequency, and
@@ -56,6 +63,25 @@ def frequencies(params: RopeParams, seq_len: int) -> tuple[Float32Array, float]:
         inv_freq = inv_freq.copy()
         inv_freq[params.rotary_pairs :] = 0
     return inv_freq, attention
+
+
+def _roformer_powers(params: RopeParams) -> npt.NDArray[np.float64]:
+    """``base^(2i/d)`` in float64 as RoFormer's table computes it: NumPy's scalar ``power``
+    of ``2 * (j // 2) / dim``, a Python float (the C library's ``pow``, as ``math.pow``)."""
+    dim = params.d_model
+    return np.array([math.pow(params.base, 2 * i / dim) for i in range(dim // 2)])
+
+
+def _roformer_inv_freq(params: RopeParams) -> Float32Array:
+    """The angle of position 1 (``1 / base^(2i/d)`` in float64), rounded once to float32."""
+    return (1.0 / _roformer_powers(params)).astype(F32)
+
+
+def _roformer_angles(
+    positions: npt.NDArray[np.int64], powers: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """``pos / base^(2i/d)`` in float64: a division, not a product with an inverse frequency."""
+    return positions.astype(np.float64)[:, None] / powers[None, :]
 
 
 def _scaled(params: RopeParams, seq_len: int) -> tuple[Float32Array, float]:
@@ -178,6 +204,14 @@ def encode(
     inv_freq, attention = frequencies(params, seq_len)
     if component == "inv_freq":
         return inv_freq.astype(dtype)
+    wide = params.framework_precision == "float64"
+    powers = _roformer_powers(params) if wide else None
+
+    def block_angles(block: slice) -> npt.NDArray[np.floating[Any]]:
+        if powers is not None:
+            return _roformer_angles(positions[block], powers)
+        return angles(positions[block], inv_freq)
+
     half = params.d_model // 2
     rows = max(1, BLOCK_ELEMENTS // half)
     if component == "angle":
@@ -185,7 +219,7 @@ def encode(
         for start in range(0, len(positions), rows):
             checkpoint()
             block = slice(start, start + rows)
-            table[block] = angles(positions[block], inv_freq)
+            table[block] = block_angles(block)
         return table
     parts = {"cos_sin": (1, 0), "cos": (1,), "sin": (0,)}[component]
     out = np.empty((len(parts), len(positions), params.d_model), dtype=dtype)
@@ -193,7 +227,11 @@ def encode(
     for start in range(0, len(positions), rows):
         checkpoint()
         block = slice(start, start + rows)
-        pair = sincos(angles(positions[block], inv_freq))
+        theta = block_angles(block)
+        if powers is not None:  # RoFormer: float64 sin and cos, each rounded once to float32
+            pair = (np.sin(theta).astype(F32), np.cos(theta).astype(F32))
+        else:
+            pair = sincos(theta.astype(F32))
         for k, which in enumerate(parts):
             value = (pair[which] * scale).astype(F32)
             if params.layout == "split":

@@ -12,6 +12,7 @@ from posenc.numerics.float32 import Recipe
 Layout = Literal["interleaved", "split"]
 Scaling = Literal["none", "linear", "dynamic", "yarn", "llama3", "longrope"]
 Component = Literal["cos_sin", "cos", "sin", "angle", "inv_freq"]
+Precision = Literal["float32", "float64"]
 COMPONENTS: tuple[str, ...] = get_args(Component)
 
 _NEEDS: dict[str, tuple[str, ...]] = {
@@ -129,6 +130,13 @@ class RopeParams:
         "exact",
         doc="exact: correctly rounded; framework: transformers' own float32 computation",
     )
+    framework_precision: Precision | None = param(
+        None,
+        doc="recipe=framework: the precision the framework computes in. float32 (the default): "
+        "transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), "
+        "pos / it, sin and cos in float64, each rounded once to float32), scaling=none and "
+        "every pair turning only. exact ignores it",
+    )
 
     def __post_init__(self) -> None:
         check_ranges(self)
@@ -140,6 +148,16 @@ class RopeParams:
         for name in _TAKES_ANY - _TAKES[self.scaling]:
             if getattr(self, name) is not None:
                 raise InconsistentError(name, f"does not apply to scaling={self.scaling}")
+        if self.framework_precision == "float64":
+            # RoFormer's table, the one float64 framework, has neither.
+            if self.scaling != "none":
+                raise InconsistentError(
+                    "framework_precision", "float64 takes scaling=none (RoFormer's table)"
+                )
+            if self.rotary_pairs is not None:
+                raise InconsistentError(
+                    "framework_precision", "float64 turns every pair (RoFormer's table)"
+                )
         if self.rotary_pairs is not None and self.rotary_pairs > self.d_model // 2:
             raise InconsistentError(
                 "rotary_pairs",

@@ -139,6 +139,11 @@ def _rope(fixed: dict[str, Any]) -> None:
             fixed[name] = [1.0] * half
     if "rotary_pairs" in fixed:  # at most d_model/2: the pairs there are
         fixed["rotary_pairs"] = max(1, min(int(fixed["rotary_pairs"]), half))
+    if fixed.get("framework_precision") == "float64" and (
+        scaling != "none" or "rotary_pairs" in fixed
+    ):
+        # RoFormer's float64 table has neither a scaling nor pairs held still.
+        fixed.pop("framework_precision")
     if scaling == "llama3":
         low = float(fixed.get("low_freq_factor", 1.0))
         high = float(fixed.get("high_freq_factor", 4.0))
