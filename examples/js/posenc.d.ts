@@ -2331,9 +2331,27 @@ export interface operations {
                     component?: "cos_sin" | "cos" | "sin" | "angle" | "inv_freq";
                     /**
                      * Positions
-                     * @description the positions (grid schemes: row-major cell indices)
+                     * @description the positions (grid schemes: row-major cell indices); or position_ids
                      */
-                    positions: number[];
+                    positions?: number[] | null;
+                    /**
+                     * Position Ids
+                     * @description 3 ids a token (rows of equal length, a column a token), in place of positions; with mrope
+                     */
+                    position_ids?: number[][] | null;
+                    /**
+                     * Mrope
+                     * @description with position_ids: the model's mrope, as POST /v1/rope/config answers it: the table reads its section and rotary rule (its other members are ignored)
+                     */
+                    mrope?: {
+                        /** @description how many frequencies the temporal, height and width ids turn */
+                        section: number[];
+                        /**
+                         * @description chunked: in that order; interleaved: Qwen3-VL's T H W T H W …; glm_pairs: chunked, the cache's pairs repeated (GLM-4V)
+                         * @enum {string}
+                         */
+                        rotary: "chunked" | "interleaved" | "glm_pairs";
+                    } | null;
                     /**
                      * Scale
                      * @description multiply embeddings by √d_model
@@ -3004,10 +3022,12 @@ export interface operations {
                     rope_theta?: number | null;
                     rope_scaling?: {
                         /** @enum {string} */
-                        rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "proportional" | "su" | "yarn";
+                        rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "proportional" | "su" | "xdrope" | "yarn";
                         /** @enum {string} */
-                        type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "proportional" | "su" | "yarn";
+                        type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "proportional" | "su" | "xdrope" | "yarn";
                         mrope_section?: number[];
+                        xdrope_section?: number[];
+                        alpha?: number | null;
                         mrope_interleaved?: boolean | null;
                         interleaved?: boolean | null;
                         rope_theta?: number | null;
@@ -3029,10 +3049,12 @@ export interface operations {
                     } | null;
                     rope_parameters?: ({
                         /** @enum {string} */
-                        rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "proportional" | "su" | "yarn";
+                        rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "proportional" | "su" | "xdrope" | "yarn";
                         /** @enum {string} */
-                        type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "proportional" | "su" | "yarn";
+                        type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "proportional" | "su" | "xdrope" | "yarn";
                         mrope_section?: number[];
+                        xdrope_section?: number[];
+                        alpha?: number | null;
                         mrope_interleaved?: boolean | null;
                         interleaved?: boolean | null;
                         rope_theta?: number | null;
@@ -3054,10 +3076,12 @@ export interface operations {
                     } | null) | {
                         [key: string]: {
                             /** @enum {string} */
-                            rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "proportional" | "su" | "yarn";
+                            rope_type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "proportional" | "su" | "xdrope" | "yarn";
                             /** @enum {string} */
-                            type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "proportional" | "su" | "yarn";
+                            type?: "default" | "dynamic" | "linear" | "llama3" | "longrope" | "mrope" | "proportional" | "su" | "xdrope" | "yarn";
                             mrope_section?: number[];
+                            xdrope_section?: number[];
+                            alpha?: number | null;
                             mrope_interleaved?: boolean | null;
                             interleaved?: boolean | null;
                             rope_theta?: number | null;
@@ -3127,7 +3151,7 @@ export interface operations {
                             };
                         }[];
                         nope_layers: number[];
-                        /** @description multimodal rope (M-RoPE): how the three ids of a token share the frequencies, and the vision merge sizes POST /v1/rope/positions reads; null for a model without one */
+                        /** @description multimodal rope (M-RoPE): how the three ids of a token share the frequencies, and the vision merge sizes POST /v1/rope/positions reads; null for a model without one, or one whose positions are not answered (HunYuan-VL) */
                         mrope: null | {
                             section: number[];
                             section_from: string | null;
@@ -3246,7 +3270,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description config.json; model_type one of cohere_compass, cosmos3_edge, cosmos3_omni, ernie4_5_vl_moe, glm46v, glm4v, glm4v_moe, glm_image, glm_ocr, paddleocr_vl, qwen2_5_omni, qwen2_5_vl, qwen2_vl, qwen3_5, qwen3_5_moe, qwen3_vl, qwen3_vl_moe, qwen4_exp (not yet: hunyuan_vl, minicpmv4_7, qwen3_omni_moe) */
+                    /** @description config.json; model_type one of cohere_compass, cosmos3_edge, cosmos3_omni, ernie4_5_vl_moe, glm46v, glm4v, glm4v_moe, glm_image, glm_ocr, paddleocr_vl, qwen2_5_omni, qwen2_5_vl, qwen2_vl, qwen3_5, qwen3_5_moe, qwen3_omni_moe, qwen3_vl, qwen3_vl_moe, qwen4_exp (not yet: hunyuan_vl, minicpmv4_7, qwen3_omni_moe) */
                     config: {
                         /** @enum {string} */
                         model_type: "cohere_compass" | "cosmos3_edge" | "cosmos3_omni" | "ernie4_5_vl_moe" | "glm46v" | "glm4v" | "glm4v_moe" | "glm_image" | "glm_ocr" | "hunyuan_vl" | "minicpmv4_7" | "paddleocr_vl" | "qwen2_5_omni" | "qwen2_5_vl" | "qwen2_vl" | "qwen3_5" | "qwen3_5_moe" | "qwen3_omni_moe" | "qwen3_vl" | "qwen3_vl_moe" | "qwen4_exp";
@@ -3485,7 +3509,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description config.json; model_type one of cohere_compass, cosmos3_edge, cosmos3_omni, ernie4_5_vl_moe, glm46v, glm4v, glm4v_moe, glm_image, glm_ocr, paddleocr_vl, qwen2_5_omni, qwen2_5_vl, qwen2_vl, qwen3_5, qwen3_5_moe, qwen3_vl, qwen3_vl_moe, qwen4_exp (not yet: hunyuan_vl, minicpmv4_7, qwen3_omni_moe) */
+                    /** @description config.json; model_type one of cohere_compass, cosmos3_edge, cosmos3_omni, ernie4_5_vl_moe, glm46v, glm4v, glm4v_moe, glm_image, glm_ocr, paddleocr_vl, qwen2_5_omni, qwen2_5_vl, qwen2_vl, qwen3_5, qwen3_5_moe, qwen3_omni_moe, qwen3_vl, qwen3_vl_moe, qwen4_exp (not yet: hunyuan_vl, minicpmv4_7, qwen3_omni_moe) */
                     config: {
                         /** @enum {string} */
                         model_type: "cohere_compass" | "cosmos3_edge" | "cosmos3_omni" | "ernie4_5_vl_moe" | "glm46v" | "glm4v" | "glm4v_moe" | "glm_image" | "glm_ocr" | "hunyuan_vl" | "minicpmv4_7" | "paddleocr_vl" | "qwen2_5_omni" | "qwen2_5_vl" | "qwen2_vl" | "qwen3_5" | "qwen3_5_moe" | "qwen3_omni_moe" | "qwen3_vl" | "qwen3_vl_moe" | "qwen4_exp";

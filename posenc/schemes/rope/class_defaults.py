@@ -164,6 +164,7 @@ CLASS_DEFAULTS: dict[str, dict[str, float]] = {
     "qwen3_next": {"partial_rotary_factor": 0.25, "head_dim": 256},
     "qwen3_omni_moe_talker_code_predictor": {"head_dim": 128},
     "qwen3_omni_moe_talker_text": {},
+    "qwen3_omni_moe_text": {"rope_theta": 1000000.0},
     "qwen3_vl_moe_text": {"rope_theta": 500000.0},
     "qwen3_vl_text": {"rope_theta": 500000.0, "head_dim": 128},
     "qwen4_exp_text": {"head_dim": 256},
