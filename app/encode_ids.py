@@ -10,13 +10,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from fastapi import Request, Response
+from fastapi.exceptions import RequestValidationError
 
 from app import bodies, formats, responses
 from app.admission import admit, check_size, run
 from app.models import Format, body_members, component_of, dtype_of, params_of
 from app.responses import Body
 from app.serving import canonical, check_holdable, estimate, labels, state
-from posenc.declare import Scheme
+from posenc.declare import Ids, Scheme
 from posenc.errors import InconsistentError, NotApplicableError
 
 
@@ -27,43 +28,21 @@ async def encode_ids(
     arrays: dict[str, npt.NDArray[Any] | None],
     fmt_given: Format | None,
 ) -> Response:
-    declared = scheme.ids
-    if declared is None:
-        raise NotApplicableError("position_ids", scheme.name, "a token has one position here")
-    for other in ("positions", "embeddings", "vectors"):
-        if arrays.get(other) is not None:
-            raise InconsistentError(
-                other, "position_ids give the table alone: send positions, not both"
-            )
+    declared = _declared(scheme, arrays)
     settings, _ = state(request)
-    given = arrays["position_ids"]
-    assert given is not None
-    size = given.size
-    check_size(
-        "position_ids", "the position ids", size, settings.max_positions, "POSENC_MAX_POSITIONS"
-    )
-    ids = _ids_of(given, declared.rows)
+    ids = _ids_of(arrays["position_ids"], declared.rows, settings.max_positions)
     members = body_members(scheme, {**small, "position_ids": [[0]] * declared.rows})
     params = params_of(scheme, members)
     dtype, component = dtype_of(scheme, members), component_of(scheme, members)
     options = declared.read(params, small.get(declared.key), component)
     fmt = formats.negotiate(fmt_given, request.headers.get("accept"))
-    count = ids.shape[1]
-    shape = scheme.shape(params, count, component)
-    cost = declared.cost(params, count, dtype, component)
+    shape = scheme.shape(params, ids.shape[1], component)
+    cost = declared.cost(params, ids.shape[1], dtype, component)
     need = estimate(scheme, members, fmt, cost, shape, f"the array {list(shape)}")
     need = dataclasses.replace(need, param="position_ids")
-    answer = canonical(
-        scheme,
-        members,
-        params,
-        fmt,
-        position_ids=ids.tolist(),
-        **{declared.key: options.describe()},
-    )
-    envelope = {"scheme": scheme.name, "params": answer}
-    figure = labels(scheme, members, shape, None)
-    gzip = responses.accepts_gzip(request)
+    listed = {"position_ids": ids.tolist(), declared.key: options.describe()}
+    envelope = {"scheme": scheme.name, "params": canonical(scheme, members, params, fmt, **listed)}
+    figure, gzip = labels(scheme, members, shape, None), responses.accepts_gzip(request)
 
     def compute() -> Body:
         check_holdable(scheme, params, int(ids.min()), int(ids.max()), dtype, component)
@@ -74,10 +53,34 @@ async def encode_ids(
     return responses.send(await run(request, compute), None)
 
 
-def _ids_of(values: npt.NDArray[np.float64], rows: int) -> npt.NDArray[np.int64]:
+def _declared(scheme: Scheme, arrays: dict[str, npt.NDArray[Any] | None]) -> Ids:
+    """The scheme's several ids a token, refused where it has none or the body mixes them with
+    what goes with one position a token."""
+    if scheme.ids is None:
+        raise NotApplicableError("position_ids", scheme.name, "a token has one position here")
+    for other in ("positions", "embeddings", "vectors"):
+        if arrays.get(other) is not None:
+            raise InconsistentError(
+                other, "position_ids give the table alone: send positions, not both"
+            )
+    return scheme.ids
+
+
+def _ids_of(values: npt.NDArray[np.float64] | None, rows: int, limit: int) -> npt.NDArray[np.int64]:
     """``rows`` rows of ids, each an integer in 0 … 2^31 − 1 (``3.0`` is 3)."""
+    assert values is not None  # the caller's condition
+    check_size("position_ids", "the position ids", values.size, limit, "POSENC_MAX_POSITIONS")
     if values.shape[0] != rows:
         raise bodies.invalid(
             ("position_ids",), f"must hold {rows} rows (a token's ids), got {values.shape[0]}"
         )
-    return np.stack([bodies.positions_of(row, "position_ids") for row in values])
+    return np.stack([_row(row, index) for index, row in enumerate(values)])
+
+
+def _row(values: npt.NDArray[np.float64], index: int) -> npt.NDArray[np.int64]:
+    try:
+        return bodies.positions_of(values, "position_ids")
+    except RequestValidationError as error:  # located in the row, not only the column
+        (first, *_) = error.errors()
+        _, _, column = first["loc"]
+        raise bodies.invalid(("position_ids", index, column), first["msg"]) from None

@@ -263,6 +263,8 @@ async def encode_post(
     given = arrays.get("positions")
     if given is None:
         raise bodies.invalid(("positions",), "Field required")
+    if scheme.ids is not None and small.get(scheme.ids.key) is not None:
+        raise InconsistentError(scheme.ids.key, "goes with position_ids, not positions")
     positions = bodies.positions_of(given)
     members = body_members(scheme, {**small, "positions": [0]})
     embeddings, vectors = arrays.get("embeddings"), arrays.get("vectors")

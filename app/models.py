@@ -21,6 +21,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictBool,
+    TypeAdapter,
     ValidationError,
     WithJsonSchema,
     create_model,
@@ -264,21 +265,50 @@ def _listed(scheme: Scheme) -> dict[str, Any]:
     if scheme.ids is None:
         return {"positions": (PositionList, Field(..., description=about))}
     ids = scheme.ids
+    rows = Annotated[list[PositionList], Field(min_length=ids.rows, max_length=ids.rows)]
+    # Each may be left out, not sent as null: the body's anyOf (_one_of_listed) says which.
     return {
-        "positions": (PositionList | None, Field(None, description=f"{about}; or position_ids")),
+        "positions": (
+            _absent_or(PositionList),
+            Field(None, description=f"{about}; or position_ids", json_schema_extra=_no_default),
+        ),
         "position_ids": (
-            Annotated[list[PositionList], Field(min_length=ids.rows, max_length=ids.rows)] | None,
+            _absent_or(rows),
             Field(
                 None,
                 description=f"{ids.rows} ids a token (rows of equal length, a column a token), "
                 f"in place of positions; with {ids.key}",
+                json_schema_extra=_no_default,
             ),
         ),
         ids.key: (
-            Annotated[dict[str, Any], WithJsonSchema(ids.schema)] | None,
-            Field(None, description=f"with position_ids: {ids.schema['description']}"),
+            _absent_or(dict[str, Any], ids.schema),
+            Field(
+                None,
+                description=f"with position_ids: {ids.schema['description']}",
+                json_schema_extra=_no_default,
+            ),
         ),
     }
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)  # left out, not null: no value stands for it
+
+
+def _absent_or(kind: Any, schema: dict[str, Any] | None = None) -> Any:
+    """``kind`` or left out (None in the model), documented as ``kind`` (or ``schema``)."""
+    shown = schema if schema is not None else TypeAdapter(kind).json_schema()
+    return Annotated[kind | None, WithJsonSchema(shown)]
+
+
+def _one_of_listed(scheme: Scheme) -> dict[str, Any] | None:
+    """A body of a scheme with several ids a token lists ``positions``, or ``position_ids``
+    with its options."""
+    if scheme.ids is None:
+        return None
+    listed = [{"required": ["positions"]}, {"required": ["position_ids", scheme.ids.key]}]
+    return {"anyOf": listed}
 
 
 @cache
@@ -287,7 +317,11 @@ def model(scheme: Scheme, endpoint: Endpoint) -> type[BaseModel]:
     title = "".join(part.title() for part in scheme.name.replace("-", "_").split("_"))
     built: type[BaseModel] = create_model(
         f"{title}{endpoint.title().replace('_', '')}Parameters",
-        __config__=ConfigDict(extra="forbid", frozen=True),
+        __config__=ConfigDict(
+            extra="forbid",
+            frozen=True,
+            json_schema_extra=_one_of_listed(scheme) if endpoint == "encode_body" else None,
+        ),
         **_scheme_fields(scheme, strict=endpoint == "encode_body"),
         **_request_fields(scheme, endpoint),
     )

@@ -20,18 +20,29 @@ from posenc.errors import InconsistentError, ParameterError
 def read_raw(
     body: bytes | bytearray, shape_header: str | None, dtype_header: str | None
 ) -> npt.NDArray[np.floating]:
-    if shape_header is None or dtype_header is None:
+    shape, dtype = array_headers(shape_header, dtype_header)
+    if shape is None or dtype is None:
         raise InconsistentError(
             "X-Array-Shape", "raw bodies need X-Array-Shape (e.g. 128,512) and X-Array-Dtype"
         )
-    if not re.fullmatch(SHAPE_PATTERN, shape_header.strip()):
-        raise ParameterError(
-            "X-Array-Shape",
-            f"must be 1 to 3 comma-separated sizes, each ≥ 1, got {shape_header[:40]!r}",
-        )
-    shape = tuple(int(part) for part in shape_header.split(","))
-    dtype = dtype_named(dtype_header.strip(), "X-Array-Dtype")
     return from_bytes(body, 0, shape, dtype, "X-Array-Shape")
+
+
+def array_headers(
+    shape_header: str | None, dtype_header: str | None
+) -> tuple[tuple[int, ...] | None, np.dtype[Any] | None]:
+    """X-Array-Shape and X-Array-Dtype, each checked where given, whatever the body's format:
+    a header its documented pattern refuses is refused, never ignored."""
+    shape = None
+    if shape_header is not None:
+        if not re.fullmatch(SHAPE_PATTERN, shape_header.strip()):
+            raise ParameterError(
+                "X-Array-Shape",
+                f"must be 1 to 3 comma-separated sizes, each ≥ 1, got {shape_header[:40]!r}",
+            )
+        shape = tuple(int(part) for part in shape_header.split(","))
+    dtype = None if dtype_header is None else dtype_named(dtype_header.strip(), "X-Array-Dtype")
+    return shape, dtype
 
 
 def from_bytes(

@@ -17,7 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from app.bodies.dtypes import dtype_named
 from app.bodies.json_object import read_object
 from app.bodies.npy import read_npy
-from app.bodies.raw import read_raw
+from app.bodies.raw import array_headers, read_raw
 from posenc.errors import InconsistentError, ParameterError
 
 MEDIA_TYPES = ("application/x-npy", "application/octet-stream", "application/json")
@@ -29,6 +29,7 @@ def read_table(
     body: bytes | bytearray, content_type: str, headers: Mapping[str, str], json_dtype: str
 ) -> npt.NDArray[np.floating]:
     media_type = content_type.split(";")[0].strip().lower()
+    array_headers(headers.get("x-array-shape"), headers.get("x-array-dtype"))
     if media_type == "application/x-npy":
         table = read_npy(body)
     elif media_type == "application/octet-stream":

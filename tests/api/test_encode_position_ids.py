@@ -69,10 +69,10 @@ def test_the_config_s_mrope_is_taken_as_it_is_answered(client: Client) -> None:
         ({"position_ids": _IDS[:2], "mrope": _MROPE}, "position_ids"),
         ({"position_ids": [[0, 1], [0, 1], [0, -1]], "mrope": _MROPE}, "position_ids"),
         ({"position_ids": [[0, 1], [0, 1], [0, 1.5]], "mrope": _MROPE}, "position_ids"),
-        ({"position_ids": _IDS}, "mrope"),
-        ({"position_ids": _IDS, "mrope": {"section": [2, 3, 4], "rotary": "chunked"}}, "mrope"),
-        ({"position_ids": _IDS, "mrope": {"section": [2, 3], "rotary": "chunked"}}, "mrope"),
-        ({"position_ids": _IDS, "mrope": {"section": [2, 3, 3], "rotary": "ernie"}}, "mrope"),
+        ({"position_ids": _IDS}, "mrope:"),
+        ({"position_ids": _IDS, "mrope": {"section": [2, 3, 4], "rotary": "chunked"}}, "mrope."),
+        ({"position_ids": _IDS, "mrope": {"section": [2, 3], "rotary": "chunked"}}, "mrope."),
+        ({"position_ids": _IDS, "mrope": {"section": [2, 3, 3], "rotary": "ernie"}}, "mrope."),
         ({"position_ids": _IDS, "mrope": _MROPE, "positions": [1]}, "positions"),
         ({"position_ids": _IDS, "mrope": _MROPE, "vectors": [[1.0] * 16] * 4}, "vectors"),
         ({"position_ids": _IDS, "mrope": _MROPE, "component": "inv_freq"}, "component"),
@@ -91,3 +91,45 @@ def test_a_scheme_whose_tokens_have_one_position_refuses_position_ids(client: Cl
     response = client.post("/v1/sinusoidal/encode", json=body)
     assert 400 <= response.status_code < 500
     assert response.json()["detail"].startswith("position_ids"), response.text
+
+
+def test_mrope_goes_with_position_ids_only(client: Client) -> None:
+    """Options for several ids beside one position a token would be silently unread."""
+    response = _post(client, positions=[0, 1], mrope=_MROPE)
+    assert response.status_code == 422
+    assert response.json()["detail"].startswith("mrope:"), response.text
+
+
+def test_a_bad_id_is_located_by_its_row_and_column(client: Client) -> None:
+    response = _post(client, position_ids=[[0, 1], [0, 1], [0, -1]], mrope=_MROPE)
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"] == ["body", "position_ids", 2, 1]
+
+
+def test_glm_pairs_take_glm_s_interleaved_cache(client: Client) -> None:
+    mrope = {"section": [2, 3, 3], "rotary": "glm_pairs"}
+    refused = _post(client, position_ids=_IDS, mrope=mrope)
+    assert refused.status_code == 422
+    assert refused.json()["detail"].startswith("mrope.rotary:"), refused.text
+    assert _post(client, position_ids=_IDS, mrope=mrope, layout="interleaved").status_code == 200
+
+
+def test_the_document_asks_for_positions_or_position_ids_with_mrope(client: Client) -> None:
+    document = client.get("/openapi.json").json()
+    schema = document["paths"]["/v1/rope/encode"]["post"]["requestBody"]["content"][
+        "application/json"
+    ]["schema"]
+    assert schema["anyOf"] == [
+        {"required": ["positions"]},
+        {"required": ["position_ids", "mrope"]},
+    ]
+    for name in ("positions", "position_ids", "mrope"):
+        assert "null" not in str(schema["properties"][name]), name
+
+
+def test_an_integral_section_size_may_be_written_as_a_float(client: Client) -> None:
+    """JSON Schema's integer: 3.0 is 3."""
+    mrope = {"section": [2.0, 3, 3.0], "rotary": "chunked"}
+    response = _post(client, position_ids=_IDS, mrope=mrope)
+    assert response.status_code == 200, response.text
+    assert response.json()["params"]["mrope"]["section"] == [2, 3, 3]

@@ -18,8 +18,8 @@ from tests.reference.test_framework_recipe import ulps
 from tests.reference.test_mrope_positions import ANSWERED, _layout
 from tests.reference.transformers_mrope import hub_config, reference_cos_sin
 
-# Types whose text rope /v1/rope/config does not answer (ERNIE-VL permutes its frequencies),
-# so neither is their table.
+# Types whose M-RoPE table is not answered: ERNIE-VL's image tokens turn by frequencies
+# permuted for its sections (its text tokens' rope is answered by /v1/rope/config).
 UNTABLED = {"ernie4_5_vl_moe"}
 TABLED = [t for t in ANSWERED if t not in UNTABLED]
 

@@ -138,3 +138,23 @@ def test_an_audio_encoder_runs_on_its_own_inputs() -> None:
     model = reference_model("wav2vec2-conformer")
     assert model.traced and model.failure is None and model.ropes == ()
     assert model.nope_layers == tuple(range(model.num_hidden_layers))
+
+
+def test_a_model_s_own_refusal_of_odd_heads_is_told_from_other_failures() -> None:
+    """Qwen3-Omni's default config: its model broadcasts a 74-wide cache against 73-wide heads
+    and fails; the harness then counts the config as one the model itself cannot run. A run
+    that fails for another reason, or on other widths, is not such a refusal."""
+    from tests.reference.transformers_ropes import _same_mismatch
+
+    own = (
+        "RuntimeError: inputs_embeds: RuntimeError: Attempting to broadcast a dimension of "
+        "length 74 at -1! Mismatching argument at index 1 had torch.Size([1, 1, 3, 74]); but "
+        "expected shape should be broadcastable to [1, 28, 3, 73] | input_ids: …"
+    )
+    assert _same_mismatch(own, head_dim=73, width=74)
+    assert not _same_mismatch(own, head_dim=128, width=74)
+    assert not _same_mismatch(own, head_dim=73, width=64)
+    other = "RuntimeError: shape [1, 8, 74] is invalid | input_ids: expected [1, 8, 73]"
+    assert not _same_mismatch(other, head_dim=73, width=74)
+    model = reference_model("qwen3_omni_moe_text")
+    assert model.rejected is not None and "head dimension 73" in model.rejected

@@ -1646,7 +1646,10 @@ def _same_mismatch(reason: str, head_dim: int, width: int) -> bool:
     """Whether the model's own run failed broadcasting a cos/sin ``width`` wide against q of
     ``head_dim`` (Qwen3-Omni's default 73-wide heads against its 74-wide cache): the model's
     code rejects the config, not the harness's fake tensors."""
-    return re.search(rf"\b{width}\b[^|]*\b{head_dim}\]", reason) is not None
+    # Fake tensors' words for it: "Attempting to broadcast a dimension of length 74 at -1! …
+    # expected shape should be broadcastable to [1, 28, 3, 73]", within one attempt's text.
+    said = rf"broadcast a dimension of length {width} at -1![^|]*broadcastable to \[[^\]|]*"
+    return re.search(rf"{said}\b{head_dim}\]", reason) is not None
 
 
 def _static_apply(module: types.ModuleType) -> tuple[str, Callable[..., Any]]:

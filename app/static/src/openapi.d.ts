@@ -1883,7 +1883,7 @@ export interface operations {
                 rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
-                /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), scaling=none and every pair turning only. exact ignores it */
+                /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only. The exact table does not depend on it */
                 framework_precision?: ("float32" | "float64") | null;
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
@@ -2060,7 +2060,7 @@ export interface operations {
                 rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
-                /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), scaling=none and every pair turning only. exact ignores it */
+                /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only. The exact table does not depend on it */
                 framework_precision?: ("float32" | "float64") | null;
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
@@ -2308,7 +2308,7 @@ export interface operations {
                     recipe?: "exact" | "framework";
                     /**
                      * Framework Precision
-                     * @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), scaling=none and every pair turning only. exact ignores it
+                     * @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only. The exact table does not depend on it
                      */
                     framework_precision?: ("float32" | "float64") | null;
                     /**
@@ -2329,12 +2329,12 @@ export interface operations {
                      * Positions
                      * @description the positions (grid schemes: row-major cell indices); or position_ids
                      */
-                    positions?: number[] | null;
+                    positions?: number[];
                     /**
                      * Position Ids
                      * @description 3 ids a token (rows of equal length, a column a token), in place of positions; with mrope
                      */
-                    position_ids?: number[][] | null;
+                    position_ids?: number[][];
                     /**
                      * Mrope
                      * @description with position_ids: the model's mrope, as POST /v1/rope/config answers it: the table reads its section and rotary rule (its other members are ignored)
@@ -2347,14 +2347,14 @@ export interface operations {
                          * @enum {string}
                          */
                         rotary: "chunked" | "interleaved" | "glm_pairs";
-                    } | null;
+                    };
                     /**
                      * Scale
                      * @description multiply embeddings by √d_model
                      * @default false
                      */
                     scale?: boolean;
-                };
+                } | unknown | unknown;
             };
         };
         responses: {
@@ -2514,7 +2514,7 @@ export interface operations {
                 rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
-                /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), scaling=none and every pair turning only. exact ignores it */
+                /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only. The exact table does not depend on it */
                 framework_precision?: ("float32" | "float64") | null;
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
@@ -2697,7 +2697,7 @@ export interface operations {
                 rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
-                /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), scaling=none and every pair turning only. exact ignores it */
+                /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only. The exact table does not depend on it */
                 framework_precision?: ("float32" | "float64") | null;
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";
@@ -2866,7 +2866,7 @@ export interface operations {
                 rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework: transformers' own float32 computation */
                 recipe?: "exact" | "framework";
-                /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), scaling=none and every pair turning only. exact ignores it */
+                /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only. The exact table does not depend on it */
                 framework_precision?: ("float32" | "float64") | null;
                 /** @description the served type; computed exactly, rounded once */
                 dtype?: "float32" | "float64" | "float16";

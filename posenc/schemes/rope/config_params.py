@@ -88,6 +88,14 @@ _KNOWN = frozenset(
 )
 
 
+# HunYuan's keys, which the body's schema types for every config: refused elsewhere as a
+# config inconsistent with its model type.
+_HUNYUAN_KEYS = {
+    "alpha": "is HunYuan's stretch of the base: no other family reads it",
+    "xdrope_section": "is HunYuan-VL's: no other family reads it",
+}
+
+
 def rope_params(
     text: Mapping[str, Any], where: str, rope: Mapping[str, Any], family: Family
 ) -> tuple[RopeParams, float]:
@@ -108,6 +116,9 @@ def rope_params(
             "multimodal rope (M-RoPE) belongs to the multimodal model types "
             "POST /v1/rope/positions names, not to this model_type",
         )
+    if rope_type == "xdrope":
+        named = "rope_type" if "rope_type" in rope else "type"
+        raise InconsistentError(f"{where}.{named}", "is HunYuan-VL's: no other family reads it")
     if not isinstance(rope_type, str) or rope_type not in {*SCALINGS, PROPORTIONAL}:
         known = ", ".join(sorted({*SCALINGS, PROPORTIONAL}))
         key = "rope_type" if "rope_type" in rope else "type"
@@ -134,6 +145,8 @@ def rope_params(
             raise InconsistentError(
                 f"{where}.{key}", "names a layer type without a rope, and no layer has a rope"
             )
+        if key not in readable and key in _HUNYUAN_KEYS:  # typed by the body's schema
+            raise InconsistentError(f"{where}.{key}", _HUNYUAN_KEYS[key])
         if key not in readable:
             raise ParameterError(f"{where}.{key}", "is not a rope parameter the service models")
     if family.ntk_alpha and scaling == "dynamic" and number(rope, "alpha", where):
@@ -276,7 +289,7 @@ def _ntk_alpha(
         return RopeParams(d_model=head, base=base, layout=family.layout), 1.0
     except ParameterError as error:
         if error.param == "base":
-            raise ParameterError(
+            raise InconsistentError(
                 f"{where}.alpha",
                 f"stretches rope_theta {theta} to {base:.6g}, outside the base's range: "
                 f"{error.message}",

@@ -134,12 +134,14 @@ class RopeParams:
         None,
         doc="recipe=framework: the precision the framework computes in. float32 (the default): "
         "transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), "
-        "pos / it, sin and cos in float64, each rounded once to float32), scaling=none and "
-        "every pair turning only. exact ignores it",
+        "pos / it, sin and cos in float64, each rounded once to float32), which takes "
+        "scaling=none and every pair turning only. The exact table does not depend on it",
     )
 
     def __post_init__(self) -> None:
         check_ranges(self)
+        if self.framework_precision == "float32":  # the default, spelled out: one spelling
+            object.__setattr__(self, "framework_precision", None)
         if self.recipe == "framework" and self.scaling == "dynamic" and self.d_model < 4:
             raise InconsistentError("d_model", "must be ≥ 4 for dynamic scaling: d/(d−2) is used")
         for name in _NEEDS[self.scaling]:

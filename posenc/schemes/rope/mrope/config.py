@@ -165,13 +165,14 @@ def _checked(value: Any, field: str) -> tuple[int, ...]:
     if not (
         isinstance(value, tuple)
         and len(value) == 3
-        and all(_integral(v) and 0 < v <= 65536 for v in value)
+        and all(integral(v) and 0 < v <= 65536 for v in value)
     ):
         raise ParameterError(field, f"must be three positive integers, got {_shown(value)}")
     return tuple(int(v) for v in value)
 
 
-def _integral(value: Any) -> bool:
+def integral(value: Any) -> bool:
+    """An integer, or an integral float (24.0), as JSON Schema's integer; never a bool."""
     if isinstance(value, bool):
         return False
     return isinstance(value, int) or (isinstance(value, float) and value.is_integer())

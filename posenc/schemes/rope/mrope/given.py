@@ -16,10 +16,12 @@ from posenc.cost import Cost
 from posenc.declare import Array, Ids, Positions
 from posenc.errors import InconsistentError, ParameterError
 from posenc.schemes.rope.mrope import tables
+from posenc.schemes.rope.mrope.config import integral
 from posenc.schemes.rope.mrope.families import Rotary
 from posenc.schemes.rope.params import RopeParams
 
-# ERNIE-VL's permuted frequencies are not answered (its text rope is not either).
+# ERNIE-VL's image tokens turn by frequencies permuted for its sections: not answered (its
+# text tokens' rope is, by /v1/rope/config).
 _ROTARIES = tuple(rule for rule in get_args(Rotary) if rule != "ernie")
 _MAX_SECTION = 65536
 
@@ -61,21 +63,28 @@ def read(params: RopeParams, given: Any, component: str) -> MRopeGiven:
         raise ParameterError(
             "mrope", "is required with position_ids: the model's mrope, as /v1/rope/config says"
         )
-    section = given.get("section")
+    given_section = given.get("section")
+    # 24.0 is the integer 24, as JSON Schema and transformers read it.
     if not (
-        isinstance(section, list)
-        and len(section) == 3
-        and all(type(s) is int and 0 < s <= _MAX_SECTION for s in section)
+        isinstance(given_section, list)
+        and len(given_section) == 3
+        and all(integral(s) and 0 < s <= _MAX_SECTION for s in given_section)
     ):
         raise ParameterError(
-            "mrope.section", f"must be three integers in 1 … {_MAX_SECTION}, got {section!r}"
+            "mrope.section",
+            f"must be three integers in 1 … {_MAX_SECTION}, got {given_section!r}",
         )
+    section = [int(s) for s in given_section]
     rotary = given.get("rotary")
     if rotary not in _ROTARIES:
         raise ParameterError("mrope.rotary", f"must be one of {', '.join(_ROTARIES)}")
     if component == "inv_freq":
         raise InconsistentError(
             "component", "inv_freq does not depend on the ids: GET /v1/rope/encode gives it"
+        )
+    if rotary == "glm_pairs" and params.layout != "interleaved":
+        raise InconsistentError(
+            "mrope.rotary", "glm_pairs is GLM-4V's, whose cache is laid out interleaved"
         )
     half = params.d_model // 2
     if rotary != "interleaved" and sum(section) != half:
