@@ -1,5 +1,5 @@
 """``POST /v1/{scheme}/encode`` with ``position_ids``: a token turned by several ids at once (a
-multimodal rope's temporal, height and width ids), under the options the scheme declares
+multimodal rotary embedding's temporal, height and width ids), under the options the scheme declares
 (:class:`posenc.declare.Ids`). The table alone: embeddings and vectors go with ``positions``."""
 
 from __future__ import annotations

@@ -113,13 +113,18 @@ def operations(document: Mapping[str, Json]) -> list[Operation]:
 
 
 def _branch(document: Mapping[str, Json], schema: Json) -> Json:
-    """The non-null branch of an optional schema (`anyOf: [T, null]`)."""
+    """The non-null branch of an optional schema (`anyOf: [T, null]`), or an object's first
+    choice of required members."""
     schema = resolve(document, schema)
     for key in ("anyOf", "oneOf"):
         if key in schema:
             branches = [resolve(document, s) for s in schema[key]]
             usable = [s for s in branches if s.get("type") != "null"]
-            return {**usable[0], **{k: v for k, v in schema.items() if k != key}}
+            rest = {k: v for k, v in schema.items() if k != key}
+            # A branch that only requires members (positions, or position_ids with mrope)
+            # adds to the object's own required ones.
+            required = [*rest.get("required", []), *usable[0].get("required", [])]
+            return {**usable[0], **rest} | ({"required": required} if required else {})
     if "allOf" in schema and len(schema["allOf"]) == 1:
         inner = resolve(document, schema["allOf"][0])
         return {**inner, **{k: v for k, v in schema.items() if k != "allOf"}}

@@ -25,25 +25,18 @@ from posenc.errors import InconsistentError, ParameterError, PosencError
 from posenc.schemes.rope import layers as model_layers
 from posenc.schemes.rope import xdrope
 from posenc.schemes.rope.class_defaults import CLASS_DEFAULTS
-from posenc.schemes.rope.config_params import (
-    head_dim,
-    integer,
-    layer_heads,
-    number,
-    rope_params,
-)
+from posenc.schemes.rope.config_params import head_dim, layer_heads, rope_params
+from posenc.schemes.rope.config_values import integer, number
 from posenc.schemes.rope.families import (
-    APPLY_KEYS,
-    FAMILIES,
     FLAT_TEXT_TYPES,
     LAYER_COUNTS,
     OWN_TEXT_CONFIGS,
     PER_LAYER,
     TEXT_CONFIGS,
-    UNANSWERED_KEYS,
     Family,
     LegacyLayers,
 )
+from posenc.schemes.rope.family_of import apply_of, family_of, rope_off
 from posenc.schemes.rope.mrope import config as mrope_config
 from posenc.schemes.rope.mrope.families import MROPE_FAMILIES
 from posenc.schemes.rope.params import RopeParams
@@ -161,7 +154,7 @@ def _within(path: str, read_text: Callable[[], T]) -> T:
 def _read_text(text: Mapping[str, Any], path: str, sectioned: bool = False) -> ModelRope:
     """The text model's ropes; ``sectioned``: its M-RoPE sections were read (and taken out)
     from the multimodal config around it."""
-    family = _family(text)
+    family = family_of(text)
     for key, why in family.refused_flags:
         if text.get(key):
             raise ParameterError(key, why)
@@ -212,7 +205,7 @@ def _read_text(text: Mapping[str, Any], path: str, sectioned: bool = False) -> M
                 f"must name num_hidden_layers = {count} layers, got {len(layer_types)}",
             )
         count = len(layer_types)
-    if _rope_off(text, family):
+    if rope_off(text, family):
         if count is None:
             raise InconsistentError("num_hidden_layers", "is required: no layer has a rope")
         nope, ropes = tuple(range(count)), tuple[LayerRope, ...]()
@@ -233,27 +226,6 @@ def _read_text(text: Mapping[str, Any], path: str, sectioned: bool = False) -> M
     )
 
 
-def _family(text: Mapping[str, Any]) -> Family:
-    """The config's family (Llama's conventions when it names none), or a 422 naming the key
-    that makes its rope something the service does not answer."""
-    for key, why in UNANSWERED_KEYS.items():
-        if text.get(key) is not None:
-            raise ParameterError(key, why)
-    model_type = text.get("model_type")
-    if model_type is None:
-        return Family()  # a config that names no family is read by Llama's conventions
-    family = FAMILIES.get(model_type, Family()) if isinstance(model_type, str) else Family()
-    if family.unanswered:
-        raise ParameterError("model_type", f"{model_type}: {family.unanswered}")
-    if model_type not in CLASS_DEFAULTS:
-        raise ParameterError(
-            "model_type",
-            f"{model_type!r} is not among the model types whose rope was measured against "
-            "transformers; when in doubt the service answers no rope rather than a wrong one",
-        )
-    return family
-
-
 def _with_null_ropes(text: Mapping[str, Any], family: Family) -> Family:
     """The family, for a config whose ropes per layer type give some types none (a null, as
     Beam's full-attention layers): those types are then its NoPE types."""
@@ -264,37 +236,6 @@ def _with_null_ropes(text: Mapping[str, Any], family: Family) -> Family:
         return family  # the flat form, refused by _ropes
     null = frozenset(kind for kind, own in rope.items() if own is None)
     return replace(family, nope_types=family.nope_types | null)
-
-
-def _rope_off(text: Mapping[str, Any], family: Family) -> bool:
-    """Whether the family's switch leaves every layer without a rope; switched on, its rope is
-    refused (not read yet)."""
-    if family.applies_no_rope:
-        return True
-    if family.rope_switch is not None:
-        if not text.get(family.rope_switch):
-            return True
-        raise ParameterError(family.rope_switch, "its rope's width is not read yet")
-    if family.rope_if is not None:
-        key, value = family.rope_if
-        return text.get(key) != value
-    if family.rope_when is not None:
-        key, value = family.rope_when
-        if text.get(key) != value:
-            return True
-        raise ParameterError(key, f"{value!r}: its rope is not read yet")
-    return False
-
-
-def _apply(text: Mapping[str, Any], family: Family) -> str | None:
-    """The pairs q/k turn in where they differ from the cache's layout."""
-    for key, apply in APPLY_KEYS.items():
-        flag = text.get(key) if family.apply_key == key else None
-        if flag is not None:
-            if not isinstance(flag, bool):
-                raise ParameterError(key, f"must be true or false, got {flag!r}")
-            return apply if flag else None
-    return family.apply
 
 
 def _ropes(
@@ -332,7 +273,7 @@ def _ropes(
         scaling = _query_scaling(rope, where)
         return (
             LayerRope(
-                tuple(sorted(turning)), layers, params, partial, _apply(text, family), scaling
+                tuple(sorted(turning)), layers, params, partial, apply_of(text, family), scaling
             ),
         )
     if types is None:
@@ -354,7 +295,7 @@ def _ropes(
         scaling = _query_scaling(own, f"{where}.{kind}")
         key = (params, partial, None if scaling is None else tuple(sorted(scaling.items())))
         by_rope.setdefault(key, []).append(kind)
-    apply = _apply(text, family)
+    apply = apply_of(text, family)
     ropes = (
         LayerRope(
             tuple(kinds),

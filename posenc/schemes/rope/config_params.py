@@ -23,7 +23,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from posenc.errors import InconsistentError, ParameterError
-from posenc.schemes.rope.class_defaults import CLASS_DEFAULTS
+from posenc.schemes.rope import xdrope
+from posenc.schemes.rope.config_values import class_defaults, first, integer, number
 from posenc.schemes.rope.families import Family
 from posenc.schemes.rope.params import RopeParams, Scaling
 
@@ -106,7 +107,7 @@ def rope_params(
     >>> rope_params(llama2, "rope_parameters", {}, Family())[0]
     RopeParams(d_model=128, base=10000.0, layout='split', scaling='none', ...)
     """
-    defaults = _defaults(text)
+    defaults = class_defaults(text)
     rope_type = rope.get("rope_type", rope.get("type", "default"))
     if rope_type == "mrope" or any(key in rope for key in MROPE_KEYS):
         named = "rope_type" if "rope_type" in rope else "type"
@@ -150,9 +151,9 @@ def rope_params(
         if key not in readable:
             raise ParameterError(f"{where}.{key}", "is not a rope parameter the service models")
     if family.ntk_alpha and scaling == "dynamic" and number(rope, "alpha", where):
-        return _ntk_alpha(text, where, rope, family)
+        return xdrope.ntk_alpha(text, where, rope, family)
 
-    base = _first(
+    base = first(
         number(rope, "rope_theta", where),
         number(text, "rope_theta", ""),
         number(text, "rotary_emb_base", ""),
@@ -171,7 +172,7 @@ def rope_params(
     for field in ("partial_rotary_factor", "rotary_pct"):
         partial = number(text, field, "") if partial is None else partial
     if partial is None:
-        partial = _first(family.partial_rotary_factor, defaults.get("partial_rotary_factor"))
+        partial = first(family.partial_rotary_factor, defaults.get("partial_rotary_factor"))
     if family.default_whole_head and rope_type == "default":
         partial = None
     # GPT-J's rotary_dim, or multi-latent attention's rope part of each head (DeepSeek).
@@ -254,79 +255,6 @@ def rope_params(
     return params, partial
 
 
-def _ntk_alpha(
-    text: Mapping[str, Any], where: str, rope: Mapping[str, Any], family: Family
-) -> tuple[RopeParams, float]:
-    """HunYuan's ntk_alpha: the default rope of the whole head, its base stretched to
-    ``rope_theta · alpha^(head_dim/(head_dim − 2))`` in float64 as transformers computes it
-    (its rotary module then rounds the base to float32, as it does any base), the dynamic
-    scaling's own keys unread. ``head_dim`` as given: the module reads ``config.head_dim``."""
-    alpha = number(rope, "alpha", where)
-    assert alpha  # the caller's condition: a nonzero alpha
-    if alpha < 0:
-        raise ParameterError(f"{where}.alpha", f"must be positive, got {alpha}")
-    if number(rope, "factor", where) is None:
-        # Required of rope_type dynamic by transformers' validation, though ntk_alpha reads none.
-        raise InconsistentError(
-            f"{where}.factor", "is required with rope_type dynamic, alpha or not (unread with it)"
-        )
-    head = integer(text, "head_dim", "")
-    if head is None or head <= 2:
-        raise InconsistentError(
-            "head_dim", "is required with alpha (more than 2): ntk_alpha reads d/(d − 2) of it"
-        )
-    theta = _first(
-        number(rope, "rope_theta", where),
-        number(text, "rope_theta", ""),
-        _defaults(text).get("rope_theta"),
-        family.default_base,
-    )
-    try:
-        base = theta * alpha ** (head / (head - 2))
-    except OverflowError:
-        base = math.inf
-    try:
-        return RopeParams(d_model=head, base=base, layout=family.layout), 1.0
-    except ParameterError as error:
-        if error.param == "base":
-            raise InconsistentError(
-                f"{where}.alpha",
-                f"stretches rope_theta {theta} to {base:.6g}, outside the base's range: "
-                f"{error.message}",
-            ) from None
-        raise
-
-
-def _first(*values: float | None) -> Any:
-    """The first value given (0 included: a given 0 is refused later, not replaced)."""
-    return next((value for value in values if value is not None), None)
-
-
-def _defaults(config: Mapping[str, Any]) -> dict[str, float]:
-    model_type = config.get("model_type")
-    return CLASS_DEFAULTS.get(model_type, {}) if isinstance(model_type, str) else {}
-
-
-def number(source: Mapping[str, Any], name: str, where: str) -> float | None:
-    value = source.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        field = f"{where}.{name}" if where else name
-        raise ParameterError(field, f"must be a finite number, got {value!r}")
-    return float(value)
-
-
-def integer(source: Mapping[str, Any], name: str, where: str) -> int | None:
-    value = number(source, name, where)
-    if value is None:
-        return None
-    if not value.is_integer() or not 1 <= value <= 2**31 - 1:
-        field = f"{where}.{name}" if where else name
-        raise ParameterError(field, f"must be an integer in [1, 2^31), got {source[name]!r}")
-    return int(value)
-
-
 def head_dim(config: Mapping[str, Any], family: Family) -> int:
     """The attention head's width: the family's own key (JetMoE's ``kv_channels``), else
     ``head_dim``, else multi-latent attention's rope part (DeepSeek's config classes set
@@ -336,7 +264,7 @@ def head_dim(config: Mapping[str, Any], family: Family) -> int:
         head = integer(config, key, "")
         if head is not None:
             return head
-    default = _defaults(config).get("head_dim")
+    default = class_defaults(config).get("head_dim")
     if default is not None:
         return int(default)
     hidden = integer(config, "hidden_size", "") or integer(config, "n_embd", "")

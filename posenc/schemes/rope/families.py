@@ -9,6 +9,9 @@ measured against the family's own rotary module and apply call
 (``tests/reference/test_model_ropes.py``); a family the service cannot answer yet says why.
 :data:`UNANSWERED_KEYS` are config keys whose meaning the reader does not model: a config that
 carries one is refused, naming the key, rather than answered with a rope the model does not use.
+
+Why one module: it is data, one row per family and the keys every row is read with; split by
+kind of family, a reader looking up one model type would have to know which file it sits in.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from posenc.errors import InconsistentError, ParameterError
-from posenc.schemes.rope.config_params import integer
+from posenc.schemes.rope.config_values import integer
 from posenc.schemes.rope.families import ATTENTION_FREE, NOPE_LAYER_LISTS, Family
 from posenc.schemes.rope.layer_rules import CycledLayers, IndexedLayers
 

@@ -11,16 +11,19 @@ not answered). The module cannot run without the sections (``len(None)``), and i
 refuses sections that are not integers summing to ``head_dim / 2``; its attention cannot be
 built without ``head_dim`` (its class default, null, fails at ``head_dim ** -0.5``). Its
 checkpoints' rope type ``xdrope`` is ``dynamic`` once the config class has read it (with an
-``alpha``: HunYuan's fixed stretch of the base, :mod:`.config_params`).
+``alpha``: HunYuan's fixed stretch of the base, :func:`ntk_alpha`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from posenc.errors import InconsistentError, ParameterError
-from posenc.schemes.rope.config_params import integer
+from posenc.schemes.rope.config_values import class_defaults, first, integer, number
+from posenc.schemes.rope.families import Family
+from posenc.schemes.rope.params import RopeParams
 
 _SECTION_KEYS = ("mrope_section", "xdrope_section")
 _ROPE_DICTS = ("rope_scaling", "rope_parameters")
@@ -89,3 +92,46 @@ def _checked(value: Any, field: str) -> tuple[int, ...]:
     ):
         raise ParameterError(field, f"must be 3 or 4 positive integers, got {value!r}")
     return tuple(int(v) for v in value)
+
+
+def ntk_alpha(
+    text: Mapping[str, Any], where: str, rope: Mapping[str, Any], family: Family
+) -> tuple[RopeParams, float]:
+    """HunYuan's ntk_alpha: the default rope of the whole head, its base stretched to
+    ``rope_theta · alpha^(head_dim/(head_dim − 2))`` in float64 as transformers computes it
+    (its rotary module then rounds the base to float32, as it does any base), the dynamic
+    scaling's own keys unread. ``head_dim`` as given: the module reads ``config.head_dim``."""
+    alpha = number(rope, "alpha", where)
+    assert alpha  # the caller's condition: a nonzero alpha
+    if alpha < 0:
+        raise ParameterError(f"{where}.alpha", f"must be positive, got {alpha}")
+    if number(rope, "factor", where) is None:
+        # Required of rope_type dynamic by transformers' validation, though ntk_alpha reads none.
+        raise InconsistentError(
+            f"{where}.factor", "is required with rope_type dynamic, alpha or not (unread with it)"
+        )
+    head = integer(text, "head_dim", "")
+    if head is None or head <= 2:
+        raise InconsistentError(
+            "head_dim", "is required with alpha (more than 2): ntk_alpha reads d/(d − 2) of it"
+        )
+    theta = first(
+        number(rope, "rope_theta", where),
+        number(text, "rope_theta", ""),
+        class_defaults(text).get("rope_theta"),
+        family.default_base,
+    )
+    try:
+        base = theta * alpha ** (head / (head - 2))
+    except OverflowError:
+        base = math.inf
+    try:
+        return RopeParams(d_model=head, base=base, layout=family.layout), 1.0
+    except ParameterError as error:
+        if error.param == "base":
+            raise InconsistentError(
+                f"{where}.alpha",
+                f"stretches rope_theta {theta} to {base:.6g}, outside the base's range: "
+                f"{error.message}",
+            ) from None
+        raise

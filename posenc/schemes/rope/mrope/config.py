@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from posenc.errors import InconsistentError, ParameterError, against_model_type
-from posenc.schemes.rope.config_params import MROPE_KEYS, integer, number
+from posenc.schemes.rope.config_params import MROPE_KEYS
+from posenc.schemes.rope.config_values import integer, number
 from posenc.schemes.rope.mrope.families import MROPE_FAMILIES, UNANSWERED, MRopeFamily
 from posenc.schemes.rope.mrope.layout import Vision
 

@@ -1,0 +1,42 @@
+"""Typed values out of a ``config.json``: numbers, integers, and the defaults of its config class
+where it gives none; a value of the wrong kind is refused, naming its field."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from posenc.errors import ParameterError
+from posenc.schemes.rope.class_defaults import CLASS_DEFAULTS
+
+
+def first(*values: float | None) -> Any:
+    """The first value given (0 included: a given 0 is refused later, not replaced)."""
+    return next((value for value in values if value is not None), None)
+
+
+def class_defaults(config: Mapping[str, Any]) -> dict[str, float]:
+    """The defaults of the config's class, for the keys the reader reads (measured)."""
+    model_type = config.get("model_type")
+    return CLASS_DEFAULTS.get(model_type, {}) if isinstance(model_type, str) else {}
+
+
+def number(source: Mapping[str, Any], name: str, where: str) -> float | None:
+    value = source.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        field = f"{where}.{name}" if where else name
+        raise ParameterError(field, f"must be a finite number, got {value!r}")
+    return float(value)
+
+
+def integer(source: Mapping[str, Any], name: str, where: str) -> int | None:
+    value = number(source, name, where)
+    if value is None:
+        return None
+    if not value.is_integer() or not 1 <= value <= 2**31 - 1:
+        field = f"{where}.{name}" if where else name
+        raise ParameterError(field, f"must be an integer in [1, 2^31), got {source[name]!r}")
+    return int(value)
