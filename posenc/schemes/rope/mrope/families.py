@@ -45,6 +45,20 @@ class MRopeFamily:
     merge: int = 2  # the vision config's default spatial_merge_size
 
 
+def _omni(rotary: Rotary, section: tuple[int, ...]) -> MRopeFamily:
+    """A Qwen-Omni thinker: a video one block on a clock of seconds, media found by the tokens
+    around them, what follows resuming at the largest id + 1."""
+    return MRopeFamily(
+        "block",
+        rotary,
+        section,
+        video_time="seconds",
+        resume="max",
+        markers=True,
+        config_root="thinker_config",
+    )
+
+
 _QWEN2 = MRopeFamily("block", "chunked", (16, 24, 24))
 _QWEN3 = MRopeFamily("per_frame", "interleaved", (24, 20, 20))
 _QWEN3_5 = MRopeFamily("per_frame", "interleaved", (11, 11, 10))
@@ -67,25 +81,9 @@ MROPE_FAMILIES: dict[str, MRopeFamily] = {
     "glm46v": _GLM4V,
     "glm_ocr": _GLM4V,
     "glm4v_moe": MRopeFamily("per_frame", "chunked", (8, 12, 12)),
-    "qwen2_5_omni": MRopeFamily(
-        "block",
-        "chunked",
-        (16, 24, 24),
-        video_time="seconds",
-        resume="max",
-        markers=True,
-        config_root="thinker_config",
-    ),
+    "qwen2_5_omni": _omni("chunked", (16, 24, 24)),
     # Its ids are not answered (UNANSWERED); its sections are, for its text rope.
-    "qwen3_omni_moe": MRopeFamily(
-        "block",
-        "interleaved",
-        (24, 20, 20),
-        video_time="seconds",
-        resume="max",
-        markers=True,
-        config_root="thinker_config",
-    ),
+    "qwen3_omni_moe": _omni("interleaved", (24, 20, 20)),
     "glm_image": MRopeFamily(
         "none", "chunked", (8, 12, 12), markers=True, zero_delta=True, merge=1
     ),
