@@ -152,6 +152,28 @@ _HUNYUAN_OCR_TEXT: dict[str, Any] = {
     },
     "rope_theta": 10000.0,
 }
+# Hunyuan-7B (tencent): its checkpoints' "dynamic" rope with an alpha, the base stretched
+# once (ntk_alpha), whatever the sequence's length.
+_HUNYUAN_ALPHA = {
+    "alpha": 1000.0,
+    "beta_fast": 32,
+    "beta_slow": 1,
+    "factor": 1.0,
+    "mscale": 1.0,
+    "mscale_all_dim": 1.0,
+    "type": "dynamic",
+}
+HUB_CONFIGS["Hunyuan-7B"] = {
+    "model_type": "hunyuan_v1_dense",
+    "hidden_size": 4096,
+    "head_dim": 128,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 32,
+    "max_position_embeddings": 262144,
+    "rope_theta": 10000.0,
+    "rope_scaling": _HUNYUAN_ALPHA,
+}
 _DEFAULTS_BROKEN: dict[str, dict[str, Any]] = {
     "GLM-4.1V": {"model_type": "glm4v", "text_config": _GLM4V_TEXT},
     "GLM-4.1V text model": _GLM4V_TEXT,

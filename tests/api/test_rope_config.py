@@ -783,3 +783,23 @@ def test_hunyuan_ocr_turns_the_whole_head_by_a_base_stretched_by_alpha(client: C
     default = {**configs[0], "rope_scaling": {"type": "default", "xdrope_section": [16] * 4}}
     (rope,) = client.post("/v1/rope/config", json=default).json()["ropes"]
     assert rope["params"]["base"] == 10000.0 and rope["params"]["scaling"] == "none"
+
+
+def test_hunyuan_7b_s_dynamic_rope_with_an_alpha_is_a_fixed_base(client: Client) -> None:
+    """Hunyuan-7B's checkpoints say "dynamic" with an alpha: transformers' module reads it as
+    ntk_alpha, one base rope_theta·alpha^(d/(d−2)) whatever the length (the MoE's too); without
+    the head_dim that module reads, refused naming it, as the model fails."""
+    config = HUB_CONFIGS["Hunyuan-7B"]
+    for body in (config, {**config, "model_type": "hunyuan_v1_moe"}):
+        answer = client.post("/v1/rope/config", json=body).json()
+        assert answer["params"] == {
+            "d_model": 128,
+            "base": 10000.0 * 1000.0 ** (128 / 126),
+            "layout": "split",
+            "scaling": "none",
+            "recipe": "exact",
+        }
+    headless = {k: v for k, v in config.items() if k != "head_dim"}
+    refused = client.post("/v1/rope/config", json=headless)
+    assert refused.status_code == 422
+    assert refused.json()["detail"].startswith("head_dim:")

@@ -308,6 +308,9 @@ FAMILIES: dict[str, Family] = {
     "qwen3_omni_moe_text": Family(mrope="qwen3_omni_moe"),
     # Its default rope and its ntk_alpha turn the whole head (head_dim, which it requires),
     # whatever partial_rotary_factor says; checkpoints name head_dim attention_head_dim.
+    # rope_type dynamic with an alpha: HunYuan's fixed stretch of the base (ntk_alpha), over
+    # the head_dim its module requires.
+    **dict.fromkeys(("hunyuan_v1_dense", "hunyuan_v1_moe"), Family(ntk_alpha=True)),
     "hunyuan_vl_text": Family(
         ntk_alpha=True,
         xdrope=True,
