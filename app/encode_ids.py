@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from fastapi import Request, Response
-from fastapi.exceptions import RequestValidationError
 
 from app import bodies, formats, responses
 from app.admission import admit, check_size, run
@@ -74,13 +73,6 @@ def _ids_of(values: npt.NDArray[np.float64] | None, rows: int, limit: int) -> np
         raise bodies.invalid(
             ("position_ids",), f"must hold {rows} rows (a token's ids), got {values.shape[0]}"
         )
-    return np.stack([_row(row, index) for index, row in enumerate(values)])
-
-
-def _row(values: npt.NDArray[np.float64], index: int) -> npt.NDArray[np.int64]:
-    try:
-        return bodies.positions_of(values, "position_ids")
-    except RequestValidationError as error:  # located in the row, not only the column
-        (first, *_) = error.errors()
-        _, _, column = first["loc"]
-        raise bodies.invalid(("position_ids", index, column), first["msg"]) from None
+    return np.stack(
+        [bodies.positions_of(row, ("position_ids", index)) for index, row in enumerate(values)]
+    )

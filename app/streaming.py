@@ -82,7 +82,9 @@ class StreamedTable(Response):
             # short of its Content-Length, which the client reads as a truncated body (and a
             # client that left reads nothing more).
             if not isinstance(failure, ClientGoneError):
-                _log.warning("a streamed table cut short after %d bytes: %s", sender.sent, failure)
+                _log.warning(
+                    "a streamed table cut short after %d bytes of values: %s", sender.sent, failure
+                )
             return
         finally:
             if not work.done():  # this response was cancelled: stop the work, wait for it

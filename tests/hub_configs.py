@@ -132,28 +132,8 @@ _QWEN3_OMNI_TEXT = {
         "type": "default",
     },
 }
-_HUNYUAN_OCR_TEXT: dict[str, Any] = {
-    "attention_head_dim": 128,
-    "head_dim": 128,
-    "hidden_size": 1024,
-    "num_attention_heads": 16,
-    "num_key_value_heads": 8,
-    "num_hidden_layers": 24,
-    "max_position_embeddings": 32768,
-    "rope_scaling": {
-        "alpha": 1000.0,
-        "beta_fast": 32,
-        "beta_slow": 1,
-        "factor": 1.0,
-        "mscale": 1.0,
-        "mscale_all_dim": 1.0,
-        "type": "xdrope",
-        "xdrope_section": [16, 16, 16, 16],
-    },
-    "rope_theta": 10000.0,
-}
-# Hunyuan-7B (tencent): its checkpoints' "dynamic" rope with an alpha, the base stretched
-# once (ntk_alpha), whatever the sequence's length.
+# HunYuan's checkpoints' rope: "dynamic" with an alpha, the base stretched once (ntk_alpha),
+# whatever the sequence's length (HunyuanOCR's type says xdrope).
 _HUNYUAN_ALPHA = {
     "alpha": 1000.0,
     "beta_fast": 32,
@@ -162,6 +142,17 @@ _HUNYUAN_ALPHA = {
     "mscale": 1.0,
     "mscale_all_dim": 1.0,
     "type": "dynamic",
+}
+_HUNYUAN_OCR_TEXT: dict[str, Any] = {
+    "attention_head_dim": 128,
+    "head_dim": 128,
+    "hidden_size": 1024,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 24,
+    "max_position_embeddings": 32768,
+    "rope_scaling": {**_HUNYUAN_ALPHA, "type": "xdrope", "xdrope_section": [16, 16, 16, 16]},
+    "rope_theta": 10000.0,
 }
 HUB_CONFIGS["Hunyuan-7B"] = {
     "model_type": "hunyuan_v1_dense",

@@ -215,19 +215,22 @@ def _parse_rows(
     return out
 
 
-def positions_of(values: npt.NDArray[np.float64], key: str = "positions") -> npt.NDArray[np.int64]:
-    """Positions as int64: every value an integer in 0 … 2^31 − 1 (``3.0`` is 3).
+def positions_of(
+    values: npt.NDArray[np.float64], loc: tuple[str | int, ...] = ("positions",)
+) -> npt.NDArray[np.int64]:
+    """Positions as int64: every value an integer in 0 … 2^31 − 1 (``3.0`` is 3); an error
+    names ``loc`` and the value's index.
 
     >>> positions_of(np.array([0.0, 5.0, 17.0])).tolist()
     [0, 5, 17]
     """
     if len(values) == 0:
-        raise invalid((key,), "must list at least one position")
+        raise invalid(loc, "must list at least one position")
     with np.errstate(invalid="ignore"):
         good = (values >= 0) & (values <= MAX_POSITION) & (np.floor(values) == values)
     if not good.all():
         k = int(np.argmin(good))
         raise invalid(
-            (key, k), f"must be an integer between 0 and {MAX_POSITION}, got {values[k]:g}"
+            (*loc, k), f"must be an integer between 0 and {MAX_POSITION}, got {values[k]:g}"
         )
     return values.astype(np.int64)

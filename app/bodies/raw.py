@@ -18,9 +18,10 @@ from posenc.errors import InconsistentError, ParameterError
 
 
 def read_raw(
-    body: bytes | bytearray, shape_header: str | None, dtype_header: str | None
+    body: bytes | bytearray, shape: tuple[int, ...] | None, dtype: np.dtype[Any] | None
 ) -> npt.NDArray[np.floating]:
-    shape, dtype = array_headers(shape_header, dtype_header)
+    """The body's bytes as the array ``X-Array-Shape`` and ``X-Array-Dtype`` (read by
+    :func:`array_headers`) say."""
     if shape is None or dtype is None:
         raise InconsistentError(
             "X-Array-Shape", "raw bodies need X-Array-Shape (e.g. 128,512) and X-Array-Dtype"

@@ -29,11 +29,11 @@ def read_table(
     body: bytes | bytearray, content_type: str, headers: Mapping[str, str], json_dtype: str
 ) -> npt.NDArray[np.floating]:
     media_type = content_type.split(";")[0].strip().lower()
-    array_headers(headers.get("x-array-shape"), headers.get("x-array-dtype"))
+    shape, dtype = array_headers(headers.get("x-array-shape"), headers.get("x-array-dtype"))
     if media_type == "application/x-npy":
         table = read_npy(body)
     elif media_type == "application/octet-stream":
-        table = read_raw(body, headers.get("x-array-shape"), headers.get("x-array-dtype"))
+        table = read_raw(body, shape, dtype)
     elif media_type == "application/json":
         table = _json_table(body, json_dtype)
     else:

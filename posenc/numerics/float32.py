@@ -15,7 +15,7 @@ such kernel: the one place where our bits may differ from the library's.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -47,8 +47,9 @@ def reciprocal(x: Float32Array) -> Float32Array:
     return (F32(1) / x).astype(F32)
 
 
-def sincos(angles: Float32Array) -> tuple[Float32Array, Float32Array]:
-    """Correctly rounded float32 ``sin`` and ``cos`` of float32 angles (exact float64 reduction)."""
+def sincos(angles: npt.NDArray[np.floating[Any]]) -> tuple[Float32Array, Float32Array]:
+    """Correctly rounded float32 ``sin`` and ``cos`` of float32 (or float64) angles (exact
+    float64 reduction)."""
     wide = angles.astype(np.float64)
     return np.sin(wide).astype(F32), np.cos(wide).astype(F32)
 

@@ -746,6 +746,16 @@ def test_a_proportional_factor_divides_its_frequencies(client: Client) -> None:
     assert "rotary_pairs" not in rope["params"] and rope["rotary_dim"] == 64  # every pair turns
 
 
+# HunYuan's 128-wide heads under alpha 1000: the whole head, at rope_theta·alpha^(d/(d−2)).
+_STRETCHED_BY_ALPHA = {
+    "d_model": 128,
+    "base": 10000.0 * 1000.0 ** (128 / 126),
+    "layout": "split",
+    "scaling": "none",
+    "recipe": "exact",
+}
+
+
 def test_hunyuan_ocr_turns_the_whole_head_by_a_base_stretched_by_alpha(client: Client) -> None:
     """The flat Hub config, its text model alone and transformers 5's nested form are one rope:
     the text tokens' (their ids equal on all four axes), of base rope_theta·alpha^(d/(d−2)), as
@@ -771,13 +781,7 @@ def test_hunyuan_ocr_turns_the_whole_head_by_a_base_stretched_by_alpha(client: C
         (rope,) = answer["ropes"]
         assert answer["model_type"] == "hunyuan_vl_text" and answer["mrope"] is None
         assert rope["layers"] == list(range(24)) and rope["apply"] is None
-        assert rope["params"] == {
-            "d_model": 128,
-            "base": 10000.0 * 1000.0 ** (128 / 126),
-            "layout": "split",
-            "scaling": "none",
-            "recipe": "exact",
-        }
+        assert rope["params"] == _STRETCHED_BY_ALPHA
     assert [answer["text_config"] for answer in answers] == [None, None, "text_config"]
     # Without alpha (or with rope_type default) the base is rope_theta's.
     default = {**configs[0], "rope_scaling": {"type": "default", "xdrope_section": [16] * 4}}
@@ -792,13 +796,7 @@ def test_hunyuan_7b_s_dynamic_rope_with_an_alpha_is_a_fixed_base(client: Client)
     config = HUB_CONFIGS["Hunyuan-7B"]
     for body in (config, {**config, "model_type": "hunyuan_v1_moe"}):
         answer = client.post("/v1/rope/config", json=body).json()
-        assert answer["params"] == {
-            "d_model": 128,
-            "base": 10000.0 * 1000.0 ** (128 / 126),
-            "layout": "split",
-            "scaling": "none",
-            "recipe": "exact",
-        }
+        assert answer["params"] == _STRETCHED_BY_ALPHA
     headless = {k: v for k, v in config.items() if k != "head_dim"}
     refused = client.post("/v1/rope/config", json=headless)
     assert refused.status_code == 422

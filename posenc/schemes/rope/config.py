@@ -29,7 +29,6 @@ from posenc.schemes.rope.config_params import head_dim, layer_heads, rope_params
 from posenc.schemes.rope.config_values import integer, number
 from posenc.schemes.rope.families import (
     FLAT_TEXT_TYPES,
-    LAYER_COUNTS,
     OWN_TEXT_CONFIGS,
     PER_LAYER,
     TEXT_CONFIGS,
@@ -155,56 +154,8 @@ def _read_text(text: Mapping[str, Any], path: str, sectioned: bool = False) -> M
     """The text model's ropes; ``sectioned``: its M-RoPE sections were read (and taken out)
     from the multimodal config around it."""
     family = family_of(text)
-    for key, why in family.refused_flags:
-        if text.get(key):
-            raise ParameterError(key, why)
-    text = {
-        **{ours: text[theirs] for ours, theirs in family.aliases if theirs in text},
-        **{
-            key: value
-            for key, value in text.items()
-            if key not in family.ignored and (family.reads is None or key in family.reads)
-        },
-        **{ours: text[theirs] for ours, theirs in family.overrides if theirs in text},
-    }
-    mrope = None
-    if family.mrope is not None and not sectioned:
-        # The text model of an M-RoPE family, read alone: its rotary module still splits
-        # the frequencies by the sections its config gives (or its family's default).
-        mrope = mrope_config.read(
-            {**text, "model_type": family.mrope}, where="", ids=False, alone=True
-        )
-        text = mrope_config.text_rope_of(text)
-    if family.xdrope:
-        text = xdrope.text_rope_of(text)
-    count = next((n for key in LAYER_COUNTS if (n := integer(text, key, "")) is not None), None)
-    if family.blocks is not None and integer(text, "num_hidden_layers", "") is None:
-        key, sublayers = family.blocks
-        blocks = integer(text, key, "")
-        count = None if blocks is None else blocks * sublayers
-    if count is not None and count > model_layers.MAX_LAYERS:
-        raise ParameterError(
-            "num_hidden_layers", f"must be at most {model_layers.MAX_LAYERS}, got {count}"
-        )
-    layer_types = (
-        model_layers.derived_layer_types(text, family, count)
-        or model_layers.layer_types(text)
-        or model_layers.lettered_layer_types(text, family)
-        or model_layers.pattern_layer_types(text, family, count)
-    )
-    if layer_types is not None:
-        if family.layer_names is not None and not set(layer_types) <= family.layer_names:
-            unknown = sorted(set(layer_types) - family.layer_names)
-            known = ", ".join(sorted(family.layer_names))
-            raise ParameterError(
-                "layer_types", f"names {unknown}: this family's model runs only {known}"
-            )
-        if count is not None and count != len(layer_types):
-            raise InconsistentError(
-                "layer_types",
-                f"must name num_hidden_layers = {count} layers, got {len(layer_types)}",
-            )
-        count = len(layer_types)
+    text, mrope = _as_family_reads(text, family, sectioned)
+    count, layer_types = model_layers.count_and_types(text, family)
     if rope_off(text, family):
         if count is None:
             raise InconsistentError("num_hidden_layers", "is required: no layer has a rope")
@@ -224,6 +175,37 @@ def _read_text(text: Mapping[str, Any], path: str, sectioned: bool = False) -> M
         ropes,
         nope,
     )
+
+
+def _as_family_reads(
+    text: Mapping[str, Any], family: Family, sectioned: bool
+) -> tuple[dict[str, Any], mrope_config.MRope | None]:
+    """``text`` as the family's config class reads it: its keys under their own names, those
+    it never reads gone, its multimodal sections read (where a text model's config is read
+    alone) and set aside, a text token's ids being equal; a flag it cannot answer refused."""
+    for key, why in family.refused_flags:
+        if text.get(key):
+            raise ParameterError(key, why)
+    read = {
+        **{ours: text[theirs] for ours, theirs in family.aliases if theirs in text},
+        **{
+            key: value
+            for key, value in text.items()
+            if key not in family.ignored and (family.reads is None or key in family.reads)
+        },
+        **{ours: text[theirs] for ours, theirs in family.overrides if theirs in text},
+    }
+    mrope = None
+    if family.mrope is not None and not sectioned:
+        # The text model of an M-RoPE family, read alone: its rotary module still splits
+        # the frequencies by the sections its config gives (or its family's default).
+        mrope = mrope_config.read(
+            {**read, "model_type": family.mrope}, where="", ids=False, alone=True
+        )
+        read = mrope_config.text_rope_of(read)
+    if family.xdrope:
+        read = xdrope.text_rope_of(read)
+    return read, mrope
 
 
 def _with_null_ropes(text: Mapping[str, Any], family: Family) -> Family:

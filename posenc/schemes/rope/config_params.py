@@ -108,48 +108,13 @@ def rope_params(
     RopeParams(d_model=128, base=10000.0, layout='split', scaling='none', ...)
     """
     defaults = class_defaults(text)
-    rope_type = rope.get("rope_type", rope.get("type", "default"))
-    if rope_type == "mrope" or any(key in rope for key in MROPE_KEYS):
-        named = "rope_type" if "rope_type" in rope else "type"
-        key = next((key for key in MROPE_KEYS if key in rope), named)
-        raise InconsistentError(
-            f"{where}.{key}",
-            "multimodal rope (M-RoPE) belongs to the multimodal model types "
-            "POST /v1/rope/positions names, not to this model_type",
-        )
-    if rope_type == "xdrope":
-        named = "rope_type" if "rope_type" in rope else "type"
-        raise InconsistentError(f"{where}.{named}", "is HunYuan-VL's: no other family reads it")
-    if not isinstance(rope_type, str) or rope_type not in {*SCALINGS, PROPORTIONAL}:
-        known = ", ".join(sorted({*SCALINGS, PROPORTIONAL}))
-        key = "rope_type" if "rope_type" in rope else "type"
-        raise ParameterError(f"{where}.{key}", f"must be one of {known}, got {rope_type!r}")
-    if family.rope_types is not None and rope_type not in family.rope_types:
-        key = "rope_type" if "rope_type" in rope else "type"
-        known = ", ".join(sorted(family.rope_types))
-        raise ParameterError(
-            f"{where}.{key}",
-            f"must be {known} for {text.get('model_type')}: its rotary module refuses "
-            f"{rope_type!r}",
-        )
+    rope_type = _rope_type(text, where, rope, family)
     proportional = rope_type == PROPORTIONAL
     if proportional:
         scaling: Scaling = "none" if number(rope, "factor", where) is None else "linear"
     else:
         scaling = SCALINGS[rope_type]
-    # HunYuan reads alpha (below); any other family's alpha is a key the service does not read.
-    readable = _KNOWN | {"alpha"} if family.ntk_alpha else _KNOWN
-    for key, value in rope.items():
-        if key not in readable and (value is None or isinstance(value, Mapping)):
-            # Transformers 5's rope per layer type, whose types' ropes are all null here:
-            # a layer type this config's layers do not have.
-            raise InconsistentError(
-                f"{where}.{key}", "names a layer type without a rope, and no layer has a rope"
-            )
-        if key not in readable and key in _HUNYUAN_KEYS:  # typed by the body's schema
-            raise InconsistentError(f"{where}.{key}", _HUNYUAN_KEYS[key])
-        if key not in readable:
-            raise ParameterError(f"{where}.{key}", "is not a rope parameter the service models")
+    _check_keys(where, rope, family)
     if family.ntk_alpha and scaling == "dynamic" and number(rope, "alpha", where):
         return xdrope.ntk_alpha(text, where, rope, family)
 
@@ -253,6 +218,49 @@ def rope_params(
             config_name.get(error.param, f"{where}.{error.param}"), error.message
         ) from None
     return params, partial
+
+
+def _rope_type(text: Mapping[str, Any], where: str, rope: Mapping[str, Any], family: Family) -> str:
+    """The rope dict's type, one the service reads and the family's rotary module takes."""
+    rope_type = rope.get("rope_type", rope.get("type", "default"))
+    named = f"{where}.{'rope_type' if 'rope_type' in rope else 'type'}"
+    if rope_type == "mrope" or any(key in rope for key in MROPE_KEYS):
+        key = next((f"{where}.{key}" for key in MROPE_KEYS if key in rope), named)
+        raise InconsistentError(
+            key,
+            "multimodal rope (M-RoPE) belongs to the multimodal model types "
+            "POST /v1/rope/positions names, not to this model_type",
+        )
+    if rope_type == "xdrope":
+        raise InconsistentError(named, "is HunYuan-VL's: no other family reads it")
+    if not isinstance(rope_type, str) or rope_type not in {*SCALINGS, PROPORTIONAL}:
+        known = ", ".join(sorted({*SCALINGS, PROPORTIONAL}))
+        raise ParameterError(named, f"must be one of {known}, got {rope_type!r}")
+    if family.rope_types is not None and rope_type not in family.rope_types:
+        known = ", ".join(sorted(family.rope_types))
+        raise ParameterError(
+            named,
+            f"must be {known} for {text.get('model_type')}: its rotary module refuses "
+            f"{rope_type!r}",
+        )
+    return rope_type
+
+
+def _check_keys(where: str, rope: Mapping[str, Any], family: Family) -> None:
+    """Every key of the rope dict one the service reads (HunYuan's alpha for its families)."""
+    readable = _KNOWN | {"alpha"} if family.ntk_alpha else _KNOWN
+    for key, value in rope.items():
+        if key in readable:
+            continue
+        if value is None or isinstance(value, Mapping):
+            # Transformers 5's rope per layer type, whose types' ropes are all null here:
+            # a layer type this config's layers do not have.
+            raise InconsistentError(
+                f"{where}.{key}", "names a layer type without a rope, and no layer has a rope"
+            )
+        if key in _HUNYUAN_KEYS:  # typed by the body's schema for every config
+            raise InconsistentError(f"{where}.{key}", _HUNYUAN_KEYS[key])
+        raise ParameterError(f"{where}.{key}", "is not a rope parameter the service models")
 
 
 def head_dim(config: Mapping[str, Any], family: Family) -> int:

@@ -40,3 +40,27 @@ def integer(source: Mapping[str, Any], name: str, where: str) -> int | None:
         field = f"{where}.{name}" if where else name
         raise ParameterError(field, f"must be an integer in [1, 2^31), got {source[name]!r}")
     return int(value)
+
+
+MAX_SECTION = 65536  # frequencies in one multimodal section, at most
+
+
+def integral(value: Any) -> bool:
+    """An integer, or an integral float (24.0), as JSON Schema's integer; never a bool."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+
+
+def sections(value: Any, field: str, axes: tuple[int, ...] = (3,)) -> tuple[int, ...]:
+    """A multimodal rope's section sizes, as many as one of ``axes`` (24.0 is the integer 24,
+    as JSON and transformers read it)."""
+    if not (
+        isinstance(value, list | tuple)
+        and len(value) in axes
+        and all(integral(v) and 0 < v <= MAX_SECTION for v in value)
+    ):
+        count = "three" if axes == (3,) else " or ".join(map(str, axes))
+        shown = repr(list(value)) if isinstance(value, tuple) else repr(value)
+        raise ParameterError(field, f"must be {count} positive integers, got {shown}")
+    return tuple(int(v) for v in value)

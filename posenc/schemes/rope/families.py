@@ -46,6 +46,17 @@ class WideLayers:
 
 
 @dataclass(frozen=True)
+class RopeSwitch:
+    """A config key that turns a family's rope on: where it does not hold ``value`` (any true
+    value when None, off when absent, as the config classes default), no layer has a rope.
+    Switched on, the rope is read as any other where ``read``, else refused (not read yet)."""
+
+    key: str
+    value: str | None = None
+    read: bool = False
+
+
+@dataclass(frozen=True)
 class Family:
     """How one family's rope departs from Llama's: its pairing, its default rotated fraction,
     or why the service cannot answer it yet."""
@@ -68,8 +79,7 @@ class Family:
     # attention, the others sliding, as the family's config class derives them.
     layer_pattern: int | None = None
     head_key: str = "head_dim"  # the key holding the attention head's width
-    # A flag that turns the family's rope on (off when absent, as its config class defaults).
-    rope_switch: str | None = None
+    rope_switch: RopeSwitch | None = None  # the key that turns its rope on, where one does
     wide_layers: WideLayers | None = None  # without per_layer_config: one type's own heads
     # Its rotary module's own default rope turns the whole head, whatever
     # partial_rotary_factor says (the other rope types read it).
@@ -79,9 +89,6 @@ class Family:
     aliases: tuple[tuple[str, str], ...] = ()
     # Keys the reader would take for the rope's width that this family's rope does not read.
     ignored: tuple[str, ...] = ()
-    # (key, value): the family's layers turn q/k only where the key holds the value (else no
-    # layer has a rope); with it, refused, as rope_switch.
-    rope_when: tuple[str, str] | None = None
     # The M-RoPE family (.mrope.families) whose mrope_section its rotary module splits the
     # frequencies by: read and checked, then set aside (a text token's three ids are equal).
     mrope: str | None = None
@@ -94,9 +101,6 @@ class Family:
     # Layer types its config class derives from keys of its own: it has no layer_types to set
     # (a config.json giving one does not load).
     derived_layers: IndexedLayers | CycledLayers | None = None
-    # (key, value): its model builds a rope only where the key holds the value (else no layer
-    # has one), read as any other.
-    rope_if: tuple[str, str] | None = None
     rope_types: frozenset[str] | None = None  # the rope types its rotary module accepts
     # Its attention turns the whole head by the cache it is given: a rope type that turns part
     # of the head gives a cache the model cannot apply.
@@ -272,7 +276,7 @@ FAMILIES: dict[str, Family] = {
         attention_free=frozenset({"linear_attention", "mamba"}),
         # transformers renames the older "attention" and "mamba" as it loads the config.
         layer_names=frozenset({"full_attention", "linear_attention", "attention", "mamba"}),
-        rope_if=("position_embedding_type", "rope"),
+        rope_switch=RopeSwitch("position_embedding_type", "rope", read=True),
         default_whole_head=True,
         whole_head_apply=True,
         overrides=(("layer_types", "layers_block_type"),),
@@ -340,14 +344,14 @@ FAMILIES: dict[str, Family] = {
     # from the sequence length, not read yet).
     **dict.fromkeys(
         ("wav2vec2-bert", "wav2vec2-conformer"),
-        Family(rope_when=("position_embeddings_type", "rotary")),
+        Family(rope_switch=RopeSwitch("position_embeddings_type", "rotary")),
     ),
     "seamless_m4t": Family(
         unanswered="its text model has no rope; its speech encoder turns one, computed from the "
         'sequence length, where position_embeddings_type="rotary": not answered yet'
     ),
     # Its shared attention blocks turn q/k only with use_mem_rope, over a width of their own.
-    "zamba2": Family(rope_switch="use_mem_rope"),
+    "zamba2": Family(rope_switch=RopeSwitch("use_mem_rope")),
     # Multi-latent attention, its q/k pairs (2i, 2i+1) turned into a rotate_half cache.
     "longcat_flash": Family(apply=_DEEPSEEK_QK, blocks=("num_layers", 2)),
     # Mamba, MoE, MLP and attention layers, its attention turning no q/k (its modeling file's

@@ -36,22 +36,20 @@ def family_of(text: Mapping[str, Any]) -> Family:
 
 def rope_off(text: Mapping[str, Any], family: Family) -> bool:
     """Whether the family's switch leaves every layer without a rope; switched on, its rope is
-    refused (not read yet)."""
+    read, or refused where the service does not read it yet."""
     if family.applies_no_rope:
         return True
-    if family.rope_switch is not None:
-        if not text.get(family.rope_switch):
-            return True
-        raise ParameterError(family.rope_switch, "its rope's width is not read yet")
-    if family.rope_if is not None:
-        key, value = family.rope_if
-        return text.get(key) != value
-    if family.rope_when is not None:
-        key, value = family.rope_when
-        if text.get(key) != value:
-            return True
-        raise ParameterError(key, f"{value!r}: its rope is not read yet")
-    return False
+    switch = family.rope_switch
+    if switch is None:
+        return False
+    given = text.get(switch.key)
+    if not (given if switch.value is None else given == switch.value):
+        return True
+    if switch.read:
+        return False
+    if switch.value is None:
+        raise ParameterError(switch.key, "its rope's width is not read yet")
+    raise ParameterError(switch.key, f"{switch.value!r}: its rope is not read yet")
 
 
 def apply_of(text: Mapping[str, Any], family: Family) -> str | None:

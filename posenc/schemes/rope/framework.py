@@ -227,11 +227,8 @@ def encode(
     for start in range(0, len(positions), rows):
         checkpoint()
         block = slice(start, start + rows)
-        theta = block_angles(block)
-        if powers is not None:  # RoFormer: float64 sin and cos, each rounded once to float32
-            pair = (np.sin(theta).astype(F32), np.cos(theta).astype(F32))
-        else:
-            pair = sincos(theta.astype(F32))
+        # sin and cos of the angles (float32, or RoFormer's float64), each rounded once.
+        pair = sincos(block_angles(block))
         for k, which in enumerate(parts):
             value = (pair[which] * scale).astype(F32)
             if params.layout == "split":

@@ -10,11 +10,44 @@ from typing import Any
 
 from posenc.errors import InconsistentError, ParameterError
 from posenc.schemes.rope.config_values import integer
-from posenc.schemes.rope.families import ATTENTION_FREE, NOPE_LAYER_LISTS, Family
+from posenc.schemes.rope.families import ATTENTION_FREE, LAYER_COUNTS, NOPE_LAYER_LISTS, Family
 from posenc.schemes.rope.layer_rules import CycledLayers, IndexedLayers
 
 # No model has come near this many layers; a bound keeps an answer's lists small.
 MAX_LAYERS = 4096
+
+
+def count_and_types(
+    text: Mapping[str, Any], family: Family
+) -> tuple[int | None, tuple[str, ...] | None]:
+    """How many layers the config has, and their types where it names or its family derives
+    them (the two must agree)."""
+    count = next((n for key in LAYER_COUNTS if (n := integer(text, key, "")) is not None), None)
+    if family.blocks is not None and integer(text, "num_hidden_layers", "") is None:
+        key, sublayers = family.blocks
+        blocks = integer(text, key, "")
+        count = None if blocks is None else blocks * sublayers
+    if count is not None and count > MAX_LAYERS:
+        raise ParameterError("num_hidden_layers", f"must be at most {MAX_LAYERS}, got {count}")
+    types = (
+        derived_layer_types(text, family, count)
+        or layer_types(text)
+        or lettered_layer_types(text, family)
+        or pattern_layer_types(text, family, count)
+    )
+    if types is None:
+        return count, None
+    if family.layer_names is not None and not set(types) <= family.layer_names:
+        unknown = sorted(set(types) - family.layer_names)
+        known = ", ".join(sorted(family.layer_names))
+        raise ParameterError(
+            "layer_types", f"names {unknown}: this family's model runs only {known}"
+        )
+    if count is not None and count != len(types):
+        raise InconsistentError(
+            "layer_types", f"must name num_hidden_layers = {count} layers, got {len(types)}"
+        )
+    return len(types), types
 
 
 def layer_types(text: Mapping[str, Any]) -> tuple[str, ...] | None:

@@ -135,7 +135,8 @@ class RopeParams:
         doc="recipe=framework: the precision the framework computes in. float32 (the default): "
         "transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), "
         "pos / it, sin and cos in float64, each rounded once to float32), which takes "
-        "scaling=none and every pair turning only. The exact table does not depend on it",
+        "scaling=none and every pair turning only (checked whatever the recipe). The exact "
+        "table's values do not depend on it",
     )
 
     def __post_init__(self) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from posenc.errors import InconsistentError, ParameterError
-from posenc.schemes.rope.config_values import class_defaults, first, integer, number
+from posenc.schemes.rope.config_values import class_defaults, first, integer, number, sections
 from posenc.schemes.rope.families import Family
 from posenc.schemes.rope.params import RopeParams
 
@@ -64,7 +64,7 @@ def _section(rope: Mapping[str, Any], where: str, head: int) -> None:
             f"{where}.mrope_section",
             "is required: HunYuan-VL's rotary module turns its rope over len(mrope_section) axes",
         )
-    values = {key: _checked(value, f"{where}.{key}") for key, value in given.items()}
+    values = {key: sections(value, f"{where}.{key}", _AXES) for key, value in given.items()}
     if len(set(values.values())) > 1:
         raise InconsistentError(
             f"{where}.xdrope_section", "differs from mrope_section (its legacy name)"
@@ -75,23 +75,6 @@ def _section(rope: Mapping[str, Any], where: str, head: int) -> None:
             f"{where}.{key}",
             f"{list(section)} sums to {sum(section)}, not head_dim / 2 = {head // 2}",
         )
-
-
-def _checked(value: Any, field: str) -> tuple[int, ...]:
-    """3 or 4 positive integers (24.0 is the integer 24, as its config class reads it)."""
-    if not (
-        isinstance(value, list | tuple)
-        and len(value) in _AXES
-        and all(
-            not isinstance(v, bool)
-            and isinstance(v, int | float)
-            and float(v).is_integer()
-            and 0 < v <= 65536
-            for v in value
-        )
-    ):
-        raise ParameterError(field, f"must be 3 or 4 positive integers, got {value!r}")
-    return tuple(int(v) for v in value)
 
 
 def ntk_alpha(

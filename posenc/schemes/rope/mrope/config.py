@@ -15,7 +15,7 @@ from typing import Any
 
 from posenc.errors import InconsistentError, ParameterError, against_model_type
 from posenc.schemes.rope.config_params import MROPE_KEYS
-from posenc.schemes.rope.config_values import integer, number
+from posenc.schemes.rope.config_values import integer, number, sections
 from posenc.schemes.rope.mrope.families import MROPE_FAMILIES, UNANSWERED, MRopeFamily
 from posenc.schemes.rope.mrope.layout import Vision
 
@@ -142,7 +142,7 @@ def _section(
                 )
             if found:
                 (name, given), *_ = found.items()
-                return _checked(given, f"{path}{name}.mrope_section"), f"{path}{name}"
+                return sections(given, f"{path}{name}.mrope_section"), f"{path}{name}"
     return family.section, ""
 
 
@@ -159,24 +159,6 @@ def _sections_in(rope: Mapping[str, Any]) -> dict[str, Any]:
 
 def _tupled(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
-
-
-def _checked(value: Any, field: str) -> tuple[int, ...]:
-    """Three section sizes; 24.0 is the integer 24, as JSON and transformers read it."""
-    if not (
-        isinstance(value, tuple)
-        and len(value) == 3
-        and all(integral(v) and 0 < v <= 65536 for v in value)
-    ):
-        raise ParameterError(field, f"must be three positive integers, got {_shown(value)}")
-    return tuple(int(v) for v in value)
-
-
-def integral(value: Any) -> bool:
-    """An integer, or an integral float (24.0), as JSON Schema's integer; never a bool."""
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
 
 
 def _shown(value: Any) -> str:
@@ -241,9 +223,14 @@ def check_widths(mrope: MRope, rotary_dims: Sequence[int]) -> None:
             field, f"{list(mrope.section)}: ERNIE-4.5-VL's height and width sections must be equal"
         )
     for rotary in rotary_dims:
-        if 2 * sum(mrope.section) != rotary:
-            raise InconsistentError(
-                field,
-                f"{list(mrope.section)} sums to {sum(mrope.section)}, not the "
-                f"{rotary // 2} frequencies of a {rotary}-wide rotary dimension",
-            )
+        check_cover(mrope.section, rotary, field)
+
+
+def check_cover(section: tuple[int, ...], rotary: int, field: str) -> None:
+    """Chunked sections must split a ``rotary``-wide rope's frequencies exactly."""
+    if 2 * sum(section) != rotary:
+        raise InconsistentError(
+            field,
+            f"{list(section)} sums to {sum(section)}, not the {rotary // 2} frequencies of a "
+            f"{rotary}-wide rotary dimension",
+        )

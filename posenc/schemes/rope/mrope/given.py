@@ -12,18 +12,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast, get_args
 
-from posenc.cost import Cost
 from posenc.declare import Array, Ids, Positions
 from posenc.errors import InconsistentError, ParameterError
+from posenc.schemes.rope.config_values import MAX_SECTION, sections
 from posenc.schemes.rope.mrope import tables
-from posenc.schemes.rope.mrope.config import integral
+from posenc.schemes.rope.mrope.config import check_cover
 from posenc.schemes.rope.mrope.families import Rotary
 from posenc.schemes.rope.params import RopeParams
 
 # ERNIE-VL's image tokens turn by frequencies permuted for its sections: not answered (its
 # text tokens' rope is, by /v1/rope/config).
 _ROTARIES = tuple(rule for rule in get_args(Rotary) if rule != "ernie")
-_MAX_SECTION = 65536
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -32,7 +31,7 @@ SCHEMA: dict[str, Any] = {
     "properties": {
         "section": {
             "type": "array",
-            "items": {"type": "integer", "minimum": 1, "maximum": _MAX_SECTION},
+            "items": {"type": "integer", "minimum": 1, "maximum": MAX_SECTION},
             "minItems": 3,
             "maxItems": 3,
             "description": "how many frequencies the temporal, height and width ids turn",
@@ -63,18 +62,7 @@ def read(params: RopeParams, given: Any, component: str) -> MRopeGiven:
         raise ParameterError(
             "mrope", "is required with position_ids: the model's mrope, as /v1/rope/config says"
         )
-    given_section = given.get("section")
-    # 24.0 is the integer 24, as JSON Schema and transformers read it.
-    if not (
-        isinstance(given_section, list)
-        and len(given_section) == 3
-        and all(integral(s) and 0 < s <= _MAX_SECTION for s in given_section)
-    ):
-        raise ParameterError(
-            "mrope.section",
-            f"must be three integers in 1 … {_MAX_SECTION}, got {given_section!r}",
-        )
-    section = [int(s) for s in given_section]
+    section = sections(given.get("section"), "mrope.section")
     rotary = given.get("rotary")
     if rotary not in _ROTARIES:
         raise ParameterError("mrope.rotary", f"must be one of {', '.join(_ROTARIES)}")
@@ -86,14 +74,9 @@ def read(params: RopeParams, given: Any, component: str) -> MRopeGiven:
         raise InconsistentError(
             "mrope.rotary", "glm_pairs is GLM-4V's, whose cache is laid out interleaved"
         )
-    half = params.d_model // 2
-    if rotary != "interleaved" and sum(section) != half:
-        raise InconsistentError(
-            "mrope.section",
-            f"{section} sums to {sum(section)}, not the {half} frequencies of d_model "
-            f"{params.d_model}",
-        )
-    return MRopeGiven(tuple(section), cast(Rotary, rotary))
+    if rotary != "interleaved":
+        check_cover(section, params.d_model, "mrope.section")
+    return MRopeGiven(section, cast(Rotary, rotary))
 
 
 def encode(
@@ -102,8 +85,4 @@ def encode(
     return tables.encode(params, ids, given.rotary, given.section, dtype, component)
 
 
-def cost(params: RopeParams, tokens: int, dtype: str, component: str) -> Cost:
-    return tables.cost(params, tokens, dtype, component)
-
-
-IDS = Ids(3, "mrope", SCHEMA, read, encode, cost)
+IDS = Ids(3, "mrope", SCHEMA, read, encode, tables.cost)
