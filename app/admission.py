@@ -33,7 +33,7 @@ from fastapi import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.settings import Settings
-from posenc import cancel
+from posenc import cancel, pages
 from posenc.cost import Cost
 from posenc.errors import LimitError
 
@@ -213,10 +213,14 @@ async def run(request: Request, work: Callable[..., Result], *args: Any) -> Resu
     if request.app.state.limiter is None:
         request.app.state.limiter = anyio.CapacityLimiter(settings.threads)
     token = cancel.CancelToken(time.monotonic() + settings.request_timeout_s)
+    cache = getattr(request.app.state, "cache", None)  # an app of the tests' may have none
+    spares = cache.spares if cache is not None else None
 
     def in_thread() -> Result:
         _yield_to_the_event_loop()
-        with cancel.scope(token):
+        # Large tables are written into the pages of tables gone (posenc.pages), lent by the
+        # app's cache.
+        with cancel.scope(token), pages.recycling(spares):
             token.check()  # it may have waited for a thread past its deadline
             return work(*args)
 

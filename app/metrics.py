@@ -27,6 +27,12 @@ class _CacheCollector(Collector):
         yield GaugeMetricFamily("posenc_cache_bytes", "bytes held by the cache", stats.bytes)
         yield GaugeMetricFamily("posenc_cache_entries", "entries in the cache", stats.entries)
         yield GaugeMetricFamily("posenc_cache_capacity_bytes", "the cache's bound", stats.capacity)
+        yield GaugeMetricFamily(
+            "posenc_spare_bytes", "pages of tables gone, kept for the next", stats.spare_bytes
+        )
+        yield CounterMetricFamily(
+            "posenc_spares_reused", "tables written into a spare's pages", stats.spares_reused
+        )
 
 
 class Metrics:

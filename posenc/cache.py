@@ -11,6 +11,11 @@ thread, an npy or bin answer's memoryview (app/formats.py ``raw``), a replayed b
 bytes live until the last holder is done (for a memoryview, until the server has written its
 last byte); and no one can write them, so a body sent while other requests read the same
 table goes out as it was computed. The lock guards the index and the byte count only.
+
+The cache also lends room to the spare pages of tables it has let go (:mod:`posenc.pages`), at
+most a quarter of its capacity: entries and spares together stay within it, an entry evicted to
+keep a spare, a spare dropped when an entry needs its room. Values let go are released outside
+the lock, as their last reference may offer their pages, which asks for the lock again.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 import numpy as np
+
+from posenc.pages import Spares
 
 
 class Sized(Protocol):
@@ -39,6 +46,8 @@ class CacheStats:
     bytes: int
     entries: int
     capacity: int
+    spare_bytes: int = 0
+    spares_reused: int = 0
 
 
 class ByteBoundedCache:
@@ -59,7 +68,9 @@ class ByteBoundedCache:
         self._bytes = 0
         self._hits = 0
         self._misses = 0
+        self._lent = 0  # bytes of spare pages counted against the capacity
         self._lock = threading.Lock()
+        self.spares = Spares(self)
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], Value]) -> Value:
         with self._lock:
@@ -74,6 +85,7 @@ class ByteBoundedCache:
         value = compute()
         if isinstance(value, np.ndarray):
             _freeze(value)
+            value = _sealed(value)  # type: ignore[assignment]
         self._store(key, value)
         return _handed_out(value)
 
@@ -102,21 +114,64 @@ class ByteBoundedCache:
         size = value.nbytes
         if size > self.capacity:
             return
+        let_go: list[Sized] = []
         with self._lock:
             previous = self._entries.pop(key, None)
             if previous is not None:
                 self._bytes -= previous.nbytes
+                let_go.append(previous)
             self._entries[key] = value
             self._bytes += size
-            while self._bytes > self.capacity:
-                _, evicted = self._entries.popitem(last=False)
-                self._bytes -= evicted.nbytes
+            let_go += self._evict(self._bytes + self._lent - self.capacity, keep=1)
+            over = self._bytes + self._lent > self.capacity
+        while over and self.spares.drop_oldest():
+            with self._lock:
+                over = self._bytes + self._lent > self.capacity
+        del let_go  # outside the lock (see the module's docstring)
+
+    @property
+    def spare_room(self) -> int:
+        return self.capacity // 4
+
+    def lend(self, nbytes: int) -> bool:
+        """Count ``nbytes`` more of spare pages, evicting the oldest entries for them but never
+        the newest; refused when that is not enough, or (never waiting: a table's last
+        reference may go anywhere, this lock's holder included) when the lock is busy."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            excess = self._bytes + self._lent + nbytes - self.capacity
+            if excess > 0 and self._bytes - self._newest_bytes() < excess:
+                return False
+            self._lent += nbytes
+            let_go = self._evict(excess, keep=1)
+        finally:
+            self._lock.release()
+        del let_go
+        return True
+
+    def repay(self, nbytes: int) -> None:
+        with self._lock:
+            self._lent -= nbytes
+
+    def _newest_bytes(self) -> int:
+        return self._entries[next(reversed(self._entries))].nbytes if self._entries else 0
+
+    def _evict(self, excess: int, keep: int = 0) -> list[Sized]:
+        """The oldest entries, taken out until ``excess`` bytes are freed (``keep`` newest
+        stay), for the caller to let go once the lock is released."""
+        evicted = []
+        while excess > 0 and len(self._entries) > keep:
+            _, value = self._entries.popitem(last=False)
+            self._bytes -= value.nbytes
+            excess -= value.nbytes
+            evicted.append(value)
+        return evicted
 
     def stats(self) -> CacheStats:
         with self._lock:
-            return CacheStats(
-                self._hits, self._misses, self._bytes, len(self._entries), self.capacity
-            )
+            stats = (self._hits, self._misses, self._bytes, len(self._entries), self.capacity)
+        return CacheStats(*stats, self.spares.nbytes, self.spares.reused)
 
 
 def _freeze(array: np.ndarray) -> None:
@@ -129,6 +184,21 @@ def _freeze(array: np.ndarray) -> None:
     while isinstance(base, np.ndarray):
         base.flags.writeable = False
         base = base.base
+
+
+def _sealed(array: np.ndarray) -> np.ndarray:
+    """``array`` (frozen) over a read-only memoryview of its owner, where the bytes' owner is
+    not an array (a table in :mod:`posenc.pages`' pages): NumPy lets a view's flag be set back
+    whenever the buffer at the bottom of its chain is writable, as those pages are. The view
+    keeps the owner alive, and with it the pages."""
+    owner = array
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    if owner.base is None or not owner.flags.c_contiguous:
+        return array  # the owner is an array: frozen, it holds every view read-only
+    sealed = np.frombuffer(memoryview(owner), dtype=np.uint8)
+    offset = array.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+    return np.ndarray(array.shape, array.dtype, sealed, offset, array.strides)
 
 
 def _handed_out(value: Value) -> Value:

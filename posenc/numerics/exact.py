@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from posenc import pages
 from posenc.cancel import checkpoint
 from posenc.errors import ParameterError
 from posenc.numerics import doubledouble
@@ -77,17 +78,24 @@ _MADV_POPULATE_WRITE = 23
 _POPULATED_AT_ONCE = 64 * 2**10  # below this, a few faults cost less than the call
 
 
-def fresh_output(shape: tuple[int, ...], dtype: str, populate: bool = True) -> npt.NDArray[Any]:
-    """``np.empty(shape, dtype)`` in small pages, with its pages already in place (Linux;
-    elsewhere, or where the kernel refuses the advice, exactly ``np.empty``). Unpopulated, the
-    pages come as the loops reach them — a call's rows at once (:func:`fault_in`) in the
-    rotation loops, a page at a time in the exact ones — so rows sent while later ones are
-    computed leave without waiting for the whole table's pages."""
-    out = np.empty(shape, dtype=dtype)
+def fresh_output(
+    shape: tuple[int, ...], dtype: str, populate: bool = True
+) -> tuple[npt.NDArray[Any], bool]:
+    """``np.empty(shape, dtype)`` in small pages, and whether its pages are in place already.
+
+    A table of the context's spares (:mod:`posenc.pages`) is written into a gone table's pages,
+    in place. Otherwise they are new: put in place at once if ``populate`` (Linux; elsewhere,
+    or where the kernel refuses the advice, exactly ``np.empty``), else they come as the loops
+    reach them — a call's rows at once (:func:`fault_in`) in the rotation loops, a page at a
+    time in the exact ones — so rows sent while later ones are computed leave without waiting
+    for the whole table's pages."""
+    out, recycled = pages.empty(shape, dtype)
+    if recycled:
+        return out, True
     if out.nbytes >= _HUGE_PAGE_ADVISED and sys.platform == "linux":
         if _advise(out, _MADV_NOHUGEPAGE) and populate:
-            _advise(out, _MADV_POPULATE_WRITE)
-    return out
+            return out, _advise(out, _MADV_POPULATE_WRITE)
+    return out, False
 
 
 def fault_in(part: npt.NDArray[Any]) -> None:

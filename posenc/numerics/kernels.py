@@ -498,6 +498,7 @@ def rotated_table(
     store: Store,
     threads: int = 1,
     finished: Finished | None = None,
+    in_place: bool = False,
 ) -> None:
     """Fill ``out`` (planes, rows, columns) with positions ``offset …`` by rotation, exactly as
     :func:`posenc.numerics.rotation.fill_consecutive` would (values below SMALL recomputed
@@ -529,7 +530,7 @@ def rotated_table(
         while r < stop:
             checkpoint()
             end = min(stop, r + per_call)
-            if finished:  # its pages were left to come as written: bring this call's at once
+            if finished and not in_place:  # its pages come as written: bring this call's at once
                 for plane in out:
                     fault_in(plane[r:end])
             # The supers of this part start at its first row: shift the rows by it.
@@ -555,9 +556,10 @@ def exact_table(
     store: Store,
     threads: int = 1,
     finished: Finished | None = None,
+    in_place: bool = False,
 ) -> None:
     """Fill ``out`` with positions ``offset …`` on the exact path, block by block: the values
-    of :func:`posenc.numerics.exact.sincos`, bit for bit."""
+    of :func:`posenc.numerics.exact.sincos`, bit for bit (pages in place or not, as written)."""
     rows, h = out.shape[1], len(turns)
     args = _store_args(out, h, store)
     per_block = max(1, EXACT_BLOCK // h)

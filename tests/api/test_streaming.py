@@ -232,3 +232,30 @@ def test_a_client_that_leaves_stops_the_work_and_the_answer() -> None:
     assert failure is None  # nobody is left to answer: it returns quietly
     assert stopped.is_set() and not exchange.complete
     assert exchange.bodies == [np.ones(4, np.float32).tobytes()]
+
+
+def test_tables_written_into_spare_pages_are_the_cores_and_never_overwrite_an_answer() -> None:
+    # A cache of 16 MiB turns over after a few 2 MiB tables: later ones are written into the
+    # pages of those it let go (posenc.pages). The first answer's bodies are memoryviews of its
+    # table, held here as the transport would hold them: they must keep their bytes throughout.
+    app = create_app(Settings(log_level="warning", cache_bytes=16 * 2**20))
+    params = RopeParams(d_model=128)
+
+    def cold(offset: int) -> tuple[Exchange, bytes]:
+        query = f"d_model=128&seq_len=4096&offset={offset}&format=bin"
+        expected = rope.table(params, 4096, offset, "float32").tobytes()
+        return _get(app, "/v1/rope/table", query), expected
+
+    first, first_expected = cold(0)
+    for offset in range(1, 25):
+        exchange, expected = cold(offset * 4099)
+        assert b"".join(exchange.bodies) == expected
+    assert app.state.cache.stats().spares_reused > 0
+    assert b"".join(first.bodies) == first_expected
+    metrics = _get(app, "/metrics", "")
+    reused = [
+        line
+        for line in b"".join(metrics.bodies).decode().splitlines()
+        if line.startswith("posenc_spares_reused")
+    ]
+    assert reused and float(reused[0].split()[-1]) > 0

@@ -115,11 +115,13 @@ def table(
     turns, attention = frequencies(params, offset + seq_len)
     sin_plane, cos_plane = _TABLES[component]
     planes = 2 if component == "cos_sin" else 1
-    out = fresh_output((planes, seq_len, params.d_model), dtype, populate=finished is None)
+    out, in_place = fresh_output(
+        (planes, seq_len, params.d_model), dtype, populate=finished is None
+    )
     mode = kernels.ROPE_SPLIT if params.layout == "split" else kernels.ROPE_INTERLEAVED
     store = kernels.Store(mode, len(turns), sin_plane, cos_plane, attention)
     fill = kernels.exact_table if np.dtype(dtype) == np.float64 else kernels.rotated_table
-    fill(out, offset, turns, store, threads, finished)
+    fill(out, offset, turns, store, threads, finished, in_place)
     result: npt.NDArray[np.floating] = out if component == "cos_sin" else out[0]
     return result
 

@@ -127,11 +127,11 @@ def table(
     consecutive_positions(seq_len, offset)
     if not _compiled(params, dtype):
         return table_reference(params, seq_len, offset, dtype)
-    out = fresh_output((1, seq_len, params.d_model), dtype, populate=finished is None)
+    out, in_place = fresh_output((1, seq_len, params.d_model), dtype, populate=finished is None)
     mode = kernels.SIN_COS_INTERLEAVED if params.layout == "interleaved" else kernels.SIN_COS_SPLIT
     store = kernels.Store(mode, cosines=params.d_model // 2)
     fill = kernels.exact_table if np.dtype(dtype) == np.float64 else kernels.rotated_table
-    fill(out, offset, frequencies_of(params), store, threads, finished)
+    fill(out, offset, frequencies_of(params), store, threads, finished, in_place)
     result: npt.NDArray[np.floating] = out[0]
     return result
 
