@@ -249,6 +249,13 @@ def cold_answers(row: Callable[[str, str, str, str], None], posenc: str, hello: 
                 f"transfer of {size / 2**20:.0f} MiB pre-built: {_ms(times['transfer'])}",
                 f"{min(times['replay']) / transfer:.2f}× the transfer",
             )
+            row(
+                f"25. {what}, bin, new base, in process (the ASGI app, no socket)",
+                f"{in_app * 1e3:.1f} ms",
+                f"recipe {recipe_s * 1e3:.1f}/{divisor:g} = {recipe_s / divisor * 1e3:.1f} ms",
+                f"{in_app / (recipe_s / divisor):.2f}× the bound: "
+                + ("met" if in_app <= recipe_s / divisor else "missed"),
+            )
             compute = min(new)
             row(
                 f"   where a cold bin {n}×{d} with a new base goes",
