@@ -213,8 +213,7 @@ async def run(request: Request, work: Callable[..., Result], *args: Any) -> Resu
     if request.app.state.limiter is None:
         request.app.state.limiter = anyio.CapacityLimiter(settings.threads)
     token = cancel.CancelToken(time.monotonic() + settings.request_timeout_s)
-    cache = getattr(request.app.state, "cache", None)  # an app of the tests' may have none
-    spares = cache.spares if cache is not None else None
+    spares = request.app.state.cache.spares
 
     def in_thread() -> Result:
         _yield_to_the_event_loop()

@@ -13,9 +13,12 @@ last byte); and no one can write them, so a body sent while other requests read 
 table goes out as it was computed. The lock guards the index and the byte count only.
 
 The cache also lends room to the spare pages of tables it has let go (:mod:`posenc.pages`), at
-most a quarter of its capacity: entries and spares together stay within it, an entry evicted to
-keep a spare, a spare dropped when an entry needs its room. Values let go are released outside
-the lock, as their last reference may offer their pages, which asks for the lock again.
+most a quarter of its capacity: entries and spares together stay within it. Keeping a spare
+evicts the least recently used entries (never the newest), and a new entry evicts entries
+before spares, which are dropped only when the entries left cannot make its room: a stream of
+distinct tables then keeps a spare of each size it turns over, at the price of a cache that
+holds up to a quarter fewer entries. Values let go are released outside the lock, as their
+last reference may offer their pages, which asks for the lock again.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class CacheStats:
     capacity: int
     spare_bytes: int = 0
     spares_reused: int = 0
+    lent: int = 0  # what the capacity counts of spares: spare_bytes, once no offer is under way
 
 
 class ByteBoundedCache:
@@ -171,7 +175,8 @@ class ByteBoundedCache:
     def stats(self) -> CacheStats:
         with self._lock:
             stats = (self._hits, self._misses, self._bytes, len(self._entries), self.capacity)
-        return CacheStats(*stats, self.spares.nbytes, self.spares.reused)
+            lent = self._lent
+        return CacheStats(*stats, self.spares.nbytes, self.spares.reused, lent)
 
 
 def _freeze(array: np.ndarray) -> None:

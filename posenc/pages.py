@@ -71,7 +71,9 @@ class Spares:
         pages = self._take(nbytes)
         recycled = pages is not None
         if pages is None:
-            pages = mmap.mmap(-1, nbytes)
+            # Private: a process forked after (multiprocessing, a preloading server) gets its own
+            # copy on write, never a table another process recycles (the default is shared).
+            pages = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
         # Every view of the table keeps this array as its base (NumPy stops at the first array
         # whose base is not one), and so does every memoryview of a view: it dies with the last
         # of them, and only then are its pages offered for another table.
@@ -107,7 +109,7 @@ class Spares:
         """The table on ``pages`` is gone: keep them, dropping the oldest spares if the room
         asks for it. Refused (a lock busy, the room too small), they are unmapped as soon as
         the owner's export of them is released, right after this."""
-        _traced().PyTraceMalloc_Untrack(_TRACED_AS, address)
+        _traced().PyTraceMalloc_Untrack(_TRACED_AS, address)  # a spare is no table's: untraced
         nbytes = len(pages)
         if nbytes > self.lender.spare_room or not self._lock.acquire(blocking=False):
             return
@@ -115,6 +117,8 @@ class Spares:
         try:
             while self.nbytes + nbytes > self.lender.spare_room:
                 gone.append(self._pop_oldest())
+            # The entries lend evicts for this spare are let go while this lock is held: their
+            # own pages find it busy and are unmapped, not kept (one spare per offer).
             if not self.lender.lend(nbytes - sum(len(old) for old in gone)):
                 for old in reversed(gone):  # as they were
                     self._kept.setdefault(len(old), []).insert(0, old)
@@ -160,9 +164,8 @@ _recycler: contextvars.ContextVar[Spares | None] = contextvars.ContextVar(
 
 
 @contextlib.contextmanager
-def recycling(spares: Spares | None) -> Iterator[None]:
-    """Large tables made in this context take (and leave) their pages in ``spares`` (None:
-    new pages, as outside any such context)."""
+def recycling(spares: Spares) -> Iterator[None]:
+    """Large tables made in this context take (and leave) their pages in ``spares``."""
     token = _recycler.set(spares)
     try:
         yield

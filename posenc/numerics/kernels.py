@@ -559,7 +559,9 @@ def exact_table(
     in_place: bool = False,
 ) -> None:
     """Fill ``out`` with positions ``offset …`` on the exact path, block by block: the values
-    of :func:`posenc.numerics.exact.sincos`, bit for bit (pages in place or not, as written)."""
+    of :func:`posenc.numerics.exact.sincos`, bit for bit. ``in_place`` is :func:`rotated_table`'s,
+    so that a table calls either alike: these loops take new pages one fault at a time as they
+    write, in place or not."""
     rows, h = out.shape[1], len(turns)
     args = _store_args(out, h, store)
     per_block = max(1, EXACT_BLOCK // h)

@@ -235,23 +235,30 @@ def test_a_client_that_leaves_stops_the_work_and_the_answer() -> None:
 
 
 def test_tables_written_into_spare_pages_are_the_cores_and_never_overwrite_an_answer() -> None:
-    # A cache of 16 MiB turns over after a few 2 MiB tables: later ones are written into the
-    # pages of those it let go (posenc.pages). The first answer's bodies are memoryviews of its
-    # table, held here as the transport would hold them: they must keep their bytes throughout.
+    # A cache of 16 MiB turns over after a few 4 MiB tables (cos and sin of 4096 × 128): later
+    # ones are written into the pages of those it let go (posenc.pages). The npy twin of the
+    # first answer is held here as the transport holds it, a memoryview of the cached (sealed)
+    # array, while the streamed answer, whose bodies are views of the loops' own array, is let
+    # go: the twin alone must keep the pages from every table after it.
     app = create_app(Settings(log_level="warning", cache_bytes=16 * 2**20))
     params = RopeParams(d_model=128)
 
-    def cold(offset: int) -> tuple[Exchange, bytes]:
-        query = f"d_model=128&seq_len=4096&offset={offset}&format=bin"
+    def cold(offset: int, fmt: str = "bin") -> tuple[Exchange, bytes]:
+        query = f"d_model=128&seq_len=4096&offset={offset}&format={fmt}"
         expected = rope.table(params, 4096, offset, "float32").tobytes()
         return _get(app, "/v1/rope/table", query), expected
 
     first, first_expected = cold(0)
+    hits = app.state.cache.stats().hits
+    twin, _ = cold(0, "npy")
+    assert app.state.cache.stats().hits == hits + 1  # the cached array, not computed again
+    assert b"".join(first.bodies) == first_expected
+    del first
     for offset in range(1, 25):
         exchange, expected = cold(offset * 4099)
         assert b"".join(exchange.bodies) == expected
     assert app.state.cache.stats().spares_reused > 0
-    assert b"".join(first.bodies) == first_expected
+    assert _values(twin, "npy", "float32", (2, 4096, 128)).tobytes() == first_expected
     metrics = _get(app, "/metrics", "")
     reused = [
         line

@@ -7,7 +7,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -94,6 +94,10 @@ def test_spares_and_entries_stay_within_the_capacity() -> None:
         stats = cache.stats()
         assert stats.spare_bytes <= capacity // 4
         assert stats.bytes + stats.spare_bytes <= capacity
+        assert stats.lent == stats.spare_bytes  # nothing counted that is not kept, or kept twice
+    while cache.spares.drop_oldest():
+        pass
+    assert cache.stats().lent == 0  # every spare repaid: the entries have the whole room again
 
 
 def test_an_entry_that_needs_the_spares_room_takes_it() -> None:
@@ -170,3 +174,72 @@ def test_a_table_in_spare_pages_is_as_read_only_in_the_cache_as_any() -> None:
         handed.flags.writeable = True
     with pytest.raises(ValueError, match="read-only"):
         handed[0, 0] = -1.0
+
+
+def _poisoned(cache: ByteBoundedCache, nbytes: int) -> None:
+    """A spare of ``nbytes`` whose every byte is 0xFF (a NaN in every float)."""
+    with pages.recycling(cache.spares):
+        junk, _ = cache.spares.empty((nbytes,), "uint8")
+    junk[:] = 0xFF
+    del junk
+
+
+def _owned_bytes(table: np.ndarray) -> int:
+    owner = table
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    return int(owner.nbytes)
+
+
+SINUSOIDS: list[tuple[int, Literal["split", "interleaved"], Literal["float32", "float64"], int]] = [
+    (511, "split", "float32", 517),  # past 1 MiB by a few rows, of odd widths: not page-sized
+    (513, "interleaved", "float64", 259),
+    (1023, "interleaved", "float32", 260),
+]
+ROPES: list[tuple[RopeParams, str, Literal["float32", "float64"]]] = [
+    (RopeParams(d_model=130, layout="split"), "cos_sin", "float32"),
+    (RopeParams(d_model=128, rotary_pairs=20), "sin", "float32"),
+    (RopeParams(d_model=128, layout="interleaved"), "cos", "float64"),
+]
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        *(
+            partial(sinusoidal.table, SinusoidalParams(d_model=d, layout=layout), rows, 5, dtype)
+            for d, layout, dtype, rows in SINUSOIDS
+        ),
+        *(partial(rope.table, p, 2053, 1000, dtype, c) for p, c, dtype in ROPES),
+    ],
+)
+def test_every_byte_of_a_table_in_a_spare_is_written(make: Any, streamed: bool) -> None:
+    cache = ByteBoundedCache(capacity=64 * MiB)
+    extra = {"finished": lambda _, rows: None} if streamed else {}
+    fresh = make(**extra)
+    _poisoned(cache, _owned_bytes(fresh))
+    with pages.recycling(cache.spares):
+        recycled = make(**extra)
+    assert cache.stats().spares_reused == 1
+    assert recycled.tobytes() == fresh.tobytes()
+
+
+def test_tracemalloc_sees_a_tables_pages_while_it_lives_and_not_as_a_spare() -> None:
+    import tracemalloc
+
+    cache = ByteBoundedCache(capacity=16 * MiB)
+    _in(cache, partial(_table, 0, 1024))  # what a first table imports is not its pages
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        table = _in(cache, partial(_table, 0))
+        assert tracemalloc.get_traced_memory()[0] - before >= MiB
+        del table
+        assert tracemalloc.get_traced_memory()[0] - before < MiB // 8
+        again = _in(cache, partial(_table, 1))  # in the spare: counted again
+        assert cache.stats().spares_reused == 1
+        assert tracemalloc.get_traced_memory()[0] - before >= MiB
+        del again
+    finally:
+        tracemalloc.stop()
