@@ -56,6 +56,18 @@ FAMILIES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             "original_max_position_embeddings": 8192,
         },
     ),
+    # transformers reads ``rope_scaling or rope_parameters``: an empty rope_scaling is no rope.
+    "llama, an empty rope_scaling": (
+        {
+            "model_type": "llama",
+            "hidden_size": 4096,
+            "num_attention_heads": 32,
+            "max_position_embeddings": 4096,
+            "rope_scaling": {},
+            "rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0},
+        },
+        {"d_model": 128, "base": 10000.0, "scaling": "linear", "factor": 2.0},
+    ),
     "mistral-7b-v0.1": (
         {
             "model_type": "mistral",

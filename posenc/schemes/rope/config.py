@@ -24,9 +24,8 @@ from typing import Any, TypeVar
 from posenc.errors import InconsistentError, ParameterError, PosencError
 from posenc.schemes.rope import layers as model_layers
 from posenc.schemes.rope import xdrope
-from posenc.schemes.rope.class_defaults import CLASS_DEFAULTS
 from posenc.schemes.rope.config_params import head_dim, layer_heads, rope_params
-from posenc.schemes.rope.config_values import integer, number
+from posenc.schemes.rope.config_values import class_defaults, integer, number, rope_dict
 from posenc.schemes.rope.families import (
     FLAT_TEXT_TYPES,
     OWN_TEXT_CONFIGS,
@@ -213,7 +212,7 @@ def _with_null_ropes(text: Mapping[str, Any], family: Family) -> Family:
     Beam's full-attention layers): those types are then its NoPE types."""
     if not family.null_ropes:
         return family
-    _, rope = _rope_dict(text)
+    _, rope = rope_dict(text)
     if not any(isinstance(own, Mapping) for own in rope.values()):
         return family  # the flat form, refused by _ropes
     null = frozenset(kind for kind, own in rope.items() if own is None)
@@ -227,7 +226,7 @@ def _ropes(
     types: tuple[str, ...] | None,
     nope: tuple[int, ...],
 ) -> tuple[LayerRope, ...]:
-    where, rope = _rope_dict(text)
+    where, rope = rope_dict(text)
     legacy = family.legacy_layers
     if legacy is not None and not any(isinstance(value, Mapping) for value in rope.values()):
         rope = _legacy_ropes(text, legacy, rope, family)
@@ -293,9 +292,7 @@ def _ropes(
 
 
 def _builds_per_layer_type(text: Mapping[str, Any]) -> bool:
-    model_type = text.get("model_type")
-    defaults = CLASS_DEFAULTS.get(model_type, {}) if isinstance(model_type, str) else {}
-    return bool(defaults.get("per_layer_type"))
+    return bool(class_defaults(text).get("per_layer_type"))
 
 
 def _legacy_ropes(
@@ -307,19 +304,6 @@ def _legacy_ropes(
     full.setdefault("rope_theta", number(text, "rope_theta", "") or family.default_base)
     local = number(text, legacy.local_base_key, "") or legacy.default_local_base
     return {legacy.full: full, legacy.local: {"rope_type": "default", "rope_theta": local}}
-
-
-def _rope_dict(text: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
-    """The rope dict and the field it came from; ``{}`` for the plain rope of old configs."""
-    # transformers reads ``rope_scaling or rope_parameters``: the older key wins where both are.
-    for where in ("rope_scaling", "rope_parameters"):
-        rope = text.get(where)
-        if rope is None:
-            continue
-        if not isinstance(rope, Mapping):
-            raise ParameterError(where, f"must be an object, got {type(rope).__name__}")
-        return where, rope
-    return "rope_parameters", {}
 
 
 def _query_scaling(rope: Mapping[str, Any], where: str) -> Mapping[str, float] | None:

@@ -16,6 +16,23 @@ def first(*values: float | None) -> Any:
     return next((value for value in values if value is not None), None)
 
 
+# Where a config keeps its rope dict, in the order transformers reads them.
+ROPE_DICTS = ("rope_scaling", "rope_parameters")
+
+
+def rope_dict(text: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    """The rope dict and the field it came from, as transformers reads them (``rope_scaling or
+    rope_parameters``: the first that is not empty); ``{}`` for the plain rope of old configs."""
+    for where in ROPE_DICTS:
+        rope = text.get(where)
+        if not rope:
+            continue
+        if not isinstance(rope, Mapping):
+            raise ParameterError(where, f"must be an object, got {type(rope).__name__}")
+        return where, rope
+    return "rope_parameters", {}
+
+
 def class_defaults(config: Mapping[str, Any]) -> dict[str, float]:
     """The defaults of the config's class, for the keys the reader reads (measured)."""
     model_type = config.get("model_type")

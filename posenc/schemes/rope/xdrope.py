@@ -21,12 +21,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from posenc.errors import InconsistentError, ParameterError
-from posenc.schemes.rope.config_values import class_defaults, first, integer, number, sections
+from posenc.schemes.rope.config_values import (
+    ROPE_DICTS,
+    class_defaults,
+    first,
+    integer,
+    number,
+    rope_dict,
+    sections,
+)
 from posenc.schemes.rope.families import Family
 from posenc.schemes.rope.params import RopeParams
 
 _SECTION_KEYS = ("mrope_section", "xdrope_section")
-_ROPE_DICTS = ("rope_scaling", "rope_parameters")
 # Its config class's sections: (position,) width, height, image index.
 _AXES = (3, 4)
 
@@ -42,18 +49,14 @@ def text_rope_of(text: Mapping[str, Any]) -> dict[str, Any]:
             "is required: HunYuan-VL's attention reads it (its config class's default, null, "
             "leaves the model unable to run)",
         )
-    # Its config class reads ``rope_scaling or rope_parameters``: the first that is not empty.
-    where = next((key for key in _ROPE_DICTS if text.get(key)), _ROPE_DICTS[1])
-    rope = text.get(where) or {}
-    if not isinstance(rope, Mapping):
-        raise ParameterError(where, f"must be an object, got {type(rope).__name__}")
+    where, rope = rope_dict(text)
     # Checked, then set aside: a text token turns every frequency, whichever axis it is from.
     _section(rope, where, head)
     plain = {key: value for key, value in rope.items() if key not in _SECTION_KEYS}
     for key in ("rope_type", "type"):
         if plain.get(key) == "xdrope":
             plain[key] = "dynamic"
-    rest = {key: value for key, value in text.items() if key not in _ROPE_DICTS}
+    rest = {key: value for key, value in text.items() if key not in ROPE_DICTS}
     return {**rest, where: plain}
 
 

@@ -1,10 +1,10 @@
 """A multimodal model's ``config.json`` → what its M-RoPE needs: the family, the sections of the
 rotary frequencies each id turns, and the vision tower's merge sizes and time spacing.
 
-``mrope_section`` is read where transformers' rotary module reads it: the text model's
-``rope_parameters`` (or the legacy ``rope_scaling``, at the top of a v4 Qwen2-VL config), else
-the module's default. ``spatial_merge_size``, ``temporal_merge_size`` and ``tokens_per_second``
-are the vision config's, with its class's defaults.
+``mrope_section`` is read where transformers' rotary module reads it: the text model's rope dict
+(``rope_scaling or rope_parameters``, as its config class reads them; at the top of a v4
+Qwen2-VL config), else the module's default. ``spatial_merge_size``, ``temporal_merge_size``
+and ``tokens_per_second`` are the vision config's, with its class's defaults.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from posenc.errors import InconsistentError, ParameterError, against_model_type
 from posenc.schemes.rope.config_params import MROPE_KEYS
-from posenc.schemes.rope.config_values import integer, number, sections
+from posenc.schemes.rope.config_values import ROPE_DICTS, integer, number, rope_dict, sections
 from posenc.schemes.rope.mrope.families import MROPE_FAMILIES, UNANSWERED, MRopeFamily
 from posenc.schemes.rope.mrope.layout import Vision
 
@@ -129,20 +129,17 @@ def _section(
     places = [("text_config", text)] if isinstance(text, Mapping) else []
     places.append(("", config))
     for prefix, source in places:
-        for key in ("rope_parameters", "rope_scaling"):
-            rope = source.get(key)
-            if not isinstance(rope, Mapping):
-                continue
-            found = _sections_in(rope)
-            path = ".".join(p for p in (where, prefix, key) if p)
-            values = list(found.values())
-            if any(value != values[0] for value in values):
-                raise InconsistentError(
-                    path, "its layer types give different mrope_section values: not answered"
-                )
-            if found:
-                (name, given), *_ = found.items()
-                return sections(given, f"{path}{name}.mrope_section"), f"{path}{name}"
+        key, rope = rope_dict(source)  # the rope its text model reads: sections from it too
+        found = _sections_in(rope)
+        path = ".".join(p for p in (where, prefix, key) if p)
+        values = list(found.values())
+        if any(value != values[0] for value in values):
+            raise InconsistentError(
+                path, "its layer types give different mrope_section values: not answered"
+            )
+        if found:
+            (name, given), *_ = found.items()
+            return sections(given, f"{path}{name}.mrope_section"), f"{path}{name}"
     return family.section, ""
 
 
@@ -159,13 +156,6 @@ def _sections_in(rope: Mapping[str, Any]) -> dict[str, Any]:
 
 def _tupled(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
-
-
-def _shown(value: Any) -> str:
-    return repr(list(value)) if isinstance(value, tuple) else repr(value)
-
-
-_ROPE_DICTS = ("rope_parameters", "rope_scaling")
 
 
 def text_rope_of(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -189,7 +179,7 @@ _CONFIG_DEPTH = 3
 def _without_mrope(config: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
     plain: dict[str, Any] = {}
     for key, value in config.items():
-        if key in _ROPE_DICTS and isinstance(value, Mapping):
+        if key in ROPE_DICTS and isinstance(value, Mapping):
             plain[key] = _plain_rope(value)
         elif isinstance(value, Mapping) and depth < _CONFIG_DEPTH:
             plain[key] = _without_mrope(value, depth + 1)
