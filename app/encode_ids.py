@@ -4,18 +4,16 @@ multimodal rotary embedding's temporal, height and width ids), under the options
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from fastapi import Request, Response
 
-from app import bodies, formats, responses
-from app.admission import admit, check_size, run
+from app import bodies, formats
+from app.admission import check_size
 from app.models import Format, body_members, component_of, dtype_of, params_of
-from app.responses import Body
-from app.serving import canonical, check_holdable, estimate, labels, state
+from app.serving import check_holdable, send_array, state
 from posenc.declare import Ids, Scheme
 from posenc.errors import InconsistentError, NotApplicableError
 
@@ -24,12 +22,15 @@ async def encode_ids(
     request: Request,
     scheme: Scheme,
     small: dict[str, Any],
+    given: npt.NDArray[np.float64],
     arrays: dict[str, npt.NDArray[Any] | None],
     fmt_given: Format | None,
 ) -> Response:
+    """The table at the ids ``given`` (the body's ``position_ids``); ``arrays`` are the body's
+    other arrays, refused beside them."""
     declared = _declared(scheme, arrays)
     settings, _ = state(request)
-    ids = _ids_of(arrays["position_ids"], declared.rows, settings.max_positions)
+    ids = _ids_of(given, declared.rows, settings.max_positions)
     members = body_members(scheme, {**small, "position_ids": [[0]] * declared.rows})
     params = params_of(scheme, members)
     dtype, component = dtype_of(scheme, members), component_of(scheme, members)
@@ -37,19 +38,15 @@ async def encode_ids(
     fmt = formats.negotiate(fmt_given, request.headers.get("accept"))
     shape = scheme.shape(params, ids.shape[1], component)
     cost = declared.cost(params, ids.shape[1], dtype, component)
-    need = estimate(scheme, members, fmt, cost, shape, f"the array {list(shape)}")
-    need = dataclasses.replace(need, param="position_ids")
     listed = {"position_ids": ids.tolist(), declared.key: options.describe()}
-    envelope = {"scheme": scheme.name, "params": canonical(scheme, members, params, fmt, **listed)}
-    figure, gzip = labels(scheme, members, shape, None), responses.accepts_gzip(request)
 
-    def compute() -> Body:
+    def make() -> npt.NDArray[Any]:
         check_holdable(scheme, params, int(ids.min()), int(ids.max()), dtype, component)
-        array = declared.encode(params, ids, options, dtype, component)
-        return Body.of(array, fmt, envelope, figure, gzip)
+        return declared.encode(params, ids, options, dtype, component)
 
-    await admit(request, need)
-    return responses.send(await run(request, compute), None)
+    return await send_array(
+        request, scheme, members, params, fmt, shape, cost, "position_ids", listed, make
+    )
 
 
 def _declared(scheme: Scheme, arrays: dict[str, npt.NDArray[Any] | None]) -> Ids:
@@ -65,9 +62,8 @@ def _declared(scheme: Scheme, arrays: dict[str, npt.NDArray[Any] | None]) -> Ids
     return scheme.ids
 
 
-def _ids_of(values: npt.NDArray[np.float64] | None, rows: int, limit: int) -> npt.NDArray[np.int64]:
+def _ids_of(values: npt.NDArray[np.float64], rows: int, limit: int) -> npt.NDArray[np.int64]:
     """``rows`` rows of ids, each an integer in 0 … 2^31 − 1 (``3.0`` is 3)."""
-    assert values is not None  # the caller's condition
     check_size("position_ids", "the position ids", values.size, limit, "POSENC_MAX_POSITIONS")
     if values.shape[0] != rows:
         raise bodies.invalid(

@@ -37,6 +37,7 @@ from app.serving import (
     check_holdable,
     estimate,
     labels,
+    send_array,
     serve,
     state,
 )
@@ -258,8 +259,9 @@ async def encode_post(
         ),
     )
     scheme = resolve(small)
-    if arrays.get("position_ids") is not None:
-        return await encode_ids(request, scheme, small, arrays, fmt_given)
+    ids = arrays.get("position_ids")
+    if ids is not None:
+        return await encode_ids(request, scheme, small, ids, arrays, fmt_given)
     given = arrays.get("positions")
     if given is None:
         raise bodies.invalid(("positions",), "Field required")
@@ -285,16 +287,10 @@ async def encode_post(
     # Given data is widened to float64 and combined with a float64 encoding: three such arrays.
     widened = Cost(3 * math.prod(shape) * 8, 3 * math.prod(shape))
     cost = scheme.cost(params, count, dtype, component) + widened
-    need = estimate(scheme, members, fmt, cost, shape, f"the array {list(shape)}")
-    need = dataclasses.replace(need, param="positions")
-    listed = positions.tolist()
-    answer = canonical(scheme, members, params, fmt, positions=listed, scale=members.scale)
-    envelope = {"scheme": scheme.name, "params": answer}
-    figure = labels(scheme, members, shape, None)
-    gzip = responses.accepts_gzip(request)
+    listed = {"positions": positions.tolist(), "scale": members.scale}
     rotate = scheme.rotate
 
-    def compute() -> Body:
+    def make() -> npt.NDArray[Any]:
         if vectors is not None and rotate is not None:
             turned = _matrix(vectors, "vectors", (count, shape[-1]))
             with np.errstate(over="ignore", invalid="ignore"):  # refused just below
@@ -311,10 +307,11 @@ async def encode_post(
             first, last = int(positions.min()), int(positions.max())
             check_holdable(scheme, params, first, last, dtype, component)
             array = scheme.encode(params, positions, dtype, component)
-        return Body.of(array, fmt, envelope, figure, gzip)
+        return array
 
-    await admit(request, need)
-    return responses.send(await run(request, compute), None)
+    return await send_array(
+        request, scheme, members, params, fmt, shape, cost, "positions", listed, make
+    )
 
 
 def _finite(array: npt.NDArray[Any], given: str, dtype: str) -> None:

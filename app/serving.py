@@ -121,6 +121,33 @@ async def serve(
     return responses.send(body, etag)
 
 
+async def send_array(
+    request: Request,
+    scheme: Scheme,
+    members: BaseModel,
+    params: Any,
+    fmt: Format,
+    shape: tuple[int, ...],
+    cost: Cost,
+    param: str,
+    listed: dict[str, Any],
+    make: Callable[[], npt.NDArray[Any]],
+) -> Response:
+    """A body's array answer (``POST /encode``): the cost of ``make``'s array of ``shape`` in
+    ``fmt``, refused naming ``param``, then admitted, made in the pool and sent. ``listed`` is
+    what the canonical parameters show beside the scheme's."""
+    need = estimate(scheme, members, fmt, cost, shape, f"the array {list(shape)}")
+    need = dataclasses.replace(need, param=param)
+    envelope = {"scheme": scheme.name, "params": canonical(scheme, members, params, fmt, **listed)}
+    figure, gzip = labels(scheme, members, shape, None), responses.accepts_gzip(request)
+
+    def compute() -> Body:
+        return Body.of(make(), fmt, envelope, figure, gzip)
+
+    await admit(request, need)
+    return responses.send(await run(request, compute), None)
+
+
 def array_for(
     cache: ByteBoundedCache,
     scheme: Scheme,
