@@ -36,6 +36,8 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
+
 from bench.run import asgi_seconds, best_seconds, float32_recipe, rope_recipe
 
 TABLES = (
@@ -133,26 +135,21 @@ def fresh_compute(
     return same, new
 
 
-def turnover(posenc: str, size: int) -> int:
-    """Distinct tables of ``size`` bytes that turn the service's cache over twice (each is kept
-    as an array and as a replayed body): a service that has been answering for a while, whose
-    cache is full and lets a table go for every new one, as it is once its first minutes are
-    over. Before that, a cold table's pages are new ones (``posenc.pages``)."""
-    import httpx
-
-    metrics = httpx.get(f"{posenc}/metrics", timeout=30).text
-    capacity = next(
-        float(line.split()[-1])
-        for line in metrics.splitlines()
-        if line.startswith("posenc_cache_capacity_bytes ")
-    )
+def turnover(capacity: int, size: int) -> int:
+    """Distinct tables of ``size`` bytes that turn a cache of ``capacity`` over twice (each is
+    kept as an array and as a replayed body): a service that has been answering for a while,
+    whose cache is full and lets a table go for every new one, as it is once its first minutes
+    are over. Before that, a cold table's pages are new ones (``posenc.pages``)."""
     return 2 + math.ceil(4 * capacity / size)
 
 
-def asgi_warmed(app: Any, path: str, query: str, size: int, fresh: Callable[[], str]) -> None:
-    """The same turnover for the app in this process."""
-    asgi_seconds(
-        app, path, [f"{query}&format=bin&{fresh()}" for _ in range(2 + 4 * CACHE_BYTES // size)]
+def cache_capacity(posenc: str) -> int:
+    """The serving process's cache bound, as its ``/metrics`` says."""
+    metrics = httpx.get(f"{posenc}/metrics", timeout=30).text
+    return next(
+        int(float(line.split()[-1]))
+        for line in metrics.splitlines()
+        if line.startswith("posenc_cache_capacity_bytes ")
     )
 
 
@@ -182,7 +179,7 @@ def cold_answers(row: Callable[[str, str, str, str], None], posenc: str, hello: 
 
             _, size = client.get(url("bin"))  # loops loaded, as in a warm service
             client.get(f"{hello}/bytes/{size}")
-            for _ in range(turnover(posenc, size)):
+            for _ in range(turnover(cache_capacity(posenc), size)):
                 client.get(url("bin"))
             times: dict[str, list[float]] = {
                 k: [] for k in ("offset", "base", "npy", "replay", "transfer")
@@ -209,12 +206,13 @@ def cold_answers(row: Callable[[str, str, str, str], None], posenc: str, hello: 
 
             recipe_s = best_seconds(recipe)
             same, new = fresh_compute(core, REPEATS)
-            asgi_warmed(
+            asgi_seconds(  # turned over as the server was
                 app,
                 path,
-                query,
-                size,
-                lambda: f"offset={next(offsets)}&base={40000 + next(bases) / 4}",
+                [
+                    f"{query}&format=bin&offset={next(offsets)}&base={40000 + next(bases) / 4}"
+                    for _ in range(turnover(app.state.cache.capacity, size))
+                ],
             )
             in_app, faults = asgi_seconds(
                 app,

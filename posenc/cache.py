@@ -88,8 +88,7 @@ class ByteBoundedCache:
         # threads may race to compute the same key, and the second simply replaces the first.
         value = compute()
         if isinstance(value, np.ndarray):
-            _freeze(value)
-            value = _sealed(value)  # type: ignore[assignment]
+            value = _read_only(value)  # type: ignore[assignment]
         self._store(key, value)
         return _handed_out(value)
 
@@ -179,26 +178,21 @@ class ByteBoundedCache:
         return CacheStats(*stats, self.spares.nbytes, self.spares.reused, lent)
 
 
-def _freeze(array: np.ndarray) -> None:
-    """Read-only down to the owner of the bytes. The flag of a view alone can be set back
-    (NumPy allows ``writeable = True`` while the base is writable), and tables are views of
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """``array`` read-only down to the owner of its bytes. The flag of a view alone can be set
+    back (NumPy allows ``writeable = True`` while the base is writable), and tables are views of
     the array their loops wrote (``out[0]``). A computation that went on writing into a buffer
     it returned a view of would fail at its next write, loudly, rather than change a cached
-    table under a body being sent."""
-    base: object = array
-    while isinstance(base, np.ndarray):
-        base.flags.writeable = False
-        base = base.base
+    table under a body being sent.
 
-
-def _sealed(array: np.ndarray) -> np.ndarray:
-    """``array`` (frozen) over a read-only memoryview of its owner, where the bytes' owner is
-    not an array (a table in :mod:`posenc.pages`' pages): NumPy lets a view's flag be set back
-    whenever the buffer at the bottom of its chain is writable, as those pages are. The view
-    keeps the owner alive, and with it the pages."""
+    Where that owner is not an array but pages (:mod:`posenc.pages`), NumPy would let the flag
+    be set back all the same, the pages being writable: the answer is then ``array`` over a
+    read-only memoryview of its owner, which keeps the owner alive and with it the pages."""
     owner = array
+    owner.flags.writeable = False
     while isinstance(owner.base, np.ndarray):
         owner = owner.base
+        owner.flags.writeable = False
     if owner.base is None or not owner.flags.c_contiguous:
         return array  # the owner is an array: frozen, it holds every view read-only
     sealed = np.frombuffer(memoryview(owner), dtype=np.uint8)

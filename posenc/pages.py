@@ -113,26 +113,33 @@ class Spares:
         nbytes = len(pages)
         if nbytes > self.lender.spare_room or not self._lock.acquire(blocking=False):
             return
-        gone: list[mmap.mmap] = []
         try:
-            while self.nbytes + nbytes > self.lender.spare_room:
-                gone.append(self._pop_oldest())
+            dropped = self._oldest_to_drop(nbytes)
             # The entries lend evicts for this spare are let go while this lock is held: their
             # own pages find it busy and are unmapped, not kept (one spare per offer).
-            if not self.lender.lend(nbytes - sum(len(old) for old in gone)):
-                for old in reversed(gone):  # as they were
-                    self._kept.setdefault(len(old), []).insert(0, old)
-                    self._kept.move_to_end(len(old), last=False)
-                    self.nbytes += len(old)
+            if not self.lender.lend(nbytes - sum(dropped)):
                 return
+            # Dropped, they are unmapped with the last export of them: at once, or (a gone
+            # table's own, offered in the same garbage collection) when its owner is cleared.
+            for _ in dropped:
+                self._pop_oldest()
             self._kept.setdefault(nbytes, []).append(pages)
             self._kept.move_to_end(nbytes)
             self.nbytes += nbytes
         finally:
             self._lock.release()
-        # The spares dropped are unmapped with the last export of them: at once, or (a gone
-        # table's own, offered in the same garbage collection) when its owner is cleared.
-        del gone
+
+    def _oldest_to_drop(self, nbytes: int) -> list[int]:
+        """The sizes of the oldest spares to drop for room for ``nbytes`` more."""
+        excess = self.nbytes + nbytes - self.lender.spare_room
+        sizes: list[int] = []
+        for size, kept in self._kept.items():
+            for _ in kept:
+                if excess <= 0:
+                    return sizes
+                sizes.append(size)
+                excess -= size
+        return sizes
 
     def _pop_oldest(self) -> mmap.mmap:
         nbytes, kept = next(iter(self._kept.items()))
