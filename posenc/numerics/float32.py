@@ -50,7 +50,7 @@ def reciprocal(x: Float32Array) -> Float32Array:
 def sincos(angles: npt.NDArray[np.floating[Any]]) -> tuple[Float32Array, Float32Array]:
     """Correctly rounded float32 ``sin`` and ``cos`` of float32 (or float64) angles (exact
     float64 reduction)."""
-    wide = angles.astype(np.float64)
+    wide = angles.astype(np.float64, copy=False)  # RoFormer's float64 angles as they are
     return np.sin(wide).astype(F32), np.cos(wide).astype(F32)
 
 

@@ -133,8 +133,8 @@ def test_work_past_its_deadline_stops_before_the_answer_and_frees_its_thread(
 
 def test_a_client_that_disconnects_stops_its_work_at_the_next_checkpoint() -> None:
     app = FastAPI()
-    app.state.settings = Client().app.state.settings
-    app.state.cache = Client().app.state.cache
+    served = Client().app.state  # a service's settings and cache, around a bare app
+    app.state.settings, app.state.cache = served.settings, served.cache
     app.state.limiter = None
     disconnected = asyncio.Event()
     checkpoints: list[float] = []
@@ -285,8 +285,8 @@ def test_a_request_whose_parts_together_exceed_the_budget_is_refused_not_queued(
 
 def test_work_stops_when_its_request_is_cancelled() -> None:
     app = FastAPI()
-    app.state.settings = Client().app.state.settings
-    app.state.cache = Client().app.state.cache
+    served = Client().app.state  # a service's settings and cache, around a bare app
+    app.state.settings, app.state.cache = served.settings, served.cache
     app.state.limiter = None
     checkpoints: list[float] = []
 
