@@ -378,5 +378,7 @@ descriptions: dict[str, str] = {
     "position and a diagnosis whose findings each carry their evidence.",
     "encode_body": "Body: the scheme's parameters with `positions`, and optionally `embeddings` "
     "(returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for "
-    "rotary schemes, `vectors` (returned rotated to their positions).",
+    "rotary schemes, `vectors` (returned rotated to their positions). Where the scheme turns a "
+    "token by several ids, `position_ids` (and the options it names) in place of `positions`: "
+    "the table at those ids.",
 }

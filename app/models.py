@@ -36,6 +36,7 @@ Format = Literal["json", "npy", "bin", "csv", "plotly", "png"]
 TEXT_FORMATS: frozenset[str] = frozenset({"json", "csv", "plotly"})
 # X-Array-Shape: one to three dimensions, none empty (a non-empty array is a rule of the body).
 SHAPE_PATTERN = "^[1-9][0-9]*(,[1-9][0-9]*){0,2}$"
+_POSITIONS_ABOUT = "the positions (grid schemes: row-major cell indices)"
 Metric = Literal["cosine", "dot", "euclidean"]
 Endpoint = Literal["table", "encode", "similarity", "verify", "conformance", "encode_body"]
 
@@ -181,7 +182,7 @@ def _request_fields(scheme: Scheme, endpoint: Endpoint) -> dict[str, Any]:
         fields["positions"] = (
             # In a query a lone position is a list of one; said so, so schemas take positions=5.
             PositionList | Position,
-            Field(..., description="the positions (grid schemes: row-major cell indices)"),
+            Field(..., description=_POSITIONS_ABOUT),
         )
     if endpoint == "encode_body":
         fields.update(_listed(scheme))
@@ -261,16 +262,19 @@ def _request_fields(scheme: Scheme, endpoint: Endpoint) -> dict[str, Any]:
 def _listed(scheme: Scheme) -> dict[str, Any]:
     """A body's positions: required, or, where the scheme turns a token by several ids, these
     ids (``position_ids``) and the options saying which frequency turns by which."""
-    about = "the positions (grid schemes: row-major cell indices)"
     if scheme.ids is None:
-        return {"positions": (PositionList, Field(..., description=about))}
+        return {"positions": (PositionList, Field(..., description=_POSITIONS_ABOUT))}
     ids = scheme.ids
     rows = Annotated[list[PositionList], Field(min_length=ids.rows, max_length=ids.rows)]
     # Each may be left out, not sent as null: the body's anyOf (_one_of_listed) says which.
     return {
         "positions": (
             _absent_or(PositionList),
-            Field(None, description=f"{about}; or position_ids", json_schema_extra=_no_default),
+            Field(
+                None,
+                description=f"{_POSITIONS_ABOUT}; or position_ids",
+                json_schema_extra=_no_default,
+            ),
         ),
         "position_ids": (
             _absent_or(rows),

@@ -36,7 +36,9 @@ class Settings(BaseSettings):
 
     max_elements: int = Field(2**24, ge=1, description="values in one response")
     max_text_elements: int = Field(2**21, ge=1, description="values in one JSON or CSV response")
-    max_positions: int = Field(65536, ge=1, description="items in one positions list")
+    max_positions: int = Field(
+        65536, ge=1, description="items in one positions list, or ids in one position_ids"
+    )
     max_body_bytes: int = Field(64 * _MiB, ge=1, description="bytes in one request body")
     max_work: int = Field(
         2 * 10**9, ge=1, description="work units (≈ ns on one core) one request may cost"

@@ -39,7 +39,7 @@ export interface paths {
         put?: never;
         /**
          * Encode positions, optionally added to your embeddings or rotating vectors
-         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions).
+         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions). Where the scheme turns a token by several ids, `position_ids` (and the options it names) in place of `positions`: the table at those ids.
          */
         post: operations["sinusoidal_encode_post"];
         delete?: never;
@@ -127,7 +127,7 @@ export interface paths {
         put?: never;
         /**
          * Encode positions, optionally added to your embeddings or rotating vectors
-         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions).
+         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions). Where the scheme turns a token by several ids, `position_ids` (and the options it names) in place of `positions`: the table at those ids.
          */
         post: operations["rope_encode_post"];
         delete?: never;
@@ -283,7 +283,7 @@ export interface paths {
         put?: never;
         /**
          * Encode positions, optionally added to your embeddings or rotating vectors
-         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions).
+         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions). Where the scheme turns a token by several ids, `position_ids` (and the options it names) in place of `positions`: the table at those ids.
          */
         post: operations["alibi_encode_post"];
         delete?: never;
@@ -351,7 +351,7 @@ export interface paths {
         put?: never;
         /**
          * Encode positions, optionally added to your embeddings or rotating vectors
-         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions).
+         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions). Where the scheme turns a token by several ids, `position_ids` (and the options it names) in place of `positions`: the table at those ids.
          */
         post: operations["t5_encode_post"];
         delete?: never;
@@ -419,7 +419,7 @@ export interface paths {
         put?: never;
         /**
          * Encode positions, optionally added to your embeddings or rotating vectors
-         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions).
+         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions). Where the scheme turns a token by several ids, `position_ids` (and the options it names) in place of `positions`: the table at those ids.
          */
         post: operations["sinusoidal2d_encode_post"];
         delete?: never;
@@ -507,7 +507,7 @@ export interface paths {
         put?: never;
         /**
          * Encode positions, optionally added to your embeddings or rotating vectors
-         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions).
+         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions). Where the scheme turns a token by several ids, `position_ids` (and the options it names) in place of `positions`: the table at those ids.
          */
         post: operations["sinusoidal3d_encode_post"];
         delete?: never;
@@ -595,7 +595,7 @@ export interface paths {
         put?: never;
         /**
          * Encode positions, optionally added to your embeddings or rotating vectors
-         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions).
+         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions). Where the scheme turns a token by several ids, `position_ids` (and the options it names) in place of `positions`: the table at those ids.
          */
         post: operations["index_encode_post"];
         delete?: never;
@@ -683,7 +683,7 @@ export interface paths {
         put?: never;
         /**
          * Encode positions, optionally added to your embeddings or rotating vectors
-         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions).
+         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions). Where the scheme turns a token by several ids, `position_ids` (and the options it names) in place of `positions`: the table at those ids.
          */
         post: operations["normalized_encode_post"];
         delete?: never;
@@ -771,7 +771,7 @@ export interface paths {
         put?: never;
         /**
          * Encode positions, optionally added to your embeddings or rotating vectors
-         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions).
+         * @description Body: the scheme's parameters with `positions`, and optionally `embeddings` (returns `embeddings·(√d_model if scale) + PE(positions)`, computed in float64) or, for rotary schemes, `vectors` (returned rotated to their positions). Where the scheme turns a token by several ids, `position_ids` (and the options it names) in place of `positions`: the table at those ids.
          */
         post: operations["binary_encode_post"];
         delete?: never;
@@ -3151,7 +3151,7 @@ export interface operations {
                             };
                         }[];
                         nope_layers: number[];
-                        /** @description multimodal rope (M-RoPE): how the three ids of a token share the frequencies, and the vision merge sizes POST /v1/rope/positions reads; null for a model without one, or one whose positions are not answered (HunYuan-VL) */
+                        /** @description multimodal rope (M-RoPE): how the three ids of a token share the frequencies, and the vision merge sizes POST /v1/rope/positions reads; null unless model_type is a multimodal model's whose M-RoPE is modelled (a text model read on its own, and HunYuan-VL, get null) */
                         mrope: null | {
                             section: number[];
                             section_from: string | null;
@@ -3270,7 +3270,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description config.json; model_type one of cohere_compass, cosmos3_edge, cosmos3_omni, ernie4_5_vl_moe, glm46v, glm4v, glm4v_moe, glm_image, glm_ocr, paddleocr_vl, qwen2_5_omni, qwen2_5_vl, qwen2_vl, qwen3_5, qwen3_5_moe, qwen3_omni_moe, qwen3_vl, qwen3_vl_moe, qwen4_exp (not yet: hunyuan_vl, minicpmv4_7, qwen3_omni_moe) */
+                    /** @description config.json; model_type one of cohere_compass, cosmos3_edge, cosmos3_omni, ernie4_5_vl_moe, glm46v, glm4v, glm4v_moe, glm_image, glm_ocr, paddleocr_vl, qwen2_5_omni, qwen2_5_vl, qwen2_vl, qwen3_5, qwen3_5_moe, qwen3_vl, qwen3_vl_moe, qwen4_exp (not yet: hunyuan_vl, minicpmv4_7, qwen3_omni_moe) */
                     config: {
                         /** @enum {string} */
                         model_type: "cohere_compass" | "cosmos3_edge" | "cosmos3_omni" | "ernie4_5_vl_moe" | "glm46v" | "glm4v" | "glm4v_moe" | "glm_image" | "glm_ocr" | "hunyuan_vl" | "minicpmv4_7" | "paddleocr_vl" | "qwen2_5_omni" | "qwen2_5_vl" | "qwen2_vl" | "qwen3_5" | "qwen3_5_moe" | "qwen3_omni_moe" | "qwen3_vl" | "qwen3_vl_moe" | "qwen4_exp";
@@ -3509,7 +3509,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description config.json; model_type one of cohere_compass, cosmos3_edge, cosmos3_omni, ernie4_5_vl_moe, glm46v, glm4v, glm4v_moe, glm_image, glm_ocr, paddleocr_vl, qwen2_5_omni, qwen2_5_vl, qwen2_vl, qwen3_5, qwen3_5_moe, qwen3_omni_moe, qwen3_vl, qwen3_vl_moe, qwen4_exp (not yet: hunyuan_vl, minicpmv4_7, qwen3_omni_moe) */
+                    /** @description config.json; model_type one of cohere_compass, cosmos3_edge, cosmos3_omni, ernie4_5_vl_moe, glm46v, glm4v, glm4v_moe, glm_image, glm_ocr, paddleocr_vl, qwen2_5_omni, qwen2_5_vl, qwen2_vl, qwen3_5, qwen3_5_moe, qwen3_vl, qwen3_vl_moe, qwen4_exp (not yet: hunyuan_vl, minicpmv4_7, qwen3_omni_moe) */
                     config: {
                         /** @enum {string} */
                         model_type: "cohere_compass" | "cosmos3_edge" | "cosmos3_omni" | "ernie4_5_vl_moe" | "glm46v" | "glm4v" | "glm4v_moe" | "glm_image" | "glm_ocr" | "hunyuan_vl" | "minicpmv4_7" | "paddleocr_vl" | "qwen2_5_omni" | "qwen2_5_vl" | "qwen2_vl" | "qwen3_5" | "qwen3_5_moe" | "qwen3_omni_moe" | "qwen3_vl" | "qwen3_vl_moe" | "qwen4_exp";

@@ -363,8 +363,9 @@ ANSWER_SCHEMA: dict[str, Any] = {
         "mrope": {
             "anyOf": [{"type": "null"}, MROPE_SCHEMA],
             "description": "multimodal rope (M-RoPE): how the three ids of a token share the "
-            "frequencies, and the vision merge sizes POST /v1/rope/positions reads; null for "
-            "a model without one, or one whose positions are not answered (HunYuan-VL)",
+            "frequencies, and the vision merge sizes POST /v1/rope/positions reads; null unless "
+            "model_type is a multimodal model's whose M-RoPE is modelled (a text model read on "
+            "its own, and HunYuan-VL, get null)",
         },
         "params": {"type": "object", "description": "a model with one rope: its parameters"},
         "rotary_dim": {"type": "integer"},

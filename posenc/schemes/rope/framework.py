@@ -191,10 +191,11 @@ def _longrope(params: RopeParams, powers: Float32Array, seq_len: int) -> tuple[F
 def encode(
     params: RopeParams, positions: npt.NDArray[np.int64], dtype: str, component: str
 ) -> npt.NDArray[np.floating]:
-    """The component as transformers' rotary module computes it in float32, then cast to ``dtype``.
+    """The component as transformers' rotary module computes it in float32 (or RoFormer's NumPy
+    table in float64, ``framework_precision``), then cast to ``dtype``.
 
     ``cos_sin`` is ``(2, n, d)``, ``cos``/``sin`` ``(n, d)`` expanded to the layout, ``angle``
-    ``(n, d/2)`` the float32 angles, ``inv_freq`` ``(d/2,)``.
+    ``(n, d/2)`` the angles (float32, or RoFormer's float64), ``inv_freq`` ``(d/2,)``.
 
     >>> from posenc.schemes.rope.maths import RopeParams
     >>> encode(RopeParams(d_model=2), np.array([1]), "float64", "sin").tolist()
