@@ -24,8 +24,8 @@ from posenc.numerics.exact import (
     sincos,
 )
 from posenc.numerics.rotation import fill_consecutive
-from posenc.schemes.rope import framework
-from posenc.schemes.rope.params import Layout, RopeParams
+from posenc.schemes.rope import framework, recipes
+from posenc.schemes.rope.params import RUNTIMES, Layout, RopeParams
 from posenc.schemes.rope.scaling import frequencies
 
 
@@ -55,6 +55,8 @@ def encode(
     """
     if params.recipe == "framework":
         return framework.encode(params, positions, dtype, component)
+    if params.recipe in RUNTIMES:
+        return recipes.encode(params, positions, dtype, component)
     if _compiled(component, dtype) and _consecutive(positions):
         # A table after all: half the transcendental work, by the compiled loops.
         return table(params, len(positions), int(positions[0]), dtype, component)
@@ -200,8 +202,8 @@ def rotate(
     >>> rotate(RopeParams(d_model=2), np.array([[1.0, 0.0]]), np.array([0])).tolist()
     [[1.0, 0.0]]
     """
-    if params.recipe == "framework":
-        cos_sin = framework.encode(params, positions, "float64", "cos_sin")
+    if params.recipe != "exact":
+        cos_sin = encode(params, positions, "float64", "cos_sin")
         return rotate_with(params.layout, vectors, cos_sin[0], cos_sin[1])
     turns, attention = frequencies(params, sequence_length(positions))
     sin, cos = sincos(positions, turns)

@@ -7,12 +7,14 @@ from typing import Literal, get_args
 
 from posenc.declare import check_ranges, param
 from posenc.errors import InconsistentError
-from posenc.numerics.float32 import Recipe
 
 Layout = Literal["interleaved", "split"]
 Scaling = Literal["none", "linear", "dynamic", "yarn", "llama3", "longrope"]
 Component = Literal["cos_sin", "cos", "sin", "angle", "inv_freq"]
 Precision = Literal["float32", "float64"]
+# framework and transformers are one recipe, spelled framework once parsed.
+Recipe = Literal["exact", "framework", "transformers", "ggml", "mlx"]
+RUNTIMES = ("ggml", "mlx")
 COMPONENTS: tuple[str, ...] = get_args(Component)
 
 _NEEDS: dict[str, tuple[str, ...]] = {
@@ -128,7 +130,27 @@ class RopeParams:
     )
     recipe: Recipe = param(
         "exact",
-        doc="exact: correctly rounded; framework: transformers' own float32 computation",
+        doc="exact: correctly rounded; framework (or transformers): transformers' own float32 "
+        "computation; ggml: llama.cpp's (ggml-cpu), with the parameters llama.cpp derives from "
+        "this rope; mlx: MLX's mx.fast.rope on its CPU backend, with mlx-lm's frequencies",
+    )
+    freq_factors: tuple[float, ...] | None = param(
+        None,
+        doc="recipe=ggml: d_model/2 factors that divide each pair's angle, as llama.cpp's "
+        "rope_freqs or rope_factors_long/short tensor does (a GGUF's own); they replace the "
+        "factors llama.cpp's converter would compute for llama3 or longrope",
+        ge=SMALLEST_DIVISOR,
+        le=1e6,
+        min_items=1,
+        max_items=32768,
+    )
+    n_ctx: int | None = param(
+        None,
+        doc="recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks "
+        "long_factor when it exceeds original_max_position_embeddings, else short_factor "
+        "(default: factor × original_max_position_embeddings, the model's own context)",
+        ge=1,
+        le=2**31 - 1,
     )
     framework_precision: Precision | None = param(
         None,
@@ -143,6 +165,9 @@ class RopeParams:
         check_ranges(self)
         if self.framework_precision == "float32":  # the default, spelled out: one spelling
             object.__setattr__(self, "framework_precision", None)
+        if self.recipe == "transformers":
+            object.__setattr__(self, "recipe", "framework")
+        self._check_runtime()
         if self.recipe == "framework" and self.scaling == "dynamic" and self.d_model < 4:
             raise InconsistentError("d_model", "must be ≥ 4 for dynamic scaling: d/(d−2) is used")
         for name in _NEEDS[self.scaling]:
@@ -166,7 +191,7 @@ class RopeParams:
                 "rotary_pairs",
                 f"must be at most d_model/2 = {self.d_model // 2}, got {self.rotary_pairs}",
             )
-        for name in ("short_factor", "long_factor"):
+        for name in ("short_factor", "long_factor", "freq_factors"):
             values = getattr(self, name)
             if values is not None and (
                 len(values) != self.d_model // 2 or not all(v > 0 for v in values)
@@ -176,6 +201,16 @@ class RopeParams:
                     f"must list d_model/2 = {self.d_model // 2} positive numbers, "
                     f"got {len(values)}",
                 )
+
+    def _check_runtime(self) -> None:
+        if self.freq_factors is not None and self.recipe != "ggml":
+            raise InconsistentError("freq_factors", "applies to recipe=ggml only")
+        if self.n_ctx is not None and (self.recipe != "ggml" or self.scaling != "longrope"):
+            raise InconsistentError("n_ctx", "applies to recipe=ggml with scaling=longrope only")
+        if self.framework_precision is not None and self.recipe in RUNTIMES:
+            raise InconsistentError(
+                "framework_precision", f"applies to recipe=framework, not {self.recipe}"
+            )
 
 
 _TAKES_ANY = frozenset().union(*_TAKES.values())

@@ -1,0 +1,221 @@
+"""MLX's rope (``recipe=mlx``): mlx-lm's frequencies and ``mx.fast.rope`` on MLX's CPU
+backend, operation for operation.
+
+MLX 0.32 runs ``mx.fast.rope`` on the CPU as its composed fallback (``mlx/fast.cpp``):
+``positions = (arange(T) + offset) · scale`` in float32, inverse frequencies
+``exp(arange(0, −d/2, −1) · (logf(base) / (d/2)))`` or ``reciprocal(freqs)``,
+``theta = positions · inv_freqs``, then ``cos`` and ``sin``. Its CPU ``exp``, ``sin`` and ``cos``
+are polynomials of its own (``mlx/backend/cpu/simd/math.h``: Cephes' with explicit fused
+multiply-adds), ``sin``/``cos`` handing arguments past 2^23 to libm. A position is
+``fl32(p)``: a decode step, or a prefill from an offset below 2^24.
+
+mlx-lm's ``initialize_rope`` (``mlx_lm/models/rope_utils.py``) chooses the frequencies:
+``nn.RoPE`` with ``scale = 1/factor`` for linear; ``DynamicNTKScalingRoPE`` (a new base in
+Python doubles); ``Llama3RoPE``, ``YarnRoPE`` and ``SuScaledRoPE`` (``freqs``, in MLX float32
+operations, ``powf`` for ``base ** x``). YaRN and LongRoPE multiply the input by their scale
+instead of cos and sin, which for a unit vector is ``fl32(scale · cos)``; LongRoPE always takes
+the long factors, and neither reads a stated ``attention_factor``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+import numpy.typing as npt
+
+from posenc.errors import NotApplicableError
+from posenc.numerics.float32 import F32, Float32Array, scalar
+from posenc.numerics.fused import fma32
+from posenc.schemes.rope.params import RopeParams
+
+_LIBM_FROM = np.float32(8388608.0)  # sincos_checked: past 2^23, libm's sinf and cosf
+
+
+@numba.njit(nogil=True, cache=True)
+def _exp(value: np.float32) -> np.float32:
+    # simd::exp: 2^(x·log2 e) as a power of two times Cephes' polynomial of the fraction.
+    x = np.float32(value * np.float32(1.442695))
+    whole = math.floor(np.float64(x) + 0.5)  # x + 0.5 is a double in MLX's code
+    fraction = np.float32(x - np.float32(whole))
+    p = np.float32(1.535336188319500e-4)
+    p = fma32(p, fraction, np.float32(1.339887440266574e-3))
+    p = fma32(p, fraction, np.float32(9.618437357674640e-3))
+    p = fma32(p, fraction, np.float32(5.550332471162809e-2))
+    p = fma32(p, fraction, np.float32(2.402264791363012e-1))
+    p = fma32(p, fraction, np.float32(6.931472028550421e-1))
+    p = fma32(p, fraction, np.float32(1.0))
+    if value > np.float32(88.0):
+        return np.float32(np.inf)
+    if value < np.float32(-88.0):
+        return np.float32(0.0)
+    return np.float32(np.float32(math.ldexp(1.0, int(whole))) * p)
+
+
+@numba.njit(nogil=True, cache=True)
+def _sincos(value: np.float32, sine: bool) -> np.float32:
+    # simd::sincos_checked (Cephes' sinf/cosf with fused reductions), libm past 2^23.
+    if abs(value) > _LIBM_FROM:
+        return np.float32(math.sin(value)) if sine else np.float32(math.cos(value))
+    negative = value < np.float32(0)
+    x = np.float32(abs(value))
+    octant = np.uint32(np.float32(x * np.float32(1.27323954473516)))
+    octant = np.uint32((octant + np.uint32(1)) & ~np.uint32(1))
+    y = np.float32(octant)
+    second = (octant & np.uint32(2)) != 0
+    x = fma32(y, np.float32(-0.78515625), x)
+    x = fma32(y, np.float32(-2.4187564849853515625e-4), x)
+    x = fma32(y, np.float32(-3.77489497744594108e-8), x)
+    sign_sin = negative ^ ((octant & np.uint32(4)) != 0)
+    sign_cos = (np.uint32(octant - np.uint32(2)) & np.uint32(4)) != 0
+    z = np.float32(x * x)
+    y1 = fma32(z, np.float32(2.443315711809948e-5), np.float32(-1.388731625493765e-3))
+    y2 = fma32(z, np.float32(-1.9515295891e-4), np.float32(8.3321608736e-3))
+    y1 = fma32(y1, z, np.float32(4.166664568298827e-2))
+    y2 = fma32(y2, z, np.float32(-1.6666654611e-1))
+    y1 = np.float32(y1 * z)
+    y2 = np.float32(y2 * z)
+    y1 = np.float32(y1 * z)
+    y2 = fma32(x, y2, x)
+    y1 = fma32(z, np.float32(-0.5), y1)
+    y1 = np.float32(y1 + np.float32(1.0))
+    if sine:
+        ys = y1 if second else y2
+        return -ys if sign_sin else ys
+    yc = y2 if second else y1
+    return yc if sign_cos else -yc
+
+
+@numba.njit(nogil=True, cache=True)
+def _default_inverse(log_step: np.float32, half: int) -> Float32Array:
+    out = np.empty(half, dtype=np.float32)
+    for j in range(half):
+        out[j] = _exp(np.float32(np.float32(-j) * log_step))
+    return out
+
+
+@numba.njit(nogil=True, cache=True)
+def _powf(base: np.float32, exponents: Float32Array) -> Float32Array:
+    out = np.empty(exponents.shape[0], dtype=np.float32)
+    for j in range(exponents.shape[0]):
+        out[j] = math.pow(base, exponents[j])
+    return out
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _rows(
+    positions: npt.NDArray[np.int64],
+    scale: np.float32,
+    inverse: Float32Array,
+    input_scale: np.float32,
+    cos: Float32Array,
+    sin: Float32Array,
+    angle: Float32Array,
+) -> None:
+    for row in range(positions.shape[0]):
+        position = np.float32(np.float32(positions[row]) * scale)
+        for pair in range(inverse.shape[0]):
+            theta = np.float32(position * inverse[pair])
+            angle[row, pair] = theta
+            cos[row, pair] = np.float32(input_scale * _sincos(theta, False))
+            sin[row, pair] = np.float32(input_scale * _sincos(theta, True))
+
+
+def check(params: RopeParams) -> None:
+    """Refuse what mlx-lm does not build (RoFormer's float64 table is transformers')."""
+    if params.rotary_pairs is not None:
+        raise NotApplicableError(
+            "recipe", "rope", "recipe=mlx does not serve rotary_pairs (proportional rope)"
+        )
+
+
+def _exponents(dim: int) -> Float32Array:
+    """``mx.arange(0, dims, 2, dtype=float32) / dims``."""
+    return (np.arange(0, dim, 2, dtype=F32) / scalar(dim)).astype(F32)
+
+
+def _periods(params: RopeParams, seq_len: int) -> tuple[Float32Array | None, float, float, float]:
+    """mlx-lm's rope for ``params``: its ``freqs`` (None for ``mx.fast.rope``'s own), the base
+    and position scale it passes, and the scale it multiplies the input by."""
+    dim, scaling, base = params.d_model, params.scaling, params.base
+    factor = float(params.factor or 1.0)
+    if scaling in ("none", "linear"):
+        return None, base, 1.0 / factor if scaling == "linear" else 1.0, 1.0
+    if scaling == "dynamic":
+        trained = params.original_max_position_embeddings or 1
+        length = max(seq_len, trained)
+        grown = base * ((factor * length / trained) - (factor - 1)) ** (dim / (dim - 2))
+        return None, grown, 1.0, 1.0
+    periods = _powf(scalar(base), _exponents(dim))
+    if scaling == "llama3":
+        return _llama3(params, periods), base, 1.0, 1.0
+    if scaling == "yarn":
+        return _yarn(params, periods)
+    return _longrope(params, periods)
+
+
+def _llama3(params: RopeParams, freqs: Float32Array) -> Float32Array:
+    factor = scalar(params.factor or 8.0)
+    low = 1.0 if params.low_freq_factor is None else params.low_freq_factor
+    high = 4.0 if params.high_freq_factor is None else params.high_freq_factor
+    old = params.original_max_position_embeddings or 8192
+    wavelengths = (scalar(2 * math.pi) * freqs).astype(F32)
+    scaled = np.where(wavelengths > scalar(old / low), (freqs * factor).astype(F32), freqs)
+    medium = (wavelengths > scalar(old / high)) & (wavelengths < scalar(old / low))
+    smooth = ((scalar(old) / wavelengths).astype(F32) - scalar(low)).astype(F32)
+    smooth = (smooth / scalar(high - low)).astype(F32)
+    blend = (((F32(1) - smooth).astype(F32) / factor).astype(F32) + smooth).astype(F32)
+    return np.where(medium, (scaled / blend).astype(F32), scaled).astype(F32)
+
+
+def _yarn(params: RopeParams, extra: Float32Array) -> tuple[Float32Array, float, float, float]:
+    dim, base = params.d_model, params.base
+    factor = float(params.factor or 1.0)
+    original = params.original_max_position_embeddings or 4096
+
+    def correction(rotations: float) -> float:
+        return (dim * math.log(original / (rotations * 2 * math.pi))) / (2 * math.log(base))
+
+    low = max(math.floor(correction(params.beta_fast or 32)), 0)
+    high: float = min(math.ceil(correction(params.beta_slow or 1)), dim - 1)
+    if low == high:
+        high += 0.001
+    linear = (np.arange(dim // 2, dtype=F32) - scalar(low)).astype(F32) / scalar(high - low)
+    mask = (F32(1) - np.clip(linear.astype(F32), F32(0), F32(1))).astype(F32)
+    inter = (scalar(factor) * extra).astype(F32)
+    numerator = (inter * extra).astype(F32)
+    denominator = (inter * mask).astype(F32) + (extra * (F32(1) - mask).astype(F32)).astype(F32)
+    periods = (numerator / denominator.astype(F32)).astype(F32)
+
+    def get_mscale(mscale: float) -> float:
+        return 1.0 if factor <= 1 else 0.1 * mscale * math.log(factor) + 1.0
+
+    mscale = get_mscale(params.mscale or 1.0) / get_mscale(params.mscale_all_dim or 0.0)
+    return periods, base, 1.0, mscale
+
+
+def _longrope(params: RopeParams, freqs: Float32Array) -> tuple[Float32Array, float, float, float]:
+    original = params.original_max_position_embeddings or 4096
+    long = np.array(params.long_factor or (), dtype=np.float64).astype(F32)
+    factor = float(params.factor or 1.0)  # max_position_embeddings / original
+    scale = 1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(original))
+    return (long * freqs).astype(F32), params.base, 1.0, scale
+
+
+def halves(
+    params: RopeParams, positions: npt.NDArray[np.int64]
+) -> tuple[Float32Array, Float32Array, Float32Array]:
+    """cos, sin and the angle, each ``(n, d/2)`` float32, as MLX computes them."""
+    check(params)
+    seq_len = int(positions.max()) + 1 if positions.size else 1
+    periods, base, scale, input_scale = _periods(params, seq_len)
+    half = params.d_model // 2
+    if periods is None:
+        log_step = F32(F32(math.log(F32(base))) / F32(half))
+        inverse = _default_inverse(log_step, half)
+    else:
+        inverse = (F32(1) / periods).astype(F32)
+    cos, sin, angle = (np.empty((len(positions), half), dtype=F32) for _ in range(3))
+    _rows(positions.astype(np.int64), F32(scale), inverse, F32(input_scale), cos, sin, angle)
+    return cos, sin, angle
