@@ -21,9 +21,17 @@ from posenc.schemes.rope.params import RopeParams
 from posenc.schemes.rope.recipes import ggml, mlx
 
 Halves = Callable[
-    [RopeParams, npt.NDArray[np.int64]], tuple[Float32Array, Float32Array, Float32Array]
+    [RopeParams, npt.NDArray[np.int64], int], tuple[Float32Array, Float32Array, Float32Array]
 ]
 _HALVES: dict[str, Halves] = {"ggml": ggml.halves, "mlx": mlx.halves}
+
+
+def halves(
+    params: RopeParams, positions: npt.NDArray[np.int64], seq_len: int
+) -> tuple[Float32Array, Float32Array, Float32Array]:
+    """cos, sin and the angle per pair, ``(n, d/2)`` float32, as the runtime computes them for
+    a table ending at ``seq_len``."""
+    return _HALVES[params.recipe](params, positions, seq_len)
 
 
 def check(params: RopeParams) -> None:
@@ -44,11 +52,12 @@ def encode(
     """
     halves = _HALVES[params.recipe]
     if component == "inv_freq":
-        frequencies: npt.NDArray[np.floating[Any]] = halves(params, np.ones(1, np.int64))[2][0]
+        frequencies: npt.NDArray[np.floating[Any]] = halves(params, np.ones(1, np.int64), 2)[2][0]
         return frequencies.astype(dtype)
     half = params.d_model // 2
     rows = max(1, BLOCK_ELEMENTS // half)
     n = len(positions)
+    seq_len = int(positions.max()) + 1 if n else 1  # dynamic's length: the whole table's
     if component == "angle":
         table = np.empty((n, half), dtype=dtype)
     else:
@@ -57,7 +66,7 @@ def encode(
     for start in range(0, n, rows):
         checkpoint()
         block = slice(start, start + rows)
-        cos, sin, angle = halves(params, positions[block])
+        cos, sin, angle = halves(params, positions[block], seq_len)
         if component == "angle":
             table[block] = angle
             continue

@@ -247,7 +247,7 @@ def _cache_rows(
 
 
 def halves(
-    params: RopeParams, positions: npt.NDArray[np.int64]
+    params: RopeParams, positions: npt.NDArray[np.int64], seq_len: int
 ) -> tuple[Float32Array, Float32Array, Float32Array]:
     """cos, sin and the angle, each ``(n, d/2)`` float32, as ggml-cpu computes them."""
     rope = derive(params)

@@ -204,11 +204,10 @@ def _longrope(params: RopeParams, freqs: Float32Array) -> tuple[Float32Array, fl
 
 
 def halves(
-    params: RopeParams, positions: npt.NDArray[np.int64]
+    params: RopeParams, positions: npt.NDArray[np.int64], seq_len: int
 ) -> tuple[Float32Array, Float32Array, Float32Array]:
     """cos, sin and the angle, each ``(n, d/2)`` float32, as MLX computes them."""
     check(params)
-    seq_len = int(positions.max()) + 1 if positions.size else 1
     periods, base, scale, input_scale = _periods(params, seq_len)
     half = params.d_model // 2
     if periods is None:
