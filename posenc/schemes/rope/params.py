@@ -14,7 +14,8 @@ Component = Literal["cos_sin", "cos", "sin", "angle", "inv_freq"]
 Precision = Literal["float32", "float64"]
 # framework and transformers are one recipe, spelled framework once parsed.
 Recipe = Literal["exact", "framework", "transformers", "ggml", "mlx"]
-RUNTIMES = ("ggml", "mlx")
+Runtime = Literal["ggml", "mlx"]
+RUNTIMES: tuple[Runtime, ...] = ("ggml", "mlx")
 COMPONENTS: tuple[str, ...] = get_args(Component)
 
 _NEEDS: dict[str, tuple[str, ...]] = {

@@ -9,6 +9,9 @@ cache, and only when the cache is not already within ``tolerance_ulp`` of the ex
   transformers' float32 recipe (:func:`posenc.schemes.rope.framework.encode`) in all but
   ``max(2, h/16)`` pairs (torch's ``pow`` is not correctly rounded in a few); the other
   findings then stay silent;
+- ``matches_recipe`` (:mod:`.runtimes`) — otherwise, every value within one ulp of a runtime's
+  float32 rope (``recipe=ggml``: llama.cpp; ``recipe=mlx``: MLX) for the stated rope: the
+  recipe is named, and the other findings stay silent;
 - ``partial_rotary`` (:mod:`.partial`) — the trailing columns do not rotate (cos 1, sin 0,
   angle 0), or the frequencies are those of a wider head ``D`` at the stated base
   (``ω_i = base^(−2i/D)``);
@@ -57,6 +60,7 @@ from posenc.schemes.rope.conformance.precision import (
 from posenc.schemes.rope.conformance.reading import Reading, read
 from posenc.schemes.rope.conformance.recipe import matches_framework_recipe
 from posenc.schemes.rope.conformance.rows import DECISIVE, Errors, FloatArray, Model, compare
+from posenc.schemes.rope.conformance.runtimes import matches_runtime_recipe
 from posenc.schemes.rope.conformance.spectrum import fit_spectrum
 from posenc.schemes.rope.params import Layout, RopeParams
 from posenc.verify import CHUNK_ELEMENTS
@@ -121,9 +125,12 @@ def conformance_cost(params: RopeParams, n: int, component: str) -> Cost:
     values = math.prod(rope.shape(params, n, component))
     width = values // max(n, 1)
     chunk = min(values, max(CHUNK_ELEMENTS, width) + width)
-    held = 8 * values + 10 * 8 * n + 16 * 8 * chunk + 40 * n + 4 * 1024 * h + 2_000_000
+    # The runtimes' recipes (matches_recipe) add their rows a chunk at a time: three float32
+    # halves and three expanded float32 rows per value, and two passes of libm's or MLX's
+    # sin and cos (measured ~40 ns a value each; declared 150).
+    held = 8 * values + 10 * 8 * n + 24 * 8 * chunk + 40 * n + 4 * 1024 * h + 2_000_000
     chunks = 8 * (values // CHUNK_ELEMENTS + 1)
-    work = 400 * values + 4 * 30_000 * h + 700 * (60 * h + 3_000) + 30_000 * chunks
+    work = 700 * values + 4 * 30_000 * h + 700 * (60 * h + 3_000) + 30_000 * chunks
     return Cost(held, work + 200 * n)
 
 
@@ -159,6 +166,9 @@ def _diagnose(
         if collapsed is None:
             findings.extend(angle_precision(stated.params, component, array, positions, errors))
         return tuple(findings)
+    runtime = matches_runtime_recipe(stated, array, component, n, errors)
+    if runtime is not None:
+        return (*findings, runtime)
     partial = identity_tail(stated, array, component, n, errors)
     if partial is not None:
         return (*findings, partial)

@@ -73,6 +73,7 @@ def matches_framework_recipe(
         f"angles): up to {errors.max_abs:.3g} from the exact values, beyond the tolerance from "
         f"position {errors.first_bad}",
         {
+            "recipe": "framework",
             "max_abs_error_from_exact": errors.max_abs,
             "max_ulp_error_from_exact": errors.max_ulp,
             "exceeds_tolerance_from_position": errors.first_bad,

@@ -128,6 +128,10 @@ def check(params: RopeParams) -> None:
         raise NotApplicableError(
             "recipe", "rope", "recipe=mlx does not serve rotary_pairs (proportional rope)"
         )
+    if params.scaling == "longrope" and params.layout == "interleaved":
+        raise NotApplicableError(
+            "recipe", "rope", "mlx-lm's SuScaledRoPE (longrope) turns split pairs only"
+        )
 
 
 def _exponents(dim: int) -> Float32Array:

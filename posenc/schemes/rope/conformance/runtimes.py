@@ -1,0 +1,97 @@
+"""``matches_recipe``: the cache is a runtime's float32 rope (llama.cpp's ggml, MLX), recognised
+by recomputing that runtime's recipe (:mod:`posenc.schemes.rope.recipes`) for the stated rope.
+
+A porter comparing llama.cpp's or MLX's activations with transformers' sees differences of 1e-2
+at long context and cannot tell a bug from the recipe: this names the recipe the cache is, and
+how far that recipe is from exact. A runtime that does not implement the stated scaling is
+not tried; of the runtimes within one ulp of the cache, the closest is named, and the others
+listed (at short context ggml's and MLX's tables can agree to the bit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import numpy.typing as npt
+
+from posenc.conformance import Finding
+from posenc.errors import PosencError
+from posenc.schemes.rope import recipes
+from posenc.schemes.rope.conformance.rows import (
+    Errors,
+    FloatArray,
+    Model,
+    cache_rows,
+    expand,
+    row_width,
+)
+from posenc.schemes.rope.params import RUNTIMES, RopeParams, Runtime
+from posenc.verify import row_chunks
+
+NAMES = {"ggml": "llama.cpp's ggml-cpu", "mlx": "MLX's CPU mx.fast.rope with mlx-lm"}
+
+
+def _runtime_rows(
+    params: RopeParams, component: str, n: int, offset: int, rows: slice
+) -> npt.NDArray[np.float32]:
+    """The runtime's rows for a table of ``n`` positions from ``offset``, as
+    :func:`~posenc.schemes.rope.conformance.rows.cache_rows` lays the cache's out."""
+    positions = np.arange(offset + rows.start, offset + rows.stop, dtype=np.int64)
+    cos, sin, angle = recipes.halves(params, positions, offset + n)
+    if component == "angle":
+        return angle
+    wide_cos = expand(cos.astype(np.float64), params.layout).astype(np.float32)
+    wide_sin = expand(sin.astype(np.float64), params.layout).astype(np.float32)
+    return {"cos": wide_cos, "sin": wide_sin}.get(
+        component, np.concatenate([wide_cos, wide_sin], axis=1)
+    )
+
+
+def _largest_ulp(
+    stated: Model, runtime: Runtime, array: FloatArray, component: str, n: int
+) -> float:
+    params = replace(stated.params, recipe=runtime, framework_precision=None)
+    try:
+        recipes.check(params)
+    except PosencError:
+        return float("inf")  # the runtime has no such rope
+    coarse = np.float32 if array.dtype.itemsize >= 4 else array.dtype
+    worst = 0.0
+    for rows in row_chunks(n, row_width(params, component)):
+        expected = _runtime_rows(params, component, n, stated.offset, rows)
+        cache = cache_rows(array, component, rows).astype(np.float64)
+        spacing = np.spacing(np.abs(expected).astype(coarse)).astype(np.float64)
+        spacing = np.maximum(spacing, float(np.finfo(coarse).smallest_subnormal))
+        worst = max(worst, float((np.abs(cache - expected) / spacing).max(initial=0.0)))
+        if worst > 1:
+            break  # not this runtime: no need to read further
+    return worst
+
+
+def matches_runtime_recipe(
+    stated: Model, array: FloatArray, component: str, n: int, errors: Errors
+) -> Finding | None:
+    """Within one ulp (float32's or the cache's, the coarser) of a runtime's recipe at every
+    value: O(n·d) per runtime tried."""
+    if stated.params.framework_precision is not None or component == "inv_freq":
+        return None
+    distances = {r: _largest_ulp(stated, r, array, component, n) for r in RUNTIMES}
+    matching = sorted((d, r) for r, d in distances.items() if d <= 1)
+    if not matching:
+        return None
+    distance, runtime = matching[0]
+    return Finding(
+        "matches_recipe",
+        f"the cache is {NAMES[runtime]} float32 rope (recipe={runtime}): correct for that "
+        f"runtime, up to {errors.max_abs:.3g} from the exact values, beyond the tolerance from "
+        f"position {errors.first_bad}",
+        {
+            "recipe": runtime,
+            "also_matches": [other for _, other in matching[1:]],
+            "max_abs_error_from_exact": errors.max_abs,
+            "max_ulp_error_from_exact": errors.max_ulp,
+            "exceeds_tolerance_from_position": errors.first_bad,
+            "max_ulp_from_recipe": distance,
+        },
+    )

@@ -1,0 +1,93 @@
+"""recipe=ggml and recipe=mlx over HTTP: refusals name the recipe, and a cache a runtime built is
+diagnosed as that runtime's recipe rather than as imprecise float32 angles."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+from posenc.schemes.rope.maths import encode
+from posenc.schemes.rope.params import Recipe, RopeParams
+from tests.conftest import Client
+
+
+@pytest.mark.parametrize(
+    ("recipe", "query"),
+    [
+        ("ggml", "scaling=dynamic&factor=2&original_max_position_embeddings=64"),
+        ("ggml", "rotary_pairs=2"),
+        ("mlx", "rotary_pairs=2"),
+        ("mlx", "layout=interleaved&scaling=longrope&original_max_position_embeddings=64"
+         "&short_factor=1,1,1,1&long_factor=2,2,2,2"),
+    ],
+)  # fmt: skip
+def test_a_scaling_the_runtime_does_not_implement_is_a_422_naming_the_recipe(
+    client: Client, recipe: str, query: str
+) -> None:
+    response = client.get(f"/v1/rope/table?d_model=8&seq_len=4&recipe={recipe}&{query}")
+    assert response.status_code == 422
+    problem = response.json()
+    assert problem["type"] == "urn:posenc:problem:not-applicable"
+    assert problem["errors"][0]["loc"] == ["query", "recipe"]
+    assert f"recipe={recipe}" in problem["detail"] or "mlx-lm" in problem["detail"]
+
+
+def test_freq_factors_and_n_ctx_belong_to_recipe_ggml(client: Client) -> None:
+    response = client.get("/v1/rope/table?d_model=8&seq_len=2&freq_factors=1,2,3,4")
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"] == ["query", "freq_factors"]
+    served = client.get(
+        "/v1/rope/table?d_model=8&seq_len=2&recipe=ggml&freq_factors=1,2,3,4&format=npy"
+    )
+    assert served.status_code == 200
+    table = np.load(io.BytesIO(served.content))
+    factors = np.array([1, 2, 3, 4], dtype=np.float32)
+    theta = np.float32(1.0) * np.float32(10000.0) ** (-np.arange(4) / 4)
+    assert np.allclose(table[1, 1, :4], np.sin(theta / factors), atol=1e-6)
+
+
+def test_transformers_is_the_framework_recipe_spelled_once(
+    client: Client,
+) -> None:
+    response = client.get("/v1/rope/table?d_model=8&seq_len=2&recipe=transformers")
+    assert response.status_code == 200
+    assert response.json()["params"]["recipe"] == "framework"
+
+
+@pytest.mark.parametrize("recipe", ["ggml", "mlx"])
+def test_a_runtime_s_cache_is_named_as_that_runtime_s_recipe(
+    client: Client, recipe: Recipe
+) -> None:
+    params = RopeParams(d_model=64, base=500000.0, recipe=recipe)
+    table = encode(params, np.arange(100_000, 100_256), "float32", "cos_sin")
+    body = io.BytesIO()
+    np.save(body, table)
+    response = client.post(
+        "/v1/rope/verify?d_model=64&base=500000&offset=100000",
+        content=body.getvalue(),
+        headers={"content-type": "application/x-npy"},
+    )
+    report = response.json()
+    assert report["conforms"] is False
+    names = [finding["name"] for finding in report["diagnosis"]]
+    assert names == ["matches_recipe"], names
+    evidence = report["diagnosis"][0]["evidence"]
+    assert evidence["recipe"] == recipe
+    assert evidence["max_ulp_from_recipe"] == 0
+    assert evidence["max_abs_error_from_exact"] > 1e-4
+
+
+def test_an_exact_cache_is_no_runtime_s(client: Client) -> None:
+    table = encode(RopeParams(d_model=64, base=500000.0), np.arange(0, 256), "float32", "cos_sin")
+    body = io.BytesIO()
+    np.save(body, table)
+    response = client.post(
+        "/v1/rope/verify?d_model=64&base=500000",
+        content=body.getvalue(),
+        headers={"content-type": "application/x-npy"},
+    )
+    report = response.json()
+    assert report["conforms"] is True
+    assert all(f["name"] != "matches_recipe" for f in report["diagnosis"])

@@ -1,0 +1,156 @@
+"""recipe=ggml and recipe=mlx against the runtimes themselves: ggml through ggml-python (the
+ggml llama.cpp builds, compiled here against this machine's glibc) and MLX through mlx[cpu]
+with mlx-lm's rope modules. Random widths, bases and layouts for every scaling each runtime
+implements; positions from 0, around 2^24 (where positions stop being exact in float32) and up
+to 2^31 − 1. Both runtimes call the service's libm (glibc) or none, so every value must be
+bit-identical, which is stronger than the 1 ulp the README promises elsewhere."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from posenc.schemes.rope import recipes
+from posenc.schemes.rope.params import Layout, Recipe, RopeParams
+from tests.reference import runtimes
+
+pytest.importorskip("ggml", reason="ggml-python is part of the reference extra")
+pytest.importorskip("mlx.core", reason="mlx[cpu] is part of the reference extra")
+
+_SEED = 20261126
+_DRAWS = 4
+
+
+def _positions(rng: np.random.Generator) -> npt.NDArray[np.int64]:
+    return np.concatenate(
+        [
+            np.arange(0, 96),
+            np.arange(2**24 - 16, 2**24 + 16),
+            rng.integers(0, 2**31 - 1, 96),
+            [2**31 - 1],
+        ]
+    ).astype(np.int64)
+
+
+def _scaled(scaling: str, rng: np.random.Generator, d: int) -> dict[str, Any]:
+    factor = float(rng.choice([2.0, 4.0, 8.0, 16.0, 40.0]))
+    original = int(rng.choice([2048, 4096, 8192, 32768]))
+    if scaling == "none":
+        return {}
+    if scaling == "linear":
+        return {"factor": factor}
+    if scaling == "dynamic":
+        return {"factor": factor, "original_max_position_embeddings": original}
+    if scaling == "yarn":
+        extra = {"mscale": 0.707, "mscale_all_dim": 0.707} if rng.random() < 0.3 else {}
+        return {"factor": factor, "original_max_position_embeddings": original, **extra}
+    if scaling == "llama3":
+        return {"factor": factor, "original_max_position_embeddings": original}
+    short = tuple(float(f) for f in np.round(1 + rng.random(d // 2), 4))
+    long = tuple(float(f) for f in np.round(1 + 30 * rng.random(d // 2), 4))
+    return {
+        "factor": factor,
+        "original_max_position_embeddings": original,
+        "short_factor": short,
+        "long_factor": long,
+    }
+
+
+def _cases(recipe: str, scalings: tuple[str, ...]) -> list[Any]:
+    rng = np.random.default_rng(_SEED + len(recipe))
+    cases = []
+    for scaling in scalings:
+        for draw in range(_DRAWS):
+            d = int(rng.integers(1, 129)) * 2
+            base = float(np.round(10 ** rng.uniform(2, 7), 1))
+            mlx_longrope = recipe == "mlx" and scaling == "longrope"  # split pairs only
+            layout: Layout = "interleaved" if draw % 2 and not mlx_longrope else "split"
+            params = RopeParams(
+                d_model=d,
+                base=base,
+                layout=layout,
+                scaling=scaling,  # type: ignore[arg-type]
+                recipe=recipe,  # type: ignore[arg-type]
+                **_scaled(scaling, rng, d),
+            )
+            cases.append(pytest.param(params, id=f"{recipe}-{scaling}-{d}-{layout}-{draw}"))
+    return cases
+
+
+def _assert_identical(
+    expected: tuple[npt.NDArray[np.float32], ...], got: tuple[npt.NDArray[np.float32], ...]
+) -> None:
+    for want, have in zip(expected, got, strict=True):
+        ulps = np.abs(have.astype(np.float64) - want) / np.spacing(np.abs(want))
+        assert ulps.max() <= 1, f"{ulps.max()} ulp from the runtime"
+        mismatched = np.argwhere(have != want)
+        assert mismatched.size == 0, f"{len(mismatched)} values differ, first at {mismatched[0]}"
+
+
+@pytest.mark.parametrize("params", _cases("ggml", ("none", "linear", "yarn", "llama3", "longrope")))
+def test_ggml_recipe_is_ggml_cpu_bit_for_bit(params: RopeParams) -> None:
+    positions = _positions(np.random.default_rng(params.d_model))
+    cos, sin, _ = recipes.halves(params, positions, int(positions.max()) + 1)
+    _assert_identical(runtimes.ggml_halves(params, positions), (cos, sin))
+
+
+def test_ggml_recipe_with_a_gguf_s_own_factor_tensor() -> None:
+    rng = np.random.default_rng(7)
+    factors = tuple(float(f) for f in np.round(1 + 10 * rng.random(32), 3))
+    params = RopeParams(d_model=64, base=500000.0, recipe="ggml", freq_factors=factors)
+    positions = _positions(rng)
+    cos, sin, _ = recipes.halves(params, positions, int(positions.max()) + 1)
+    _assert_identical(runtimes.ggml_halves(params, positions), (cos, sin))
+
+
+@pytest.mark.parametrize("params", _cases("mlx", ("none", "linear", "yarn", "llama3", "longrope")))
+def test_mlx_recipe_is_mlx_cpu_bit_for_bit(params: RopeParams) -> None:
+    positions = _positions(np.random.default_rng(params.d_model))
+    cos, sin, _ = recipes.halves(params, positions, int(positions.max()) + 1)
+    _assert_identical(runtimes.mlx_halves(params, positions), (cos, sin))
+
+
+@pytest.mark.parametrize("params", _cases("mlx", ("dynamic",)))
+def test_mlx_dynamic_grows_its_base_with_the_table_as_a_prefill_does(params: RopeParams) -> None:
+    n = 3 * (params.original_max_position_embeddings or 1) // 2
+    cos, sin, _ = recipes.halves(params, np.arange(n, dtype=np.int64), n)
+    _assert_identical(runtimes.mlx_prefill(params, n), (cos, sin))
+
+
+def test_the_served_table_is_the_runtime_s_laid_out() -> None:
+    """maths.encode (what /v1/rope/table serves) lays the runtime's halves out by layout."""
+    from posenc.schemes.rope.maths import encode
+
+    for recipe, reference in (("ggml", runtimes.ggml_halves), ("mlx", runtimes.mlx_halves)):
+        params = RopeParams(
+            d_model=16,
+            base=10000.0,
+            layout="interleaved",
+            recipe=recipe,  # type: ignore[arg-type]
+        )
+        positions = np.arange(1_000_000, 1_000_040, dtype=np.int64)
+        table = encode(params, positions, "float32", "cos_sin")
+        cos, sin = reference(params, positions)
+        assert np.array_equal(table[0][:, 0::2], cos) and np.array_equal(table[0][:, 1::2], cos)
+        assert np.array_equal(table[1][:, 0::2], sin) and np.array_equal(table[1][:, 1::2], sin)
+
+
+def test_at_a_million_the_runtimes_differ_from_exact_and_from_each_other() -> None:
+    """The issue's table: the recipes are each ~1e-2 from exact and from one another at 10^6,
+    which is why a porter needs the runtime's own table to compare with."""
+    from posenc.schemes.rope.maths import encode
+
+    positions = np.array([1_000_000], dtype=np.int64)
+    tables = {}
+    recipes_compared: tuple[Recipe, ...] = ("exact", "framework", "ggml", "mlx")
+    for recipe in recipes_compared:
+        params = RopeParams(d_model=128, base=500000.0, recipe=recipe)
+        tables[recipe] = encode(params, positions, "float64", "cos")
+    for recipe in ("framework", "ggml", "mlx"):
+        assert 1e-3 < np.abs(tables[recipe] - tables["exact"]).max() < 0.2, recipe
+    assert np.abs(tables["ggml"] - tables["framework"]).max() > 1e-3
+    assert math.isfinite(float(np.abs(tables["mlx"] - tables["ggml"]).max()))
