@@ -7,12 +7,12 @@ POSENC_HOST ?= 127.0.0.1
 POSENC_PORT ?= 8000
 export POSENC_HOST POSENC_PORT
 
-.PHONY: install run test check lint format bench soak system-deps
+.PHONY: install run test check lint format bench soak system-deps docs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,reference]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,docs,reference]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -49,7 +49,14 @@ system-deps:
 	cd tests/clients && npm ci --silent --no-audit --no-fund
 	cd examples/js && npm ci --silent --no-audit --no-fund
 
-# Everything, slow system tests included: what CI runs.
+# The documentation site into site/, strictly: a broken link or reference fails. The suite builds
+# it the same way (tests/test_docs.py) and runs every example on its pages and in the README.
+# mkdocs-material's banner about its successor is noise in a build log.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+# Everything, slow system tests included, the documentation's strict build among them: what CI
+# runs.
 test: lint system-deps
 	$(BIN)/pytest
 

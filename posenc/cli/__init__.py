@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import sys
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import click
@@ -68,8 +70,41 @@ class _Commands(click.Group):
         except PosencError as e:
             raise Refused(str(e)) from None
 
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Every error as one line on stderr, ``Error: <what, naming the field>``, exit 2 for
+        bad input: click's usage block before a usage error is noise in a CI log."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, **extra)
+        except click.UsageError as e:
+            hint = f" (see {e.ctx.command_path} --help)" if e.ctx is not None else ""
+            click.echo(f"Error: {e.format_message()}{hint}", err=True)
+            sys.exit(e.exit_code)
+        except click.ClickException as e:
+            click.echo(f"Error: {e.format_message()}", err=True)
+            sys.exit(e.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
 
-@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
+
+@click.group(
+    cls=_Commands,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="\b\nExample: a model's rope, its exact cache, and yours checked against it\n"
+    "  posenc model config.json\n"
+    "  posenc table --config config.json --seq-len 8192 -o cos_sin.npy\n"
+    "  posenc check my_cache.npy --config config.json",
+)
 @click.version_option(package_name="posenc", message="%(prog)s %(version)s")
 def main() -> None:
     """Positional encodings, correct to the last bit: a model's rope, any scheme's table, and

@@ -11,11 +11,12 @@ from typing import Any
 
 import click
 
-from posenc.cli import Refused, url_param
+from posenc.cli import Refused, table, url_param
 from posenc.cli.schemes import (
     CommaList,
     SchemeGroup,
     component_options,
+    flags,
     given,
     scheme_options,
 )
@@ -59,7 +60,13 @@ def _command(scheme: Any) -> click.Command:
         help=f"CACHE (.npy, or raw little-endian with --shape and --dtype) against {scheme.name}"
         f" ({scheme.summary}). Exit 0 when it conforms, 1 when it does not, 2 on bad input.",
         short_help=scheme.summary,
+        epilog=f"\b\nExample:\n  {table.example(scheme)}\n  {example(scheme)}",
     )
+
+
+def example(scheme: Any) -> str:
+    """A check of the cache ``posenc table``'s example for the scheme writes."""
+    return f"posenc check {scheme.name} {scheme.name}.npy {flags(scheme.examples[0])}"
 
 
 def _run(
@@ -174,4 +181,7 @@ check = SchemeGroup(
     "[parameters], or posenc check CACHE --config config.json for a model's rope. Exit 0 when "
     "it conforms, 1 when it does not (with the diagnosis), 2 on bad input.",
     short_help="a cache against its parameters: exit 0 conforms, 1 not, 2 bad input",
+    epilog="\b\nExample:\n"
+    "  posenc check rope cos_sin.npy --d-model 128 --base 500000\n"
+    "  posenc check cos_sin.npy --config config.json   # a model's rope",
 )

@@ -1,15 +1,23 @@
-"""``posenc model config.json``: what ``POST /v1/rope/config`` answers, as text or JSON."""
+"""``posenc model config.json``: what ``POST /v1/rope/config`` answers, as text or JSON.
+
+The text answers "what rope does this model use?": each distinct rope once, its layers as
+runs, its parameters on one line, and the two commands that build and check its cache. The URLs
+come with ``--urls``; ``--json`` is the whole answer, aliases and all.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import click
 
 from posenc.cli import URL_HELP, read_json
-from posenc.cli.schemes import flags, takes_config
+from posenc.cli.schemes import flags, shown, takes_config
+
+# The URLs worth a reader's eye; the alias forms are in --json.
+_URLS = ("table", "table_framework", "verify")
 
 
 def describe(path: str, url: str | None) -> tuple[str, dict[str, Any]]:
@@ -42,65 +50,96 @@ def one_rope(answer: Mapping[str, Any]) -> dict[str, Any]:
     return dict(ropes[0]["params"])
 
 
-@click.command(short_help="the rope of a model's config.json")
+@click.command(
+    short_help="the rope of a model's config.json",
+    epilog="\b\nExample:\n  posenc model config.json          # Llama 3.1 8B: one rope in 5 lines"
+    "\n  posenc model config.json --urls   # and the HTTP URLs of its table and verify",
+)
 @click.argument("config", type=click.Path(exists=True, dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="print the answer as JSON")
+@click.option("--urls", "with_urls", is_flag=True, help="also print each rope's URLs")
+@click.option("--json", "as_json", is_flag=True, help="print the whole answer as JSON")
 @click.option("--url", metavar="URL", help=URL_HELP)
-def model(config: str, as_json: bool, url: str | None) -> None:
-    """Every parameter of the rope a model's CONFIG (its config.json, as the Hub publishes it)
-    states, the URLs of its table and verify, and the commands that build and check it."""
+def model(config: str, with_urls: bool, as_json: bool, url: str | None) -> None:
+    """The rope of every layer of a model, read from its CONFIG (its config.json, as the Hub
+    publishes it): each distinct rope once, with its layers, its parameters and the commands
+    that build and check its cache."""
     scheme, answer = describe(config, url)
-    if as_json:
-        click.echo(json.dumps(answer, indent=2))
-        return
-    click.echo(render(answer))
-    ropes = [rope["params"] for rope in answer.get("ropes", ()) if isinstance(rope, Mapping)]
-    if ropes:
-        # Here no service's limits apply: the table the model was trained to, whole.
-        rows = answer.get("max_position_embeddings") or 4096
-        click.echo("\ncommands")
-        for number, params in enumerate(ropes):
-            name = scheme if len(ropes) == 1 else f"{scheme}{number}"
-            click.echo(f"  posenc table {scheme} {flags(params)} --seq-len {rows} -o {name}.npy")
-        if len(ropes) == 1:  # --config names one rope; a model with several names its layers
-            click.echo(f"  posenc check {scheme}.npy --config {config}")
+    click.echo(
+        json.dumps(answer, indent=2) if as_json else render(scheme, answer, config, with_urls)
+    )
 
 
-def render(value: Any, indent: int = 0) -> str:
-    """A JSON answer as aligned ``key  value`` lines, nested ones indented under their key.
+def render(scheme: str, answer: Mapping[str, Any], config: str, with_urls: bool = False) -> str:
+    """The answer of ``POST /v1/{scheme}/config`` as a reader wants it.
 
-    >>> print(render({"scheme": "rope", "params": {"d_model": 8, "base": 10000.0}, "n": None}))
-    scheme  rope
-    params
-      d_model  8
-      base     10000
-    n       -
+    >>> answer = {"model_type": "m", "num_hidden_layers": 3, "head_dim": 8,
+    ...           "max_position_embeddings": 64, "nope_layers": [2], "mrope": None,
+    ...           "ropes": [{"layer_types": [], "layers": [0, 1], "rotary_dim": 8,
+    ...                      "params": {"d_model": 8, "base": 10000.0}, "apply": None,
+    ...                      "query_scaling": None}]}
+    >>> print(render("rope", answer, "config.json"))
+    m: 3 layers, head_dim 8, max_position_embeddings 64
+    rope  layers 0, 1
+      d_model=8 base=10000
+      build  posenc table rope --d-model 8 --base 10000 --seq-len 64 -o rope.npy
+      check  posenc check rope.npy --config config.json
+    no rope  layers 2
     """
-    pad = " " * indent
-    if not isinstance(value, Mapping):
-        return pad + _scalar(value)
-    width = max((len(str(key)) for key in value), default=0) + 2
-    lines: list[str] = []
-    for key, item in value.items():
-        if isinstance(item, Mapping) and item:
-            lines.extend((f"{pad}{key}", render(item, indent + 2)))
-        elif isinstance(item, list) and item and isinstance(item[0], Mapping):
-            for number, entry in enumerate(item):
-                lines.extend((f"{pad}{key}[{number}]", render(entry, indent + 2)))
+    ropes = answer.get("ropes") or ()  # the service merges layer types that share a rope
+    # Here no service's limits apply: the table the model was trained to, whole.
+    rows = answer.get("max_position_embeddings") or 4096
+    known = [
+        f"{answer['num_hidden_layers']} layers" if answer.get("num_hidden_layers") else None,
+        f"head_dim {answer['head_dim']}" if answer.get("head_dim") else None,
+        f"max_position_embeddings {rows}" if answer.get("max_position_embeddings") else None,
+    ]
+    lines = [f"{answer.get('model_type')}: {', '.join(part for part in known if part)}"]
+    for number, rope in enumerate(ropes, 1):
+        name = scheme if len(ropes) == 1 else f"{scheme}{number}"
+        kinds = ", ".join(rope["layer_types"])
+        layers = "every layer" if rope["layers"] is None else f"layers {runs(rope['layers'])}"
+        lines.append(f"{name}  {kinds + '  ' if kinds else ''}{layers}")
+        params = rope["params"]
+        lines.append("  " + " ".join(f"{k}={shown(v)}" for k, v in params.items()))
+        if rope.get("rotary_dim") not in (None, params.get("d_model")):
+            lines.append(f"  rotary_dim={rope['rotary_dim']}")
+        for extra in ("apply", "query_scaling"):
+            if rope.get(extra) is not None:
+                lines.append(f"  {extra}: {_inline(rope[extra])}")
+        built = f"{name}.npy"
+        lines.append(f"  build  posenc table {scheme} {flags(params)} --seq-len {rows} -o {built}")
+        # --config names a model's one rope; one of several is checked by its parameters.
+        if len(ropes) == 1:
+            lines.append(f"  check  posenc check {built} --config {config}")
         else:
-            lines.append(f"{pad}{str(key).ljust(width)}{_scalar(item)}")
+            lines.append(f"  check  posenc check {scheme} {built} {flags(params)}")
+        if with_urls:
+            lines.extend(f"  {key}  {rope['urls'][key]}" for key in _URLS if key in rope["urls"])
+    if answer.get("nope_layers"):
+        lines.append(f"no rope  layers {runs(answer['nope_layers'])}")
+    if answer.get("mrope"):
+        lines.append(f"mrope  {_inline(answer['mrope'])}")
     return "\n".join(lines)
 
 
-def _scalar(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
-        return str(int(value))
-    if isinstance(value, list | tuple):
-        return ", ".join(_scalar(item) for item in value) or "[]"
+def runs(layers: Iterable[int]) -> str:
+    """Layer numbers as runs, as the page shows them.
+
+    >>> runs([0, 1, 2, 3, 4, 6, 7, 8, 24, 25])
+    '0-4, 6-8, 24, 25'
+    """
+    spans: list[list[int]] = []
+    for layer in sorted(layers):
+        if spans and layer == spans[-1][-1] + 1:
+            spans[-1].append(layer)
+        else:
+            spans.append([layer])
+    return ", ".join(
+        f"{span[0]}-{span[-1]}" if len(span) > 2 else ", ".join(map(str, span)) for span in spans
+    )
+
+
+def _inline(value: Any) -> str:
     if isinstance(value, Mapping):
-        return "{}"
-    return str(value)
+        return " ".join(f"{k}={shown(v)}" for k, v in value.items() if v is not None)
+    return shown(value)

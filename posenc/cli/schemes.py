@@ -61,7 +61,7 @@ def scheme_options(scheme: Any) -> list[click.Parameter]:
         required = f.default is dataclasses.MISSING
         extra = ["required"] if required else []
         if not required and f.default is not None:
-            extra.append(f"default: {_shown(f.default)}")
+            extra.append(f"default: {shown(f.default)}")
         help_text = spec(f).doc + (f" [{'; '.join(extra)}]" if extra else "")
         flag = "--" + f.name.replace("_", "-")
         options.append(click.Option([flag, f.name], type=kind, default=None, help=help_text))
@@ -80,14 +80,14 @@ def flags(params: Mapping[str, Any]) -> str:
     >>> flags({"d_model": 8, "short_factor": [1.0, 2.5], "truncate": False})
     '--d-model 8 --short-factor 1,2.5 --truncate false'
     """
-    return " ".join(f"--{k.replace('_', '-')} {_shown(v)}" for k, v in params.items())
+    return " ".join(f"--{k.replace('_', '-')} {shown(v)}" for k, v in params.items())
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, list | tuple):
-        return ",".join(_shown(item) for item in value)
+        return ",".join(shown(item) for item in value)
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
         return str(int(value))
     return str(value)

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from posenc.cli import url_param
-from posenc.cli.schemes import SchemeGroup, component_options, given, scheme_options
+from posenc.cli.schemes import SchemeGroup, component_options, flags, given, scheme_options
 from posenc.cli.write import FORMATS, destination, format_of, progress, write
 
 
@@ -50,7 +50,14 @@ def _command(scheme: Any) -> click.Command:
         callback=functools.partial(_run, scheme),
         help=f"{scheme.summary}.",
         short_help=scheme.summary,
+        epilog=f"\b\nExample:\n  {example(scheme)}",
     )
+
+
+def example(scheme: Any) -> str:
+    """A command that builds the scheme's first declared example, as its help shows it."""
+    rows = " --seq-len 16" if scheme.rows == "positions" else ""
+    return f"posenc table {scheme.name} {flags(scheme.examples[0])}{rows} -o {scheme.name}.npy"
 
 
 def _run(scheme: Any, url: str | None, output: str, fmt: str | None, **values: Any) -> None:
@@ -124,4 +131,7 @@ table = SchemeGroup(
     help="Any scheme's table, with the HTTP API's parameters: posenc table SCHEME --help lists "
     "them. .npy, raw little-endian (.bin) or CSV, exactly the bytes the service serves.",
     short_help="any scheme's table, as .npy, raw or CSV",
+    epilog="\b\nExample:\n"
+    "  posenc table rope --d-model 128 --base 500000 --seq-len 8192 -o cos_sin.npy\n"
+    "  posenc table --config config.json --seq-len 8192 -o cos_sin.npy   # a model's rope",
 )

@@ -231,12 +231,12 @@ def test_no_model_type_is_answered_with_a_rope_it_does_not_use(
     assert not wrong, "\n".join(f"{name}: {why}" for name, why in sorted(wrong.items()))
 
 
-def test_the_readme_reports_the_measured_tally(verdicts: dict[str, tuple[str, str]]) -> None:
+def test_the_models_page_reports_the_measured_tally(verdicts: dict[str, tuple[str, str]]) -> None:
     tally = collections.Counter(verdict for verdict, _ in verdicts.values())
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    page = (Path(__file__).resolve().parents[2] / "docs" / "models.md").read_text()
     # | verdict | what it means | cases |
     row = re.compile(r"^\| (right|refused|wrong|unmeasured) \|[^|\n]*\| (\d+) \|$", re.M)
-    stated = {verdict: int(count) for verdict, count in row.findall(readme)}
+    stated = {verdict: int(count) for verdict, count in row.findall(page)}
     verdicts_named = ("right", "refused", "wrong", "unmeasured")
     assert stated == {verdict: tally[verdict] for verdict in verdicts_named}
     assert all(verdicts[f"{name} (Hub)"][0] == "right" for name in HUB_CONFIGS)
@@ -263,15 +263,15 @@ def type_tally(verdicts: Mapping[str, tuple[str, str]]) -> tuple[int, int, int]:
     return len(types), right, hub_only
 
 
-def test_the_readme_reports_the_types_answered_right(
+def test_the_models_page_reports_the_types_answered_right(
     verdicts: dict[str, tuple[str, str]],
 ) -> None:
     types, right, hub_only = type_tally(verdicts)
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    page = (Path(__file__).resolve().parents[2] / "docs" / "models.md").read_text()
     stated = re.search(
         r"Of the (\d+) types, (\d+) are right on their default configs and (\d+) more on the "
         r"configs the Hub publishes for them \((\d+) %\)",
-        " ".join(readme.split()),
+        " ".join(page.split()),
     )
     assert stated is not None
     assert [int(n) for n in stated.groups()] == [
