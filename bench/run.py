@@ -37,6 +37,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from bench.recipes import runtime_recipes
 from bench.soak import rss_mib
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -493,6 +494,7 @@ def main() -> None:
         f"{os.cpu_count()} cores, load by {'wrk' if shutil.which('wrk') else 'httpx'}\n"
     )
     core_table(row)
+    runtime_recipes(row)
     if core_only:
         return
     from bench.cold import cold_answers

@@ -91,3 +91,19 @@ def test_an_exact_cache_is_no_runtime_s(client: Client) -> None:
     report = response.json()
     assert report["conforms"] is True
     assert all(f["name"] != "matches_recipe" for f in report["diagnosis"])
+
+
+def test_posenc_testing_names_the_runtime_a_port_s_cache_is() -> None:
+    """The assertion a port's suite runs says 'this is llama.cpp's rope', not 'imprecise'."""
+    from posenc.testing import assert_rope_matches
+
+    cache = encode(
+        RopeParams(d_model=32, base=10000.0, recipe="ggml"),
+        np.arange(200_000, 200_064),
+        "float32",
+        "cos_sin",
+    )
+    with pytest.raises(AssertionError) as raised:
+        assert_rope_matches(cache, d_model=32, offset=200_000)
+    assert "matches_recipe" in str(raised.value)
+    assert "recipe=ggml" in str(raised.value)

@@ -54,10 +54,11 @@ def _exp(value: np.float32) -> np.float32:
 
 
 @numba.njit(nogil=True, cache=True)
-def _sincos(value: np.float32, sine: bool) -> np.float32:
-    # simd::sincos_checked (Cephes' sinf/cosf with fused reductions), libm past 2^23.
+def _sin_cos(value: np.float32) -> tuple[np.float32, np.float32]:
+    # simd::sincos_checked<Sine> for both: MLX evaluates sin and cos as two ops, each the same
+    # reduction and the same two polynomials; only the choice at the end differs.
     if abs(value) > _LIBM_FROM:
-        return np.float32(math.sin(value)) if sine else np.float32(math.cos(value))
+        return np.float32(math.sin(value)), np.float32(math.cos(value))
     negative = value < np.float32(0)
     x = np.float32(abs(value))
     octant = np.uint32(np.float32(x * np.float32(1.27323954473516)))
@@ -80,11 +81,9 @@ def _sincos(value: np.float32, sine: bool) -> np.float32:
     y2 = fma32(x, y2, x)
     y1 = fma32(z, np.float32(-0.5), y1)
     y1 = np.float32(y1 + np.float32(1.0))
-    if sine:
-        ys = y1 if second else y2
-        return -ys if sign_sin else ys
+    ys = y1 if second else y2
     yc = y2 if second else y1
-    return yc if sign_cos else -yc
+    return (-ys if sign_sin else ys), (yc if sign_cos else -yc)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -118,8 +117,9 @@ def _rows(
         for pair in range(inverse.shape[0]):
             theta = np.float32(position * inverse[pair])
             angle[row, pair] = theta
-            cos[row, pair] = np.float32(input_scale * _sincos(theta, False))
-            sin[row, pair] = np.float32(input_scale * _sincos(theta, True))
+            sine, cosine = _sin_cos(theta)
+            cos[row, pair] = np.float32(input_scale * cosine)
+            sin[row, pair] = np.float32(input_scale * sine)
 
 
 def check(params: RopeParams) -> None:
