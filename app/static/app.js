@@ -1010,20 +1010,35 @@ var scalings = {
   }
 };
 var SPREAD = Array.from(new Set(Array.from({ length: 63 }, (_, k) => Math.min(Math.round(2 ** (k / 2)), 2 ** 31 - 1)))).join(",");
+var RUNTIMES = { framework: "transformers", transformers: "transformers", ggml: "llama.cpp", mlx: "MLX" };
+var runtimeOf = (recipe) => RUNTIMES[recipe] ?? recipe;
+function recipes(scheme) {
+  const offered = (paramNamed(scheme, "recipe")?.choices ?? []).filter((r) => r !== "exact");
+  return offered.filter((r, k) => offered.findIndex((o) => runtimeOf(o) === runtimeOf(r)) === k);
+}
+function forRecipe(scheme, params, recipe) {
+  const query = { ...params };
+  for (const p of scheme.parameters) {
+    if (p.rule.startsWith("recipe=") && !p.rule.startsWith(`recipe=${recipe}`)) delete query[p.name];
+  }
+  return { ...query, recipe };
+}
 var precision = {
   id: "view-precision",
-  title: "Precision: the framework recipe against the exact table",
-  blurb: "Largest error per position against a float64 reference: the float32 recipe of the reference framework drifts with the position; the service's exact float32 table stays within half an ulp.",
-  applies: (s) => (paramNamed(s, "recipe")?.choices ?? []).includes("framework") && offers(s, "encode"),
+  title: "Precision: every runtime's recipe against the exact table",
+  blurb: "Largest error per position against a float64 reference: the float32 computations of transformers, llama.cpp and MLX drift with the position, each its own way; the service's exact float32 table stays within half an ulp. A recipe the runtime does not implement for these parameters is left out, and the note says why.",
+  applies: (s) => (paramNamed(s, "recipe")?.choices ?? []).includes("exact") && recipes(s).length > 0 && offers(s, "encode"),
   async draw(ctx, slot) {
     const base = { ...ctx.params, positions: SPREAD };
-    const queries = [
-      { ...base, recipe: "exact", dtype: "float64" },
-      { ...base, recipe: "exact", dtype: "float32" },
-      { ...base, recipe: "framework", dtype: "float32" }
-    ];
+    const runtimes = recipes(ctx.scheme);
+    const exactQuery = (dtype) => ({ ...forRecipe(ctx.scheme, base, "exact"), dtype });
+    const queries = [exactQuery("float64"), exactQuery("float32"), ...runtimes.map((r) => ({ ...forRecipe(ctx.scheme, base, r), dtype: "float32" }))];
     slot.urls(...queries.map((q) => ctx.api.url(ctx.scheme.name, "encode", q)));
-    const [reference, exact, framework] = await Promise.all(queries.map((q) => ctx.api.get(ctx.scheme.name, "encode", q, ctx.signal)));
+    const answers = await Promise.allSettled(queries.map((q) => ctx.api.get(ctx.scheme.name, "encode", q, ctx.signal)));
+    const refusal = (a, k) => a.status === "rejected" && k >= 2 && a.reason instanceof ApiError && a.reason.status === 422;
+    const failed = answers.find((a, k) => a.status === "rejected" && !refusal(a, k));
+    if (failed) throw failed.reason;
+    const [reference, exact] = answers.map((a) => a.status === "fulfilled" ? a.value : void 0);
     const flat = (body) => {
       const data = body.data;
       if (body.shape.length === 2) return data;
@@ -1042,15 +1057,32 @@ var precision = {
       line: { dash },
       marker: { size: 4 }
     });
+    const drawn = runtimes.flatMap((recipe, k) => {
+      const answer = answers[k + 2];
+      return answer.status === "fulfilled" ? [line(`${runtimeOf(recipe)} float32 (recipe=${recipe})`, errors(answer.value))] : [];
+    });
+    const refused = runtimes.flatMap((recipe, k) => {
+      const answer = answers[k + 2];
+      if (answer.status === "fulfilled") return [];
+      const detail = answer.reason.problem.detail;
+      return [{ recipe, why: typeof detail === "string" && detail ? detail : answer.reason.message }];
+    });
     const lines = [
-      line("framework float32 recipe", errors(framework)),
+      ...drawn,
       line("exact float32 table (this service)", errors(exact)),
       line("2\u207B\xB2\u2074 \xB7 position (a float32 angle for \u03C9 = 1)", positions.map((p) => p * 2 ** -24), "dot")
     ];
-    await Plotly.newPlot(slot.plot("error by position of the framework recipe and of the exact table, log scales"), lines, layout("largest error per position", "position", "max |value \u2212 exact|", {
+    await Plotly.newPlot(slot.plot("error by position of each runtime's recipe and of the exact table, log scales"), lines, layout("largest error per position", "position", "max |value \u2212 exact|", {
       xaxis: { type: "log", title: { text: "position" } },
       yaxis: { type: "log", title: { text: "max |value \u2212 exact|" }, exponentformat: "power" }
     }), CONFIG);
+    if (refused.length) {
+      const note = slot.block("p");
+      note.classList.add("refused");
+      note.textContent = `Not drawn \u2014 ${refused.map((r) => `${runtimeOf(r.recipe)} (recipe=${r.recipe}): ${r.why}`).join("; ")}`;
+    }
+    slot.section.dataset.traces = String(drawn.length + 1);
+    slot.section.dataset.refused = refused.map((r) => r.recipe).join(" ");
   }
 };
 var pairwise = {
