@@ -1012,6 +1012,7 @@ var scalings = {
 var SPREAD = Array.from(new Set(Array.from({ length: 63 }, (_, k) => Math.min(Math.round(2 ** (k / 2)), 2 ** 31 - 1)))).join(",");
 var RUNTIMES = { framework: "transformers", transformers: "transformers", ggml: "llama.cpp", mlx: "MLX" };
 var runtimeOf = (recipe) => RUNTIMES[recipe] ?? recipe;
+var possessive = (name) => name.endsWith("s") ? `${name}'` : `${name}'s`;
 function recipes(scheme) {
   const offered = (paramNamed(scheme, "recipe")?.choices ?? []).filter((r) => r !== "exact");
   return offered.filter((r, k) => offered.findIndex((o) => runtimeOf(o) === runtimeOf(r)) === k);
@@ -1160,6 +1161,14 @@ var verify = {
     tableOf(slot, "statistics", ["statistic", "value", "what it means"], report.statistics.map((s) => [s.name, fmt(s.value), s.detail]));
   }
 };
+function recognised(diagnosis) {
+  for (const finding of diagnosis) {
+    const named = finding.evidence.recipe;
+    if (finding.name === "matches_recipe" && typeof named === "string") return { name: named, finding };
+    if (finding.name === "matches_framework_recipe") return { name: typeof named === "string" ? named : "framework", finding };
+  }
+  return void 0;
+}
 var drop = {
   id: "view-drop",
   title: "Drop your cache here",
@@ -1170,6 +1179,7 @@ var drop = {
   },
   async send(ctx, slot, body, type) {
     slot.reset();
+    delete slot.section.dataset.recipe;
     const query = { ...ctx.params, ...ctx.rows.offset ? { offset: ctx.rows.offset } : {}, ...component(ctx) };
     slot.urls(ctx.api.url(ctx.scheme.name, "verify", query));
     try {
@@ -1177,6 +1187,15 @@ var drop = {
       const verdict = slot.block("p");
       verdict.className = `report verdict ${report.conforms ? "pass" : "fail"}`;
       verdict.textContent = report.conforms ? `Conforms: every value within tolerance (largest error ${fmt(report.max_abs_error)}, ${fmt(report.max_ulp_error)} ulp).` : `Does not conform: largest error ${fmt(report.max_abs_error)} (${fmt(report.max_ulp_error)} ulp), first bad position ${fmt(report.first_bad_position)}.`;
+      const recipe = recognised(report.diagnosis);
+      if (recipe) {
+        const named = slot.block("p");
+        named.className = "report recipe";
+        const distance = recipe.finding.evidence.max_abs_error_from_exact;
+        named.textContent = `This is ${possessive(runtimeOf(recipe.name))} rope (recipe=${recipe.name})` + (typeof distance === "number" ? `: up to ${fmt(distance)} from the exact values.` : ".");
+        verdict.before(named);
+        slot.section.dataset.recipe = recipe.name;
+      }
       writeFindings(slot.block("ul"), report.diagnosis, report.conforms, fmt, (name) => name.replaceAll("_", " "));
       const start2 = Number(report.params?.offset ?? 0);
       const trace = { type: "scatter", mode: "lines", name: "error", x: report.error_by_position.map((_, k) => start2 + k), y: report.error_by_position.map((v) => v > 0 ? v : null) };

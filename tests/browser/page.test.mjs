@@ -271,6 +271,53 @@ test("a recipe the runtime refuses is left out of the precision view with the se
   await page.close();
 });
 
+test("a dropped cache computed as a runtime computes it is named: this is that runtime's rope", async () => {
+  const { page, problems } = await open("/?scheme=rope&d_model=32&seq_len=64&offset=30000&component=cos");
+  const { path } = route("rope", "table");
+  const cache = Buffer.from(await (await fetch(`${BASE}${path}?d_model=32&seq_len=64&offset=30000&component=cos&recipe=framework&format=npy`)).arrayBuffer());
+  const dropIt = async (bytes) => {
+    const transfer = await page.evaluateHandle((data) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([new Uint8Array(data)], "cache.npy", { type: "application/octet-stream" }));
+      return dt;
+    }, [...bytes]);
+    await page.dispatchEvent("#dropzone", "drop", { dataTransfer: transfer });
+    await page.waitForSelector("#view-drop[data-state=drawn]", { timeout: 30000 });
+  };
+  await dropIt(cache);
+  assert.ok((await page.getAttribute("#view-drop", "data-findings")).split(" ").includes("matches_framework_recipe"));
+  assert.equal(await page.getAttribute("#view-drop", "data-recipe"), "framework");
+  const headline = page.locator("#view-drop .report.recipe");
+  assert.match(await headline.textContent(), /^This is transformers' rope \(recipe=framework\): up to \S+ from the exact values\.$/);
+  assert.ok(await headline.isVisible());
+  // The headline comes first, before the verdict and the findings.
+  assert.equal(await page.evaluate(() => document.querySelector("#view-drop .report").classList.contains("recipe")), true);
+  await page.locator("#view-drop").screenshot({ path: join(ARTIFACTS, "views", "1200-rope-drop-recipe.png") });
+
+  // Another runtime's finding names its recipe in the evidence (matches_recipe): the service's
+  // report is replaced here by one holding it, as the service will give it for a ggml cache.
+  await page.route("**/v1/rope/verify**", async (routed) => {
+    const response = await routed.fetch();
+    const report = await response.json();
+    report.diagnosis = [{ name: "matches_recipe", summary: "the cache is llama.cpp's float32 computation",
+      evidence: { recipe: "ggml", max_abs_error_from_exact: 0.00125, max_ulp_from_recipe: 0 } }];
+    await routed.fulfill({ response, json: report });
+  });
+  await dropIt(cache);
+  assert.equal(await page.getAttribute("#view-drop", "data-recipe"), "ggml");
+  assert.equal(await headline.textContent(), "This is llama.cpp's rope (recipe=ggml): up to 0.001250 from the exact values.");
+  await page.unroute("**/v1/rope/verify**");
+
+  // A cache of none of them: no headline.
+  const exact = Buffer.from(await (await fetch(`${BASE}${path}?d_model=32&seq_len=64&offset=30000&component=cos&format=npy`)).arrayBuffer());
+  await dropIt(exact);
+  assert.match(await page.locator("#view-drop .verdict").textContent(), /^Conforms/);
+  assert.equal(await page.locator("#view-drop .report.recipe").count(), 0);
+  assert.equal(await page.getAttribute("#view-drop", "data-recipe"), null);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 const SHOWN = ["/?scheme=sinusoidal&d_model=64&seq_len=100", "/?scheme=rope&d_model=64&scaling=llama3&factor=8&seq_len=128&position=300",
   "/?scheme=alibi&num_heads=8&seq_len=40", "/?scheme=t5&seq_len=160"];
 

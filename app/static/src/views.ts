@@ -378,6 +378,7 @@ const SPREAD = Array.from(new Set(Array.from({ length: 63 }, (_, k) => Math.min(
 // and recipes naming one runtime (framework and its alias transformers) are one line.
 const RUNTIMES: Record<string, string> = { framework: "transformers", transformers: "transformers", ggml: "llama.cpp", mlx: "MLX" };
 const runtimeOf = (recipe: string) => RUNTIMES[recipe] ?? recipe;
+const possessive = (name: string) => (name.endsWith("s") ? `${name}'` : `${name}'s`);
 
 /** The recipes of `scheme` the precision view draws against `exact`: one per runtime. */
 export function recipes(scheme: Scheme): string[] {
@@ -540,6 +541,17 @@ export interface Conformance {
   params: Query;
 }
 
+// The findings that recognise a runtime's own float32 computation in a cache: transformers' by
+// its own name, any other by the recipe its evidence names.
+function recognised(diagnosis: readonly Finding[]): { name: string; finding: Finding } | undefined {
+  for (const finding of diagnosis) {
+    const named = finding.evidence.recipe;
+    if (finding.name === "matches_recipe" && typeof named === "string") return { name: named, finding };
+    if (finding.name === "matches_framework_recipe") return { name: typeof named === "string" ? named : "framework", finding };
+  }
+  return undefined;
+}
+
 export const drop: View & { send(ctx: Context, slot: Slot, body: BodyInit, type: string): Promise<void> } = {
   id: "view-drop",
   title: "Drop your cache here",
@@ -550,6 +562,7 @@ export const drop: View & { send(ctx: Context, slot: Slot, body: BodyInit, type:
   },
   async send(ctx, slot, body, type) {
     slot.reset();
+    delete slot.section.dataset.recipe;
     const query: Query = { ...ctx.params, ...(ctx.rows.offset ? { offset: ctx.rows.offset } : {}), ...component(ctx) };
     slot.urls(ctx.api.url(ctx.scheme.name, "verify", query));
     try {
@@ -559,6 +572,16 @@ export const drop: View & { send(ctx: Context, slot: Slot, body: BodyInit, type:
       verdict.textContent = report.conforms
         ? `Conforms: every value within tolerance (largest error ${fmt(report.max_abs_error)}, ${fmt(report.max_ulp_error)} ulp).`
         : `Does not conform: largest error ${fmt(report.max_abs_error)} (${fmt(report.max_ulp_error)} ulp), first bad position ${fmt(report.first_bad_position)}.`;
+      const recipe = recognised(report.diagnosis);
+      if (recipe) {
+        const named = slot.block("p");
+        named.className = "report recipe";
+        const distance = recipe.finding.evidence.max_abs_error_from_exact;
+        named.textContent = `This is ${possessive(runtimeOf(recipe.name))} rope (recipe=${recipe.name})`
+          + (typeof distance === "number" ? `: up to ${fmt(distance)} from the exact values.` : ".");
+        verdict.before(named); // the headline: what the cache is, then how far it is from exact
+        slot.section.dataset.recipe = recipe.name;
+      }
       writeFindings(slot.block("ul"), report.diagnosis, report.conforms, fmt, (name) => name.replaceAll("_", " "));
       const start = Number(report.params?.offset ?? 0);
       const trace = { type: "scatter", mode: "lines", name: "error", x: report.error_by_position.map((_, k) => start + k), y: report.error_by_position.map((v) => (v > 0 ? v : null)) };
