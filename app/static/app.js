@@ -969,7 +969,7 @@ async function applicable(ctx, query) {
       return await ctx.api.get(ctx.scheme.name, "table", query, ctx.signal);
     } catch (error) {
       const named = error instanceof ApiError && error.status === 422 ? (error.problem.errors ?? []).filter((e) => /does not apply/.test(e.msg)).map((e) => String(e.loc?.[1])) : [];
-      const removable = named.filter((n) => n in query && !["scaling", "component", "dtype", "seq_len", "offset"].includes(n));
+      const removable = named.filter((n) => n in query && !["scaling", "recipe", "component", "dtype", "seq_len", "offset"].includes(n));
       if (!removable.length || attempt > 8) throw error;
       for (const n of removable) delete query[n];
     }
@@ -1024,6 +1024,8 @@ function forRecipe(scheme, params, recipe) {
   }
   return { ...query, recipe };
 }
+var RUNTIME_DASHES = ["solid", "dash", "dashdot", "longdash"];
+var RUNTIME_MARKERS = ["circle-open", "square-open", "diamond-open", "triangle-up-open"];
 var precision = {
   id: "view-precision",
   title: "Precision: every runtime's recipe against the exact table",
@@ -1049,18 +1051,18 @@ var precision = {
     const ref = flat(reference);
     const errors = (body) => flat(body).map((row, p) => Math.max(...row.map((v, j) => Math.abs(Math.fround(v) - ref[p][j]))));
     const positions = SPREAD.split(",").map(Number);
-    const line = (name, e, dash = "solid") => ({
+    const line = (name, e, dash = "solid", symbol = "circle") => ({
       type: "scatter",
       mode: "lines+markers",
       name,
       x: positions,
       y: e.map((v) => v > 0 ? v : null),
       line: { dash },
-      marker: { size: 4 }
+      marker: { size: 5, symbol }
     });
     const drawn = runtimes.flatMap((recipe, k) => {
       const answer = answers[k + 2];
-      return answer.status === "fulfilled" ? [line(`${runtimeOf(recipe)} float32 (recipe=${recipe})`, errors(answer.value))] : [];
+      return answer.status === "fulfilled" ? [line(`${runtimeOf(recipe)} float32 (recipe=${recipe})`, errors(answer.value), RUNTIME_DASHES[k % RUNTIME_DASHES.length], RUNTIME_MARKERS[k % RUNTIME_MARKERS.length])] : [];
     });
     const refused = runtimes.flatMap((recipe, k) => {
       const answer = answers[k + 2];

@@ -260,6 +260,13 @@ test("a recipe the runtime refuses is left out of the precision view with the se
   assert.ok(!names.some((n) => n.includes("recipe=ggml")), names.join(", "));
   assert.ok(names.some((n) => n.includes("recipe=framework")) && names.some((n) => n.includes("recipe=mlx")), names.join(", "));
 
+  // The scalings compared under recipe=ggml: dynamic is noted, not drawn from the exact table.
+  await page.goto(`${BASE}/?scheme=rope&d_model=32&recipe=ggml&seq_len=16`);
+  await ready(page);
+  const scalings = schemes.find((s) => s.name === "rope").parameters.find((p) => p.name === "scaling").choices;
+  assert.equal(await page.getAttribute("#view-scalings", "data-traces"), String(scalings.length - 1));
+  assert.match(await page.locator("#view-scalings .report").textContent(), /^Not drawn — dynamic: .*recipe=ggml/);
+
   // rotary_pairs: neither llama.cpp nor MLX serves it; transformers' line and the exact one stay.
   await page.goto(`${BASE}/?scheme=rope&d_model=32&rotary_pairs=4&seq_len=16`);
   await ready(page);

@@ -324,7 +324,8 @@ async function applicable(ctx: Context, query: Query): Promise<Envelope> {
       const named = error instanceof ApiError && error.status === 422
         ? (error.problem.errors ?? []).filter((e) => /does not apply/.test(e.msg)).map((e) => String(e.loc?.[1]))
         : [];
-      const removable = named.filter((n) => n in query && !["scaling", "component", "dtype", "seq_len", "offset"].includes(n));
+      // recipe stays: a runtime that refuses a scaling is a note, not the exact table in its place.
+      const removable = named.filter((n) => n in query && !["scaling", "recipe", "component", "dtype", "seq_len", "offset"].includes(n));
       if (!removable.length || attempt > 8) throw error;
       for (const n of removable) delete query[n];
     }
@@ -396,6 +397,9 @@ function forRecipe(scheme: Scheme, params: Query, recipe: string): Query {
   return { ...query, recipe };
 }
 
+const RUNTIME_DASHES = ["solid", "dash", "dashdot", "longdash"];
+const RUNTIME_MARKERS = ["circle-open", "square-open", "diamond-open", "triangle-up-open"];
+
 const precision: View = {
   id: "view-precision",
   title: "Precision: every runtime's recipe against the exact table",
@@ -424,12 +428,15 @@ const precision: View = {
     // JSON holds float32 values in their shortest form: Math.fround recovers them exactly.
     const errors = (body: Envelope) => flat(body).map((row, p) => Math.max(...row.map((v, j) => Math.abs(Math.fround(v) - ref[p][j]))));
     const positions = SPREAD.split(",").map(Number);
-    const line = (name: string, e: number[], dash = "solid") => ({
-      type: "scatter", mode: "lines+markers", name, x: positions, y: e.map((v) => (v > 0 ? v : null)), line: { dash }, marker: { size: 4 },
+    const line = (name: string, e: number[], dash = "solid", symbol = "circle") => ({
+      type: "scatter", mode: "lines+markers", name, x: positions, y: e.map((v) => (v > 0 ? v : null)), line: { dash }, marker: { size: 5, symbol },
     });
+    // Runtimes often agree to within a few ulps: a dash and a marker each keep overlapping lines apart.
     const drawn = runtimes.flatMap((recipe, k) => {
       const answer = answers[k + 2];
-      return answer.status === "fulfilled" ? [line(`${runtimeOf(recipe)} float32 (recipe=${recipe})`, errors(answer.value))] : [];
+      return answer.status === "fulfilled"
+        ? [line(`${runtimeOf(recipe)} float32 (recipe=${recipe})`, errors(answer.value), RUNTIME_DASHES[k % RUNTIME_DASHES.length], RUNTIME_MARKERS[k % RUNTIME_MARKERS.length])]
+        : [];
     });
     const refused = runtimes.flatMap((recipe, k) => {
       const answer = answers[k + 2];
