@@ -969,7 +969,7 @@ async function applicable(ctx, query) {
       return await ctx.api.get(ctx.scheme.name, "table", query, ctx.signal);
     } catch (error) {
       const named = error instanceof ApiError && error.status === 422 ? (error.problem.errors ?? []).filter((e) => /does not apply/.test(e.msg)).map((e) => String(e.loc?.[1])) : [];
-      const removable = named.filter((n) => n in query && !["scaling", "component", "dtype", "seq_len", "offset"].includes(n));
+      const removable = named.filter((n) => n in query && !["scaling", "recipe", "component", "dtype", "seq_len", "offset"].includes(n));
       if (!removable.length || attempt > 8) throw error;
       for (const n of removable) delete query[n];
     }
@@ -1010,20 +1010,38 @@ var scalings = {
   }
 };
 var SPREAD = Array.from(new Set(Array.from({ length: 63 }, (_, k) => Math.min(Math.round(2 ** (k / 2)), 2 ** 31 - 1)))).join(",");
+var RUNTIMES = { framework: "transformers", transformers: "transformers", ggml: "llama.cpp", mlx: "MLX" };
+var runtimeOf = (recipe) => RUNTIMES[recipe] ?? recipe;
+var possessive = (name) => name.endsWith("s") ? `${name}'` : `${name}'s`;
+function recipes(scheme) {
+  const offered = (paramNamed(scheme, "recipe")?.choices ?? []).filter((r) => r !== "exact");
+  return offered.filter((r, k) => offered.findIndex((o) => runtimeOf(o) === runtimeOf(r)) === k);
+}
+function forRecipe(scheme, params, recipe) {
+  const query = { ...params };
+  for (const p of scheme.parameters) {
+    if (p.rule.startsWith("recipe=") && !p.rule.startsWith(`recipe=${recipe}`)) delete query[p.name];
+  }
+  return { ...query, recipe };
+}
+var RUNTIME_DASHES = ["solid", "dash", "dashdot", "longdash"];
+var RUNTIME_MARKERS = ["circle-open", "square-open", "diamond-open", "triangle-up-open"];
 var precision = {
   id: "view-precision",
-  title: "Precision: the framework recipe against the exact table",
-  blurb: "Largest error per position against a float64 reference: the float32 recipe of the reference framework drifts with the position; the service's exact float32 table stays within half an ulp.",
-  applies: (s) => (paramNamed(s, "recipe")?.choices ?? []).includes("framework") && offers(s, "encode"),
+  title: "Precision: every runtime's recipe against the exact table",
+  blurb: "Largest error per position against a float64 reference: the float32 computations of transformers, llama.cpp and MLX drift with the position, each its own way; the service's exact float32 table stays within half an ulp. A recipe the runtime does not implement for these parameters is left out, and the note says why.",
+  applies: (s) => (paramNamed(s, "recipe")?.choices ?? []).includes("exact") && recipes(s).length > 0 && offers(s, "encode"),
   async draw(ctx, slot) {
     const base = { ...ctx.params, positions: SPREAD };
-    const queries = [
-      { ...base, recipe: "exact", dtype: "float64" },
-      { ...base, recipe: "exact", dtype: "float32" },
-      { ...base, recipe: "framework", dtype: "float32" }
-    ];
+    const runtimes = recipes(ctx.scheme);
+    const exactQuery = (dtype) => ({ ...forRecipe(ctx.scheme, base, "exact"), dtype });
+    const queries = [exactQuery("float64"), exactQuery("float32"), ...runtimes.map((r) => ({ ...forRecipe(ctx.scheme, base, r), dtype: "float32" }))];
     slot.urls(...queries.map((q) => ctx.api.url(ctx.scheme.name, "encode", q)));
-    const [reference, exact, framework] = await Promise.all(queries.map((q) => ctx.api.get(ctx.scheme.name, "encode", q, ctx.signal)));
+    const answers = await Promise.allSettled(queries.map((q) => ctx.api.get(ctx.scheme.name, "encode", q, ctx.signal)));
+    const refusal = (a, k) => a.status === "rejected" && k >= 2 && a.reason instanceof ApiError && a.reason.status === 422;
+    const failed = answers.find((a, k) => a.status === "rejected" && !refusal(a, k));
+    if (failed) throw failed.reason;
+    const [reference, exact] = answers.map((a) => a.status === "fulfilled" ? a.value : void 0);
     const flat = (body) => {
       const data = body.data;
       if (body.shape.length === 2) return data;
@@ -1033,24 +1051,41 @@ var precision = {
     const ref = flat(reference);
     const errors = (body) => flat(body).map((row, p) => Math.max(...row.map((v, j) => Math.abs(Math.fround(v) - ref[p][j]))));
     const positions = SPREAD.split(",").map(Number);
-    const line = (name, e, dash = "solid") => ({
+    const line = (name, e, dash = "solid", symbol = "circle") => ({
       type: "scatter",
       mode: "lines+markers",
       name,
       x: positions,
       y: e.map((v) => v > 0 ? v : null),
       line: { dash },
-      marker: { size: 4 }
+      marker: { size: 5, symbol }
+    });
+    const drawn = runtimes.flatMap((recipe, k) => {
+      const answer = answers[k + 2];
+      return answer.status === "fulfilled" ? [line(`${runtimeOf(recipe)} float32 (recipe=${recipe})`, errors(answer.value), RUNTIME_DASHES[k % RUNTIME_DASHES.length], RUNTIME_MARKERS[k % RUNTIME_MARKERS.length])] : [];
+    });
+    const refused = runtimes.flatMap((recipe, k) => {
+      const answer = answers[k + 2];
+      if (answer.status === "fulfilled") return [];
+      const detail = answer.reason.problem.detail;
+      return [{ recipe, why: typeof detail === "string" && detail ? detail : answer.reason.message }];
     });
     const lines = [
-      line("framework float32 recipe", errors(framework)),
+      ...drawn,
       line("exact float32 table (this service)", errors(exact)),
       line("2\u207B\xB2\u2074 \xB7 position (a float32 angle for \u03C9 = 1)", positions.map((p) => p * 2 ** -24), "dot")
     ];
-    await Plotly.newPlot(slot.plot("error by position of the framework recipe and of the exact table, log scales"), lines, layout("largest error per position", "position", "max |value \u2212 exact|", {
+    await Plotly.newPlot(slot.plot("error by position of each runtime's recipe and of the exact table, log scales"), lines, layout("largest error per position", "position", "max |value \u2212 exact|", {
       xaxis: { type: "log", title: { text: "position" } },
       yaxis: { type: "log", title: { text: "max |value \u2212 exact|" }, exponentformat: "power" }
     }), CONFIG);
+    if (refused.length) {
+      const note = slot.block("p");
+      note.classList.add("refused");
+      note.textContent = `Not drawn \u2014 ${refused.map((r) => `${runtimeOf(r.recipe)} (recipe=${r.recipe}): ${r.why}`).join("; ")}`;
+    }
+    slot.section.dataset.traces = String(drawn.length + 1);
+    slot.section.dataset.refused = refused.map((r) => r.recipe).join(" ");
   }
 };
 var pairwise = {
@@ -1128,6 +1163,14 @@ var verify = {
     tableOf(slot, "statistics", ["statistic", "value", "what it means"], report.statistics.map((s) => [s.name, fmt(s.value), s.detail]));
   }
 };
+function recognised(diagnosis) {
+  for (const finding of diagnosis) {
+    const named = finding.evidence.recipe;
+    if (finding.name === "matches_recipe" && typeof named === "string") return { name: named, finding };
+    if (finding.name === "matches_framework_recipe") return { name: typeof named === "string" ? named : "framework", finding };
+  }
+  return void 0;
+}
 var drop = {
   id: "view-drop",
   title: "Drop your cache here",
@@ -1138,6 +1181,7 @@ var drop = {
   },
   async send(ctx, slot, body, type) {
     slot.reset();
+    delete slot.section.dataset.recipe;
     const query = { ...ctx.params, ...ctx.rows.offset ? { offset: ctx.rows.offset } : {}, ...component(ctx) };
     slot.urls(ctx.api.url(ctx.scheme.name, "verify", query));
     try {
@@ -1145,6 +1189,15 @@ var drop = {
       const verdict = slot.block("p");
       verdict.className = `report verdict ${report.conforms ? "pass" : "fail"}`;
       verdict.textContent = report.conforms ? `Conforms: every value within tolerance (largest error ${fmt(report.max_abs_error)}, ${fmt(report.max_ulp_error)} ulp).` : `Does not conform: largest error ${fmt(report.max_abs_error)} (${fmt(report.max_ulp_error)} ulp), first bad position ${fmt(report.first_bad_position)}.`;
+      const recipe = recognised(report.diagnosis);
+      if (recipe) {
+        const named = slot.block("p");
+        named.className = "report recipe";
+        const distance = recipe.finding.evidence.max_abs_error_from_exact;
+        named.textContent = `This is ${possessive(runtimeOf(recipe.name))} rope (recipe=${recipe.name})` + (typeof distance === "number" ? `: up to ${fmt(distance)} from the exact values.` : ".");
+        verdict.before(named);
+        slot.section.dataset.recipe = recipe.name;
+      }
       writeFindings(slot.block("ul"), report.diagnosis, report.conforms, fmt, (name) => name.replaceAll("_", " "));
       const start2 = Number(report.params?.offset ?? 0);
       const trace = { type: "scatter", mode: "lines", name: "error", x: report.error_by_position.map((_, k) => start2 + k), y: report.error_by_position.map((v) => v > 0 ? v : null) };

@@ -199,6 +199,132 @@ test("dropping a faulty cache shows its diagnosis; a malformed one, the service'
   await page.close();
 });
 
+// Issue 32: every runtime's float32 rope against the exact table, and a dropped cache named by
+// the runtime whose computation it is.
+const recipeChoices = () => schemes.find((s) => s.name === "rope").parameters.find((p) => p.name === "recipe").choices;
+const precisionTraces = (page) => page.evaluate(() => document.querySelector("#view-precision .plot").data.map((t) => ({ name: t.name, y: [...t.y] })));
+const precisionUrls = (page) => page.evaluate(() => [...document.querySelectorAll("#view-precision .api a")].map((a) => a.href));
+/** Rows of positions (a stack's slices side by side), as the view compares them. */
+const rowsOf = (body) => (body.shape.length === 2 ? body.data : body.data[0].map((_, p) => body.data.flatMap((slice) => slice[p])));
+
+test("the precision view draws one line per runtime's recipe, with the service's numbers", async () => {
+  const { page, problems } = await open("/?scheme=rope&d_model=32&scaling=llama3&factor=8&recipe=framework&seq_len=16");
+  assert.equal(await page.getAttribute("#view-precision", "data-state"), "drawn");
+  const traces = await precisionTraces(page);
+  const urls = (await precisionUrls(page)).map((u) => new URL(u));
+  const drawn = traces.map((t) => /\(recipe=(\w+)\)$/.exec(t.name)?.[1]).filter(Boolean);
+  // Every recipe the parameter offers is drawn, by name (transformers is framework's other name,
+  // so "transformers float32 (recipe=framework)" names both); none twice.
+  for (const choice of recipeChoices().filter((c) => c !== "exact")) {
+    assert.ok(traces.some((t) => t.name.includes(choice)), `no line for recipe=${choice}: ${traces.map((t) => t.name)}`);
+  }
+  assert.ok(drawn.includes("ggml") && drawn.includes("mlx") && drawn.includes("framework"), drawn.join(", "));
+  assert.equal(new Set(drawn).size, drawn.length);
+  assert.ok(traces.some((t) => t.name.startsWith("exact float32")));
+  assert.equal(await page.getAttribute("#view-precision", "data-traces"), String(drawn.length + 1));
+  assert.equal(await page.getAttribute("#view-precision", "data-refused"), "");
+  assert.equal(await page.locator("#view-precision .refused").count(), 0);
+  // Each line is its recipe's table against the float64 exact one, as the service serves them.
+  const reference = urls.find((u) => u.searchParams.get("recipe") === "exact" && u.searchParams.get("dtype") === "float64");
+  const ref = rowsOf(await (await fetch(reference)).json());
+  for (const recipe of drawn) {
+    const url = urls.find((u) => u.searchParams.get("recipe") === recipe);
+    assert.equal(url.searchParams.get("dtype"), "float32");
+    assert.equal(url.searchParams.get("scaling"), "llama3");
+    const rows = rowsOf(await (await fetch(url)).json());
+    const errors = rows.map((row, p) => Math.max(...row.map((v, j) => Math.abs(Math.fround(v) - ref[p][j]))));
+    const trace = traces.find((t) => t.name.endsWith(`(recipe=${recipe})`));
+    assert.deepEqual(trace.y, errors.map((e) => (e > 0 ? e : null)), `recipe=${recipe}`);
+  }
+  // The runtimes are not one computation: their lines differ somewhere.
+  const lines = drawn.map((r) => JSON.stringify(traces.find((t) => t.name.endsWith(`(recipe=${r})`)).y));
+  assert.equal(new Set(lines).size, lines.length, "two runtimes drew the same line");
+  await page.locator("#view-precision").screenshot({ path: join(ARTIFACTS, "views", "1200-rope-precision-recipes.png") });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("a recipe the runtime refuses is left out of the precision view with the service's reason", async () => {
+  const link = "/?scheme=rope&d_model=32&scaling=dynamic&factor=4&original_max_position_embeddings=2048&seq_len=16";
+  const { page, problems } = await open(link);
+  assert.equal(await page.getAttribute("#view-precision", "data-state"), "drawn", "a refusal is not an error of the view");
+  const refusedUrl = new URL((await precisionUrls(page)).find((u) => new URL(u).searchParams.get("recipe") === "ggml"));
+  const answer = await fetch(refusedUrl);
+  assert.equal(answer.status, 422, "the test needs a scaling llama.cpp refuses: choose another if it now serves dynamic");
+  const problem = await answer.json();
+  assert.equal(problem.errors[0].loc.at(-1), "recipe");
+  assert.equal(await page.getAttribute("#view-precision", "data-refused"), "ggml");
+  const note = await page.locator("#view-precision .refused").textContent();
+  assert.ok(note.includes(`llama.cpp (recipe=ggml): ${problem.detail}`), note);
+  const names = (await precisionTraces(page)).map((t) => t.name);
+  assert.ok(!names.some((n) => n.includes("recipe=ggml")), names.join(", "));
+  assert.ok(names.some((n) => n.includes("recipe=framework")) && names.some((n) => n.includes("recipe=mlx")), names.join(", "));
+
+  // The scalings compared under recipe=ggml: dynamic is noted, not drawn from the exact table.
+  await page.goto(`${BASE}/?scheme=rope&d_model=32&recipe=ggml&seq_len=16`);
+  await ready(page);
+  const scalings = schemes.find((s) => s.name === "rope").parameters.find((p) => p.name === "scaling").choices;
+  assert.equal(await page.getAttribute("#view-scalings", "data-traces"), String(scalings.length - 1));
+  assert.match(await page.locator("#view-scalings .report").textContent(), /^Not drawn — dynamic: .*recipe=ggml/);
+
+  // rotary_pairs: neither llama.cpp nor MLX serves it; transformers' line and the exact one stay.
+  await page.goto(`${BASE}/?scheme=rope&d_model=32&rotary_pairs=4&seq_len=16`);
+  await ready(page);
+  assert.equal(await page.getAttribute("#view-precision", "data-state"), "drawn");
+  assert.equal(await page.getAttribute("#view-precision", "data-refused"), "ggml mlx");
+  assert.match(await page.locator("#view-precision .refused").textContent(), /llama\.cpp \(recipe=ggml\): .*rotary_pairs.*; MLX \(recipe=mlx\): .*rotary_pairs/);
+  assert.deepEqual((await precisionTraces(page)).map((t) => t.name).filter((n) => n.includes("recipe=")), ["transformers float32 (recipe=framework)"]);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("a dropped cache computed as a runtime computes it is named: this is that runtime's rope", async () => {
+  const { page, problems } = await open("/?scheme=rope&d_model=32&seq_len=64&offset=30000&component=cos");
+  const { path } = route("rope", "table");
+  const cache = Buffer.from(await (await fetch(`${BASE}${path}?d_model=32&seq_len=64&offset=30000&component=cos&recipe=framework&format=npy`)).arrayBuffer());
+  const dropIt = async (bytes) => {
+    const transfer = await page.evaluateHandle((data) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([new Uint8Array(data)], "cache.npy", { type: "application/octet-stream" }));
+      return dt;
+    }, [...bytes]);
+    await page.dispatchEvent("#dropzone", "drop", { dataTransfer: transfer });
+    await page.waitForSelector("#view-drop[data-state=drawn]", { timeout: 30000 });
+  };
+  await dropIt(cache);
+  assert.ok((await page.getAttribute("#view-drop", "data-findings")).split(" ").includes("matches_framework_recipe"));
+  assert.equal(await page.getAttribute("#view-drop", "data-recipe"), "framework");
+  const headline = page.locator("#view-drop .report.recipe");
+  assert.match(await headline.textContent(), /^This is transformers' rope \(recipe=framework\): up to \S+ from the exact values\.$/);
+  assert.ok(await headline.isVisible());
+  // The headline comes first, before the verdict and the findings.
+  assert.equal(await page.evaluate(() => document.querySelector("#view-drop .report").classList.contains("recipe")), true);
+  await page.locator("#view-drop").screenshot({ path: join(ARTIFACTS, "views", "1200-rope-drop-recipe.png") });
+
+  // Another runtime's finding names its recipe in the evidence (matches_recipe): the service's
+  // report is replaced here by one holding it, as the service will give it for a ggml cache.
+  await page.route("**/v1/rope/verify**", async (routed) => {
+    const response = await routed.fetch();
+    const report = await response.json();
+    report.diagnosis = [{ name: "matches_recipe", summary: "the cache is llama.cpp's float32 computation",
+      evidence: { recipe: "ggml", max_abs_error_from_exact: 0.00125, max_ulp_from_recipe: 0 } }];
+    await routed.fulfill({ response, json: report });
+  });
+  await dropIt(cache);
+  assert.equal(await page.getAttribute("#view-drop", "data-recipe"), "ggml");
+  assert.equal(await headline.textContent(), "This is llama.cpp's rope (recipe=ggml): up to 0.001250 from the exact values.");
+  await page.unroute("**/v1/rope/verify**");
+
+  // A cache of none of them: no headline.
+  const exact = Buffer.from(await (await fetch(`${BASE}${path}?d_model=32&seq_len=64&offset=30000&component=cos&format=npy`)).arrayBuffer());
+  await dropIt(exact);
+  assert.match(await page.locator("#view-drop .verdict").textContent(), /^Conforms/);
+  assert.equal(await page.locator("#view-drop .report.recipe").count(), 0);
+  assert.equal(await page.getAttribute("#view-drop", "data-recipe"), null);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 const SHOWN = ["/?scheme=sinusoidal&d_model=64&seq_len=100", "/?scheme=rope&d_model=64&scaling=llama3&factor=8&seq_len=128&position=300",
   "/?scheme=alibi&num_heads=8&seq_len=40", "/?scheme=t5&seq_len=160"];
 
@@ -215,6 +341,8 @@ test("every view is drawn and photographed at desktop and at 375 px", async () =
       if (scheme === "rope") {
         const choices = schemes.find((s) => s.name === "rope").parameters.find((p) => p.name === "scaling").choices;
         assert.equal(await page.getAttribute("#view-scalings", "data-traces"), String(choices.length), "one line per scaling");
+        const recipes = new Set(recipeChoices().filter((c) => c !== "exact").map((c) => (c === "transformers" ? "framework" : c)));
+        assert.equal(await page.getAttribute("#view-precision", "data-traces"), String(recipes.size + 1), "one line per runtime, and the exact table");
       }
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       assert.ok(overflow <= 0, `${scheme} at ${width} px scrolls sideways by ${overflow} px`);

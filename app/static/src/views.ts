@@ -324,7 +324,8 @@ async function applicable(ctx: Context, query: Query): Promise<Envelope> {
       const named = error instanceof ApiError && error.status === 422
         ? (error.problem.errors ?? []).filter((e) => /does not apply/.test(e.msg)).map((e) => String(e.loc?.[1]))
         : [];
-      const removable = named.filter((n) => n in query && !["scaling", "component", "dtype", "seq_len", "offset"].includes(n));
+      // recipe stays: a runtime that refuses a scaling is a note, not the exact table in its place.
+      const removable = named.filter((n) => n in query && !["scaling", "recipe", "component", "dtype", "seq_len", "offset"].includes(n));
       if (!removable.length || attempt > 8) throw error;
       for (const n of removable) delete query[n];
     }
@@ -374,20 +375,48 @@ const scalings: View = {
 // Positions spread over the whole range, so growth with the position shows on a log axis.
 const SPREAD = Array.from(new Set(Array.from({ length: 63 }, (_, k) => Math.min(Math.round(2 ** (k / 2)), 2 ** 31 - 1)))).join(",");
 
+// Whose computation each recipe is, as the page names it; a recipe not listed is named by itself,
+// and recipes naming one runtime (framework and its alias transformers) are one line.
+const RUNTIMES: Record<string, string> = { framework: "transformers", transformers: "transformers", ggml: "llama.cpp", mlx: "MLX" };
+const runtimeOf = (recipe: string) => RUNTIMES[recipe] ?? recipe;
+const possessive = (name: string) => (name.endsWith("s") ? `${name}'` : `${name}'s`);
+
+/** The recipes of `scheme` the precision view draws against `exact`: one per runtime. */
+export function recipes(scheme: Scheme): string[] {
+  const offered = (paramNamed(scheme, "recipe")?.choices ?? []).filter((r) => r !== "exact");
+  return offered.filter((r, k) => offered.findIndex((o) => runtimeOf(o) === runtimeOf(r)) === k);
+}
+
+// A parameter whose rule opens with `recipe=<name>` belongs to that recipe alone (freq_factors
+// to ggml, framework_precision to framework): the other recipes are asked without it.
+function forRecipe(scheme: Scheme, params: Query, recipe: string): Query {
+  const query = { ...params };
+  for (const p of scheme.parameters) {
+    if (p.rule.startsWith("recipe=") && !p.rule.startsWith(`recipe=${recipe}`)) delete query[p.name];
+  }
+  return { ...query, recipe };
+}
+
+const RUNTIME_DASHES = ["solid", "dash", "dashdot", "longdash"];
+const RUNTIME_MARKERS = ["circle-open", "square-open", "diamond-open", "triangle-up-open"];
+
 const precision: View = {
   id: "view-precision",
-  title: "Precision: the framework recipe against the exact table",
-  blurb: "Largest error per position against a float64 reference: the float32 recipe of the reference framework drifts with the position; the service's exact float32 table stays within half an ulp.",
-  applies: (s) => (paramNamed(s, "recipe")?.choices ?? []).includes("framework") && offers(s, "encode"),
+  title: "Precision: every runtime's recipe against the exact table",
+  blurb: "Largest error per position against a float64 reference: the float32 computations of transformers, llama.cpp and MLX drift with the position, each its own way; the service's exact float32 table stays within half an ulp. A recipe the runtime does not implement for these parameters is left out, and the note says why.",
+  applies: (s) => (paramNamed(s, "recipe")?.choices ?? []).includes("exact") && recipes(s).length > 0 && offers(s, "encode"),
   async draw(ctx, slot) {
     const base = { ...ctx.params, positions: SPREAD };
-    const queries = [
-      { ...base, recipe: "exact", dtype: "float64" },
-      { ...base, recipe: "exact", dtype: "float32" },
-      { ...base, recipe: "framework", dtype: "float32" },
-    ];
+    const runtimes = recipes(ctx.scheme);
+    const exactQuery = (dtype: string) => ({ ...forRecipe(ctx.scheme, base, "exact"), dtype });
+    const queries = [exactQuery("float64"), exactQuery("float32"), ...runtimes.map((r) => ({ ...forRecipe(ctx.scheme, base, r), dtype: "float32" }))];
     slot.urls(...queries.map((q) => ctx.api.url(ctx.scheme.name, "encode", q)));
-    const [reference, exact, framework] = await Promise.all(queries.map((q) => ctx.api.get(ctx.scheme.name, "encode", q, ctx.signal)));
+    const answers = await Promise.allSettled(queries.map((q) => ctx.api.get(ctx.scheme.name, "encode", q, ctx.signal)));
+    // The exact table is the view; a runtime's refusal (422) of these parameters is a note.
+    const refusal = (a: PromiseSettledResult<Envelope>, k: number) => a.status === "rejected" && k >= 2 && a.reason instanceof ApiError && a.reason.status === 422;
+    const failed = answers.find((a, k) => a.status === "rejected" && !refusal(a, k));
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+    const [reference, exact] = answers.map((a) => (a.status === "fulfilled" ? a.value : undefined)) as Envelope[];
     const flat = (body: Envelope): number[][] => {
       // Positions along the first axis of the table, or the second in a stack (cos, sin).
       const data = body.data as number[][] | number[][][];
@@ -399,17 +428,37 @@ const precision: View = {
     // JSON holds float32 values in their shortest form: Math.fround recovers them exactly.
     const errors = (body: Envelope) => flat(body).map((row, p) => Math.max(...row.map((v, j) => Math.abs(Math.fround(v) - ref[p][j]))));
     const positions = SPREAD.split(",").map(Number);
-    const line = (name: string, e: number[], dash = "solid") => ({
-      type: "scatter", mode: "lines+markers", name, x: positions, y: e.map((v) => (v > 0 ? v : null)), line: { dash }, marker: { size: 4 },
+    const line = (name: string, e: number[], dash = "solid", symbol = "circle") => ({
+      type: "scatter", mode: "lines+markers", name, x: positions, y: e.map((v) => (v > 0 ? v : null)), line: { dash }, marker: { size: 5, symbol },
+    });
+    // Runtimes often agree to within a few ulps: a dash and a marker each keep overlapping lines apart.
+    const drawn = runtimes.flatMap((recipe, k) => {
+      const answer = answers[k + 2];
+      return answer.status === "fulfilled"
+        ? [line(`${runtimeOf(recipe)} float32 (recipe=${recipe})`, errors(answer.value), RUNTIME_DASHES[k % RUNTIME_DASHES.length], RUNTIME_MARKERS[k % RUNTIME_MARKERS.length])]
+        : [];
+    });
+    const refused = runtimes.flatMap((recipe, k) => {
+      const answer = answers[k + 2];
+      if (answer.status === "fulfilled") return [];
+      const detail = (answer.reason as ApiError).problem.detail;
+      return [{ recipe, why: typeof detail === "string" && detail ? detail : (answer.reason as Error).message }];
     });
     const lines = [
-      line("framework float32 recipe", errors(framework)),
+      ...drawn,
       line("exact float32 table (this service)", errors(exact)),
       line("2⁻²⁴ · position (a float32 angle for ω = 1)", positions.map((p) => p * 2 ** -24), "dot"),
     ];
-    await Plotly.newPlot(slot.plot("error by position of the framework recipe and of the exact table, log scales"), lines, layout("largest error per position", "position", "max |value − exact|", {
+    await Plotly.newPlot(slot.plot("error by position of each runtime's recipe and of the exact table, log scales"), lines, layout("largest error per position", "position", "max |value − exact|", {
       xaxis: { type: "log", title: { text: "position" } }, yaxis: { type: "log", title: { text: "max |value − exact|" }, exponentformat: "power" },
     }), CONFIG);
+    if (refused.length) {
+      const note = slot.block("p");
+      note.classList.add("refused");
+      note.textContent = `Not drawn — ${refused.map((r) => `${runtimeOf(r.recipe)} (recipe=${r.recipe}): ${r.why}`).join("; ")}`;
+    }
+    slot.section.dataset.traces = String(drawn.length + 1);
+    slot.section.dataset.refused = refused.map((r) => r.recipe).join(" ");
   },
 };
 
@@ -499,6 +548,17 @@ export interface Conformance {
   params: Query;
 }
 
+// The findings that recognise a runtime's own float32 computation in a cache: transformers' by
+// its own name, any other by the recipe its evidence names.
+function recognised(diagnosis: readonly Finding[]): { name: string; finding: Finding } | undefined {
+  for (const finding of diagnosis) {
+    const named = finding.evidence.recipe;
+    if (finding.name === "matches_recipe" && typeof named === "string") return { name: named, finding };
+    if (finding.name === "matches_framework_recipe") return { name: typeof named === "string" ? named : "framework", finding };
+  }
+  return undefined;
+}
+
 export const drop: View & { send(ctx: Context, slot: Slot, body: BodyInit, type: string): Promise<void> } = {
   id: "view-drop",
   title: "Drop your cache here",
@@ -509,6 +569,7 @@ export const drop: View & { send(ctx: Context, slot: Slot, body: BodyInit, type:
   },
   async send(ctx, slot, body, type) {
     slot.reset();
+    delete slot.section.dataset.recipe;
     const query: Query = { ...ctx.params, ...(ctx.rows.offset ? { offset: ctx.rows.offset } : {}), ...component(ctx) };
     slot.urls(ctx.api.url(ctx.scheme.name, "verify", query));
     try {
@@ -518,6 +579,16 @@ export const drop: View & { send(ctx: Context, slot: Slot, body: BodyInit, type:
       verdict.textContent = report.conforms
         ? `Conforms: every value within tolerance (largest error ${fmt(report.max_abs_error)}, ${fmt(report.max_ulp_error)} ulp).`
         : `Does not conform: largest error ${fmt(report.max_abs_error)} (${fmt(report.max_ulp_error)} ulp), first bad position ${fmt(report.first_bad_position)}.`;
+      const recipe = recognised(report.diagnosis);
+      if (recipe) {
+        const named = slot.block("p");
+        named.className = "report recipe";
+        const distance = recipe.finding.evidence.max_abs_error_from_exact;
+        named.textContent = `This is ${possessive(runtimeOf(recipe.name))} rope (recipe=${recipe.name})`
+          + (typeof distance === "number" ? `: up to ${fmt(distance)} from the exact values.` : ".");
+        verdict.before(named); // the headline: what the cache is, then how far it is from exact
+        slot.section.dataset.recipe = recipe.name;
+      }
       writeFindings(slot.block("ul"), report.diagnosis, report.conforms, fmt, (name) => name.replaceAll("_", " "));
       const start = Number(report.params?.offset ?? 0);
       const trace = { type: "scatter", mode: "lines", name: "error", x: report.error_by_position.map((_, k) => start + k), y: report.error_by_position.map((v) => (v > 0 ? v : null)) };
