@@ -201,6 +201,42 @@ _DEFAULTS_BROKEN: dict[str, dict[str, Any]] = {
     },
 }
 
+# Llama 4 Scout (meta-llama/Llama-4-Scout-17B-16E), its text model's keys as its config.json
+# has them: "no_rope_layers": [], which Llama4TextConfig reads as none given (every fourth layer
+# without a rope), beside its llama3 rope.
+HUB_CONFIGS["Llama-4-Scout"] = {
+    "model_type": "llama4",
+    "text_config": {
+        "model_type": "llama4_text",
+        "attention_chunk_size": 8192,
+        "attn_temperature_tuning": True,
+        "floor_scale": 8192,
+        "attn_scale": 0.1,
+        "head_dim": 128,
+        "hidden_size": 5120,
+        "interleave_moe_layer_step": 1,
+        "intermediate_size": 8192,
+        "intermediate_size_mlp": 16384,
+        "max_position_embeddings": 10485760,
+        "no_rope_layers": [],
+        "num_attention_heads": 40,
+        "num_experts_per_tok": 1,
+        "num_hidden_layers": 48,
+        "num_key_value_heads": 8,
+        "num_local_experts": 16,
+        "rope_scaling": {
+            "factor": 16.0,
+            "high_freq_factor": 1.0,
+            "low_freq_factor": 1.0,
+            "original_max_position_embeddings": 8192,
+            "rope_type": "llama3",
+        },
+        "rope_theta": 500000.0,
+        "use_qk_norm": True,
+        "vocab_size": 202048,
+    },
+}
+
 # Hybrids whose default configs have no attention layer, so no rope to measure: their layers'
 # kinds in keys of their own. Bamba-9B (ibm-ai-platform) names its attention layers by index;
 # Granite-4.0-H-350M (ibm-granite) its layers in the older "mamba"/"attention" names, with no

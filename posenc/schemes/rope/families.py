@@ -70,6 +70,12 @@ class Family:
     partial_rotary_factor: float | None = None  # the default when the config gives none
     # Without no_rope_layers, every nope_interval-th layer has no rope (no_rope_layer_interval).
     nope_interval: int | None = None
+    # Its config class reads an empty no_rope_layers as none given (Llama 4's: ``if
+    # self.no_rope_layers``); the others keep it, and their models then fail on it.
+    empty_nope_flags_unset: bool = False
+    # Its config class's NOPE_LAYER_LISTS list where the config gives none or null (Mllama's
+    # cross_attention_layers), those below num_hidden_layers being layers.
+    default_nope_list: tuple[int, ...] = ()
     unanswered: str | None = None
     attention_free: frozenset[str] | None = None  # layer types without a rope (else the default)
     nope_types: frozenset[str] = frozenset()  # attention layer types the family gives no rope
@@ -221,9 +227,14 @@ FAMILIES: dict[str, Family] = {
     "hrm_text": Family(unanswered=PER_LAYER),
     # No rope in every fourth layer unless no_rope_layers says otherwise (SmolLM3's convention).
     "smollm3": Family(nope_interval=4),
-    "llama4_text": Family(layout="interleaved", nope_interval=4),  # complex freqs_cis
+    # Its Hub configs (Scout, Maverick) say "no_rope_layers": [], read as the interval's.
+    "llama4_text": Family(  # complex freqs_cis
+        layout="interleaved", nope_interval=4, empty_nope_flags_unset=True
+    ),
     "mistral_large4_text": Family(apply=_DEEPSEEK_QK, nope_interval=4),
     "musicflamingo": Family(unanswered=_OWN_WIDTH),
+    # Its cross-attention layers attend to the image, by no rope.
+    "mllama_text_model": Family(default_nope_list=(3, 8, 13, 18, 23, 28, 33, 38)),
     # CLVP's text model is its text encoder, whose attention turns the first
     # max(projection_dim // (2 · heads), 32) dimensions of q, k and v (the values too) by
     # positions of its own (arange of the sequence); its decoder applies no rope at all
