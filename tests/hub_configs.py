@@ -174,6 +174,7 @@ _DEFAULTS_BROKEN: dict[str, dict[str, Any]] = {
     "GLM-Image": {"model_type": "glm_image", "text_config": _GLM_IMAGE_TEXT},
     "GLM-Image text model": _GLM_IMAGE_TEXT,
     "Cohere-Compass": {"model_type": "cohere_compass", "text_config": _COMPASS_TEXT},
+    "Cohere-Compass text model": _COMPASS_TEXT,
     "GLMGA": {"model_type": "glmga", "text_config": _GLM4V_TEXT},
     "Qwen3-Omni": {
         "model_type": "qwen3_omni_moe",
@@ -234,6 +235,28 @@ HUB_CONFIGS["Llama-4-Scout"] = {
         "rope_theta": 500000.0,
         "use_qk_norm": True,
         "vocab_size": 202048,
+    },
+}
+
+# Beam (reflection/Beam-1.0-501B-A23B) as its config class writes it: every sixth layer and the
+# last full attention, whose rope is null (no rope), the others sliding, turned by the default
+# rope.
+HUB_CONFIGS["Beam"] = {
+    "model_type": "beam",
+    "hidden_size": 5120,
+    "head_dim": 128,
+    "num_attention_heads": 48,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 52,
+    "max_position_embeddings": 8192,
+    "sliding_window": 512,
+    "layer_types": [
+        *("sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(51)),
+        "full_attention",
+    ],
+    "rope_parameters": {
+        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+        "full_attention": None,
     },
 }
 

@@ -237,11 +237,9 @@ _ROPE: dict[str, Any] = {
 # A rope_parameters keyed by layer type (transformers 5's per-layer form): a rope per type.
 _PER_LAYER_TYPE: dict[str, Any] = {
     "type": "object",
-    "description": "one rope per layer type of layer_types",
-    # An object, not null: a nullable rope here (Beam's and Cohere-Compass's layer types
-    # without one) made schemathesis build a `not` it cannot generate from, for the whole
-    # body; such configs are refused by the schema, naming the null (see the README).
-    "additionalProperties": {**_ROPE, "type": "object"},
+    "description": "one rope per layer type of layer_types; null: that type's layers have none "
+    "(Beam, Cohere-Compass)",
+    "additionalProperties": _ROPE,
 }
 BODY_SCHEMA: dict[str, Any] = {
     "description": "a model's config.json (transformers) or a multimodal model's, whose text "
