@@ -260,6 +260,39 @@ HUB_CONFIGS["Beam"] = {
     },
 }
 
+# DeepSeek-V4-Flash (deepseek-ai), in the legacy keys its checkpoint ships: qk_rope_head_dim
+# (the trailing 64 dimensions of each 512-wide head turn), compress_ratios (0: sliding
+# attention, 4: compressed sparse, 128: heavily compressed; one more than the layers, for its
+# next-token-prediction layer), the main rope at rope_theta and the compressed layers' at
+# compress_rope_theta with rope_scaling's YaRN.
+HUB_CONFIGS["DeepSeek-V4-Flash"] = {
+    "model_type": "deepseek_v4",
+    "hidden_size": 4096,
+    "num_hidden_layers": 43,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 1,
+    "head_dim": 512,
+    "qk_rope_head_dim": 64,
+    "q_lora_rank": 1024,
+    "o_groups": 8,
+    "o_lora_rank": 1024,
+    "index_n_heads": 64,
+    "index_head_dim": 128,
+    "index_topk": 512,
+    "sliding_window": 128,
+    "max_position_embeddings": 1048576,
+    "rope_theta": 10000,
+    "compress_rope_theta": 160000,
+    "rope_scaling": {
+        "beta_fast": 32,
+        "beta_slow": 1,
+        "factor": 16,
+        "original_max_position_embeddings": 65536,
+        "type": "yarn",
+    },
+    "compress_ratios": [0, 0, *([4, 128] * 20), 4, 0],
+}
+
 # Hybrids whose default configs have no attention layer, so no rope to measure: their layers'
 # kinds in keys of their own. Bamba-9B (ibm-ai-platform) names its attention layers by index;
 # Granite-4.0-H-350M (ibm-granite) its layers in the older "mamba"/"attention" names, with no

@@ -873,3 +873,24 @@ def test_mllama_s_cross_attention_layers_are_its_config_class_s_where_none_are_g
         assert answer["nope_layers"] == [i for i in (3, 8, 13, 18, 23, 28, 33, 38) if i < layers]
     given = {**text, "num_hidden_layers": 8, "cross_attention_layers": list[int]()}
     assert client.post("/v1/rope/config", json=given).json()["nope_layers"] == []
+
+
+def test_deepseek_v4_s_rope_sits_in_the_trailing_dimensions_of_each_head(client: Client) -> None:
+    # Its sliding layers (compress_ratios 0) turn the main rope, the compressed ones the
+    # compress rope (compress_rope_theta, YaRN with no attention factor), both over the last
+    # qk_rope_head_dim = 64 dimensions of its 512-wide heads, in pairs (2i, 2i+1).
+    answer = client.post("/v1/rope/config", json=HUB_CONFIGS["DeepSeek-V4-Flash"]).json()
+    assert answer["num_hidden_layers"] == 43 and answer["nope_layers"] == []
+    main, compress = sorted(answer["ropes"], key=lambda rope: rope["params"]["base"])
+    assert main["layers"] == [0, 1] and main["layer_types"] == ["sliding_attention"]
+    assert len(compress["layers"]) == 41 and compress["params"]["scaling"] == "yarn"
+    assert compress["params"]["base"] == 160000.0 and compress["params"]["attention_factor"] == 1
+    for rope in (main, compress):
+        assert (rope["rotary_dim"], rope["rotary_offset"]) == (64, 448)
+        assert rope["params"]["layout"] == "interleaved"
+
+
+def test_a_rope_over_the_leading_dimensions_is_at_offset_zero(client: Client) -> None:
+    config = {"model_type": "glm4", "head_dim": 128, "partial_rotary_factor": 0.5}
+    (rope,) = client.post("/v1/rope/config", json=config).json()["ropes"]
+    assert (rope["rotary_dim"], rope["rotary_offset"]) == (64, 0)

@@ -87,7 +87,12 @@ def _merged(ropes: tuple[ReferenceRope, ...]) -> dict[frozenset[int], ReferenceR
             rope.cos_width,
             rope.layout.kind,
         )
-        merged.setdefault(key, (set(), rope))[0].update(rope.layers)
+        layers, kept = merged.setdefault(key, (set(), rope))
+        layers.update(rope.layers)
+        if kept.layout.input_width != kept.head_dim and rope.layout.input_width == rope.head_dim:
+            # Judged where it turns the attention's own heads (DeepSeek-V4's indexer turns
+            # the tail of heads of a width of its own by the same rope).
+            merged[key] = (layers, rope)
     return {frozenset(layers): rope for layers, rope in merged.values()}
 
 
@@ -103,8 +108,11 @@ def _rope_misfit(answered: LayerRope, rope: ReferenceRope) -> str | None:
     if applied == "reversed":  # the cache's own pairs, turned by −θ
         applied, sign = ours.layout, -1
     pairing = (_LAYOUTS.get(layout.kind), layout.offset, layout.sign, layout.frequency_order)
-    if pairing != (applied, 0, sign, "ascending"):
-        return f"the model pairs {layout.kind} (offset {layout.offset}), answered {applied}"
+    if pairing != (applied, answered.rotary_offset, sign, "ascending"):
+        return (
+            f"the model pairs {layout.kind} (offset {layout.offset}), answered {applied} "
+            f"(offset {answered.rotary_offset})"
+        )
     # A proportional rope's cache spans the head, of which the first rotary_pairs pairs turn.
     turned = ours.d_model if ours.rotary_pairs is None else 2 * ours.rotary_pairs
     if rope.rotary_width != turned:

@@ -136,6 +136,7 @@ def _rope(
         "layers": None if rope.layers is None else list(rope.layers),
         "params": {k: v for k, v in dataclasses.asdict(params).items() if v is not None},
         "rotary_dim": params.d_model if params.rotary_pairs is None else 2 * params.rotary_pairs,
+        "rotary_offset": rope.rotary_offset,
         "partial_rotary_factor": rope.partial_rotary_factor,
         "apply": rope.apply,
         "query_scaling": None if rope.query_scaling is None else dict(rope.query_scaling),
@@ -287,6 +288,7 @@ _ROPE_ANSWER: dict[str, Any] = {
         "layers",
         "params",
         "rotary_dim",
+        "rotary_offset",
         "partial_rotary_factor",
         "apply",
         "query_scaling",
@@ -307,6 +309,15 @@ _ROPE_ANSWER: dict[str, Any] = {
             "type": "integer",
             "description": "the dimensions that turn: params.d_model, or 2·rotary_pairs for "
             "a proportional rope (its cache spans the head; the other pairs hold still)",
+        },
+        "rotary_offset": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "where in each head the rope sits: the first dimension that turns. "
+            "The rope turns dimensions rotary_offset … rotary_offset + rotary_dim − 1 of the "
+            "head and leaves the others still; 0 for a rope over the head's leading dimensions "
+            "(almost every model), head_dim − rotary_dim for one over its trailing dimensions "
+            "(DeepSeek-V4's qk_rope_head_dim, llama.cpp's ggml_rope_set_offset)",
         },
         "partial_rotary_factor": _NUMBER,
         "apply": {

@@ -133,6 +133,12 @@ class Family:
     # num_attention_heads, the base 10000, whatever else the config says): the reader sees
     # no others.
     reads: frozenset[str] | None = None
+    # Its ropes keyed by label, not by layer type (DeepSeek-V4's main and compress): (layer
+    # type, the label of its rope), read by .labelled.
+    rope_labels: tuple[tuple[str, str], ...] = ()
+    # Its rope turns the head's trailing dimensions, not its leading ones (the answer's
+    # rotary_offset: the first dimension that turns).
+    rope_at_end: bool = False
     # (key, why): a config that sets the key true is refused, naming it (RoFormer's
     # rotary_value turns the values too).
     refused_flags: tuple[tuple[str, str], ...] = ()
@@ -392,15 +398,22 @@ FAMILIES: dict[str, Family] = {
         unanswered="has no text model: its rope turns the frames of its audio encoder "
         "(audio_config): not answered yet"
     ),
-    # Measured: every layer turns pairs (2i, 2i+1) of the *trailing* qk_rope_head_dim of its
-    # 512-wide heads (an answer's rotary_dim names the leading ones), K=V, then turns the
-    # output back by −θ; its compressor and indexer turn their keys at compressed positions.
+    # Every layer turns pairs (2i, 2i+1) of the trailing qk_rope_head_dim of its 512-wide
+    # heads, by the rope labelled main (sliding_attention layers) or compress (the compressed
+    # ones); K=V, so its attention output is turned back by −θ, and its compressor and indexer
+    # turn their keys (and the indexer's queries, the trailing part of their heads) by the
+    # compress rope at the positions they stand for.
     "deepseek_v4": Family(
-        unanswered="turns the trailing qk_rope_head_dim dimensions of each head (the answer "
-        "can only state the leading ones), by ropes keyed by rope type (main for "
-        "sliding_attention layers, compress at compress_rope_theta for the compressed ones) "
-        "rather than by layer type, and turns its attention output back by −θ: not answered "
-        "yet"
+        layout="interleaved",
+        rope_at_end=True,
+        rope_labels=(
+            ("sliding_attention", "main"),
+            ("compressed_sparse_attention", "compress"),
+            ("heavily_compressed_attention", "compress"),
+        ),
+        layer_names=frozenset(
+            {"sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"}
+        ),
     ),
     # An nn.Embedding of sinusoids that create_weight fills in NumPy float64 (base 10000, the
     # head hidden_size / num_attention_heads, whatever else the config says), the table's
