@@ -2329,17 +2329,140 @@ export interface operations {
                      * Positions
                      * @description the positions (grid schemes: row-major cell indices); or position_ids
                      */
-                    positions?: number[];
+                    positions: number[];
+                    /**
+                     * Scale
+                     * @description multiply embeddings by √d_model
+                     * @default false
+                     */
+                    scale?: boolean;
+                } | {
+                    /**
+                     * D Model
+                     * @description the rotated (head) dimension; even, since pairs rotate
+                     */
+                    d_model: number;
+                    /**
+                     * Base
+                     * @description rope_theta; 1 < base ≤ 1e12
+                     * @default 10000
+                     */
+                    base?: number;
+                    /**
+                     * Layout
+                     * @description split: pairs (i, i+d/2), transformers' rotate_half; interleaved: pairs (2i, 2i+1), RoFormer and GPT-J
+                     * @default split
+                     * @enum {string}
+                     */
+                    layout?: "interleaved" | "split";
+                    /**
+                     * Scaling
+                     * @description long-context scaling, as transformers computes it; each takes the parameters whose description names it
+                     * @default none
+                     * @enum {string}
+                     */
+                    scaling?: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                    /**
+                     * Factor
+                     * @description linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides frequencies, and angles are served exactly up to 2^16 radians per position
+                     */
+                    factor?: number | null;
+                    /**
+                     * Original Max Position Embeddings
+                     * @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192)
+                     */
+                    original_max_position_embeddings?: number | null;
+                    /**
+                     * Low Freq Factor
+                     * @description llama3 (default 1)
+                     */
+                    low_freq_factor?: number | null;
+                    /**
+                     * High Freq Factor
+                     * @description llama3 (default 4)
+                     */
+                    high_freq_factor?: number | null;
+                    /**
+                     * Beta Fast
+                     * @description yarn (default 32)
+                     */
+                    beta_fast?: number | null;
+                    /**
+                     * Beta Slow
+                     * @description yarn (default 1)
+                     */
+                    beta_slow?: number | null;
+                    /**
+                     * Attention Factor
+                     * @description yarn, longrope: overrides the inferred factor
+                     */
+                    attention_factor?: number | null;
+                    /**
+                     * Mscale
+                     * @description yarn
+                     */
+                    mscale?: number | null;
+                    /**
+                     * Mscale All Dim
+                     * @description yarn
+                     */
+                    mscale_all_dim?: number | null;
+                    /**
+                     * Truncate
+                     * @description yarn: round the ramp's ends outwards (default true)
+                     */
+                    truncate?: boolean | null;
+                    /**
+                     * Short Factor
+                     * @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings; each at least 2^-16
+                     */
+                    short_factor?: number[] | null;
+                    /**
+                     * Long Factor
+                     * @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16
+                     */
+                    long_factor?: number[] | null;
+                    /**
+                     * Rotary Pairs
+                     * @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair)
+                     */
+                    rotary_pairs?: number | null;
+                    /**
+                     * Recipe
+                     * @description exact: correctly rounded; framework: transformers' own float32 computation
+                     * @default exact
+                     * @enum {string}
+                     */
+                    recipe?: "exact" | "framework";
+                    /**
+                     * Framework Precision
+                     * @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it
+                     */
+                    framework_precision?: ("float32" | "float64") | null;
+                    /**
+                     * Dtype
+                     * @description the served type; computed exactly, rounded once
+                     * @default float32
+                     * @enum {string}
+                     */
+                    dtype?: "float32" | "float64" | "float16";
+                    /**
+                     * Component
+                     * @description which of the scheme's arrays
+                     * @default cos_sin
+                     * @enum {string}
+                     */
+                    component?: "cos_sin" | "cos" | "sin" | "angle" | "inv_freq";
                     /**
                      * Position Ids
                      * @description 3 ids a token (rows of equal length, a column a token), in place of positions; with mrope
                      */
-                    position_ids?: number[][];
+                    position_ids: number[][];
                     /**
                      * Mrope
                      * @description with position_ids: the model's mrope, as POST /v1/rope/config answers it: the table reads its section and rotary rule (its other members are ignored)
                      */
-                    mrope?: {
+                    mrope: {
                         /** @description how many frequencies the temporal, height and width ids turn */
                         section: number[];
                         /**
@@ -2354,7 +2477,7 @@ export interface operations {
                      * @default false
                      */
                     scale?: boolean;
-                } | unknown | unknown;
+                };
             };
         };
         responses: {
@@ -3096,10 +3219,12 @@ export interface operations {
                             attention_factor?: number | null;
                             mscale?: number | null;
                             mscale_all_dim?: number | null;
-                        };
+                        } | null;
                     };
                     partial_rotary_factor?: number | null;
                     max_position_embeddings?: number | null;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -3127,6 +3252,8 @@ export interface operations {
                             params: Record<string, never>;
                             /** @description the dimensions that turn: params.d_model, or 2·rotary_pairs for a proportional rope (its cache spans the head; the other pairs hold still) */
                             rotary_dim: number;
+                            /** @description where in each head the rope sits: the first dimension that turns. The rope turns dimensions rotary_offset … rotary_offset + rotary_dim − 1 of the head and leaves the others still; 0 for a rope over the head's leading dimensions (almost every model), head_dim − rotary_dim for one over its trailing dimensions (DeepSeek-V4's qk_rope_head_dim, llama.cpp's ggml_rope_set_offset) */
+                            rotary_offset: number;
                             partial_rotary_factor: number;
                             /**
                              * @description the pairs q and k turn in, where the model's apply call re-lays the cache (params.layout) before rotating: interleaved = (2i, 2i+1); interleaved_to_rotate_half = pairs (2i, 2i+1) of q/k turned and written to (i, i + d/2), DeepSeek's rope_interleave; reversed = the cache's own pairs turned the other way, by −θ (its sin negated), NanoChat's

@@ -246,6 +246,10 @@ BODY_SCHEMA: dict[str, Any] = {
     "description": "a model's config.json (transformers) or a multimodal model's, whose text "
     "model's config is read from text_config; the fields typed here, and those API.md §6.3 "
     "names (layer_types, no_rope_layers, the family's own keys)",
+    "type": "object",
+    # Said, not left implicit: a generated client then takes a config.json's other keys
+    # (openapi-typescript types an object without it as closed, refusing model_type).
+    "additionalProperties": True,
     "properties": {
         "head_dim": {"type": ["integer", "null"], "minimum": 2, "maximum": 65536},
         "hidden_size": {"type": ["integer", "null"], "minimum": 2, "maximum": 2**31 - 1},
