@@ -1026,6 +1026,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -1158,6 +1178,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1365,6 +1405,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -1503,6 +1563,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1661,6 +1741,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -1793,6 +1893,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1985,6 +2105,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -2145,6 +2285,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2562,6 +2722,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -2730,6 +2910,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2914,6 +3114,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -3074,6 +3294,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3344,6 +3584,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -3586,6 +3846,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -3810,6 +4090,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -3966,6 +4266,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -4107,6 +4427,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -4231,6 +4571,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4411,6 +4771,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -4529,6 +4909,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4668,6 +5068,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4824,6 +5244,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -4948,6 +5388,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5126,6 +5586,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -5246,6 +5726,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5385,6 +5885,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5541,6 +6061,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -5669,6 +6209,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5864,6 +6424,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -6009,6 +6589,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -6129,6 +6729,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6285,6 +6905,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -6411,6 +7051,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6554,6 +7214,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6749,6 +7429,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -6894,6 +7594,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -7014,6 +7734,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7170,6 +7910,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -7309,6 +8069,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -7431,6 +8211,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7608,6 +8408,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -7736,6 +8556,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7884,6 +8724,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -8006,6 +8866,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8160,6 +9040,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -8282,6 +9182,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8459,6 +9379,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -8587,6 +9527,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8735,6 +9695,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -8857,6 +9837,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9011,6 +10011,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -9133,6 +10153,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9310,6 +10350,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -9438,6 +10498,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9586,6 +10666,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -9708,6 +10808,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {

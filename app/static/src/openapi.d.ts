@@ -1022,6 +1022,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -1154,6 +1174,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1361,6 +1401,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -1499,6 +1559,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1657,6 +1737,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -1789,6 +1889,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1981,6 +2101,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -2141,6 +2281,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2558,6 +2718,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -2726,6 +2906,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2910,6 +3110,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -3070,6 +3290,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3340,6 +3580,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -3582,6 +3842,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -3806,6 +4086,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -3962,6 +4262,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -4103,6 +4423,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -4227,6 +4567,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4407,6 +4767,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -4525,6 +4905,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4664,6 +5064,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4820,6 +5240,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -4944,6 +5384,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5122,6 +5582,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -5242,6 +5722,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5381,6 +5881,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5537,6 +6057,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -5665,6 +6205,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5860,6 +6420,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -6005,6 +6585,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -6125,6 +6725,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6281,6 +6901,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -6407,6 +7047,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6550,6 +7210,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6745,6 +7425,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -6890,6 +7590,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -7010,6 +7730,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7166,6 +7906,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -7305,6 +8065,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -7427,6 +8207,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7604,6 +8404,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -7732,6 +8552,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7880,6 +8720,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -8002,6 +8862,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8156,6 +9036,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -8278,6 +9178,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8455,6 +9375,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -8583,6 +9523,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8731,6 +9691,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -8853,6 +9833,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9007,6 +10007,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -9129,6 +10149,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9306,6 +10346,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -9434,6 +10494,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9582,6 +10662,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -9704,6 +10804,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
