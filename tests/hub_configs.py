@@ -293,6 +293,21 @@ HUB_CONFIGS["DeepSeek-V4-Flash"] = {
     "compress_ratios": [0, 0, *([4, 128] * 20), 4, 0],
 }
 
+# A dynamic (NTK-aware) rope, as community checkpoints of Llama 2 publish it (rope_scaling
+# {"type": "dynamic", "factor": 2.0}): its frequencies grow once a sequence passes
+# max_position_embeddings, where the harness measures them after a first forward there.
+HUB_CONFIGS["Llama-2 dynamic NTK"] = {
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 32,
+    "num_hidden_layers": 32,
+    "max_position_embeddings": 4096,
+    "rope_theta": 10000.0,
+    "rope_scaling": {"type": "dynamic", "factor": 2.0},
+}
+
 # Hybrids whose default configs have no attention layer, so no rope to measure: their layers'
 # kinds in keys of their own. Bamba-9B (ibm-ai-platform) names its attention layers by index;
 # Granite-4.0-H-350M (ibm-granite) its layers in the older "mamba"/"attention" names, with no

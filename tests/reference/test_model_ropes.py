@@ -134,6 +134,7 @@ def _in_pair_order(rope: ReferenceRope) -> ReferenceRope:
         rope,
         inv_freq=rope.inv_freq[order],
         layout=dataclasses.replace(layout, frequency_order="ascending"),
+        grown=lambda positions: rope.inv_freq_at(positions)[order],
     )
 
 
@@ -153,7 +154,8 @@ def _reference_rows(
 def _values_misfit(ours: RopeParams, rope: ReferenceRope) -> str | None:
     positions, (cos, sin) = _reference_rows(rope)
     inv_freq, attention = framework.frequencies(ours, int(positions[-1]) + 1)
-    off = ulps(inv_freq, rope.inv_freq)
+    # The frequencies the module turned those positions by: a dynamic rope's grow there.
+    off = ulps(inv_freq, rope.inv_freq_at(positions))
     # torch's float32 pow is not correctly rounded: where it differs from ours, the reciprocal
     # can land 2 ulp away (API.md §6.3 bounds the rest at 1).
     allowed = np.where(_pow_differs(ours), 2, 1)
@@ -248,6 +250,12 @@ def test_the_readme_reports_the_measured_tally(verdicts: dict[str, tuple[str, st
     verdicts_named = ("right", "refused", "wrong", "unmeasured")
     assert stated == {verdict: tally[verdict] for verdict in verdicts_named}
     assert all(verdicts[f"{name} (Hub)"][0] == "right" for name in HUB_CONFIGS)
+
+
+def test_a_dynamic_rope_is_measured_where_its_frequencies_grow() -> None:
+    # Compared with its module's initial frequencies, it was measured wrong (issue 34).
+    config = HUB_CONFIGS["Llama-2 dynamic NTK"]
+    assert _verdict(("llama", config)) == ("right", "")
 
 
 _OWN_REFUSAL = "(the model's own code refuses it too:"
