@@ -849,6 +849,11 @@ def test_llama_4_scout_s_empty_no_rope_layers_leave_every_fourth_layer_without_a
             {"model_type": "nemotron_h", "head_dim": 64, "hybrid_override_pattern": None},
             "hybrid_override_pattern",
         ),
+        # Its config class takes layer_idx + 1 modulo a null interval.
+        (
+            {**HUB_CONFIGS["Llama-4-Scout"]["text_config"], "no_rope_layer_interval": None},
+            "no_rope_layer_interval",
+        ),
     ],
 )
 def test_an_empty_or_null_list_is_refused_where_its_config_class_cannot_run_it(

@@ -148,6 +148,9 @@ def nope_layers(
         count = len(flags) if count is None else count
         nope = {i for i, flag in enumerate(flags) if flag == 0}
     elif family.nope_interval is not None:
+        if "no_rope_layer_interval" in text and text["no_rope_layer_interval"] is None:
+            # Its config class takes the remainder by it: a null fails there.
+            raise ParameterError("no_rope_layer_interval", "must be an integer, not null")
         interval = integer(text, "no_rope_layer_interval", "") or family.nope_interval
         if count is None:
             raise InconsistentError("num_hidden_layers", "is required: some layers have no rope")
