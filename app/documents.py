@@ -57,6 +57,11 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
         },
     },
     413: _problem("the body is over POSENC_MAX_BODY_BYTES (answered before it is read)"),
+    415: _problem(
+        "the body is sent in a content coding (Content-Encoding: gzip …), named in detail: "
+        "bodies are read as sent (identity); answered before it is read",
+        headers={"Accept-Encoding": {"schema": {"type": "string"}, "description": "identity"}},
+    ),
     422: _problem(
         "a parameter is invalid or breaks a rule its description states, or the answer would be "
         "over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit)"

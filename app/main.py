@@ -21,7 +21,12 @@ import posenc
 from app import documents, operations, problems
 from app.admission import AdmissionMiddleware, Budget
 from app.metrics import Metrics, MetricsMiddleware
-from app.middleware import BodyLimitMiddleware, FlowControlMiddleware, SecurityHeadersMiddleware
+from app.middleware import (
+    BodyLimitMiddleware,
+    ContentCodingMiddleware,
+    FlowControlMiddleware,
+    SecurityHeadersMiddleware,
+)
 from app.observability import AccessLogMiddleware, configure_logging, log_warnings_as_json
 from app.replay import ReplayMiddleware
 from app.resources import confine_to_quota
@@ -92,6 +97,7 @@ def create_app(settings: Settings | None = None, schemes: tuple[Scheme, ...] = S
     app.add_middleware(AdmissionMiddleware, budget=app.state.budget)
     app.add_middleware(ReplayMiddleware, cache=app.state.cache)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(ContentCodingMiddleware)
     app.add_middleware(
         CORSMiddleware,
         allow_origins=settings.cors_origin_list,

@@ -1,8 +1,10 @@
-"""ASGI middleware that must see the raw request: the body-size limit and common headers."""
+"""ASGI middleware that must see the raw request: the body-size limit, the refusal of coded
+bodies, and common headers."""
 
 from __future__ import annotations
 
 import anyio
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.problems import problem
@@ -69,15 +71,49 @@ class BodyLimitMiddleware:
             f"the request body is over the limit of {self.max_body_bytes} bytes "
             "(POSENC_MAX_BODY_BYTES)",
         )
-        headers = [*response.raw_headers, (b"connection", b"close")]
-        await send({"type": "http.response.start", "status": 413, "headers": headers})
-        await send({"type": "http.response.body", "body": response.body, "more_body": True})
-        with anyio.move_on_after(self.linger_s):
-            while True:
-                message = await receive()
-                if message["type"] != "http.request" or not message.get("more_body", False):
-                    break
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        await refuse_unread(response, receive, send, self.linger_s)
+
+
+class ContentCodingMiddleware:
+    """415 for a request whose body comes in a content coding (``Content-Encoding: gzip`` …),
+    naming it, before a byte of the body is read: the service reads bodies as they are sent
+    (``identity``), and a decoded size is not one that ``POSENC_MAX_BODY_BYTES`` and the
+    memory budget could reserve for before decoding (a gzip bomb). The answer says
+    ``Accept-Encoding: identity`` (RFC 9110 §15.5.16)."""
+
+    def __init__(self, app: ASGIApp, linger_s: float = LINGER_S) -> None:
+        self.app = app
+        self.linger_s = linger_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            given = b",".join(v for k, v in scope["headers"] if k == b"content-encoding")
+            codings = [c.strip().lower() for c in given.decode("latin-1").split(",") if c.strip()]
+            coded = [c for c in codings if c != "identity"]
+            if coded:
+                response = problem(
+                    415,
+                    f"the request body is in the content coding {', '.join(coded)} "
+                    "(Content-Encoding): send it uncoded (identity)",
+                    headers={"Accept-Encoding": "identity"},
+                )
+                await refuse_unread(response, receive, send, self.linger_s)
+                return
+        await self.app(scope, receive, send)
+
+
+async def refuse_unread(response: Response, receive: Receive, send: Send, linger_s: float) -> None:
+    """``response``, complete and saying ``Connection: close``, before the body is read; then,
+    for at most ``linger_s``, what the client still sends is dropped (never held)."""
+    headers = [*response.raw_headers, (b"connection", b"close")]
+    await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": response.body, "more_body": True})
+    with anyio.move_on_after(linger_s):
+        while True:
+            message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                break
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 class SecurityHeadersMiddleware:

@@ -11,6 +11,7 @@ import dataclasses
 import math
 import types
 import typing
+from collections.abc import Callable
 from functools import cache
 from typing import Annotated, Any, Literal
 
@@ -266,7 +267,7 @@ def _listed(scheme: Scheme) -> dict[str, Any]:
         return {"positions": (PositionList, Field(..., description=_POSITIONS_ABOUT))}
     ids = scheme.ids
     rows = Annotated[list[PositionList], Field(min_length=ids.rows, max_length=ids.rows)]
-    # Each may be left out, not sent as null: the body's anyOf (_one_of_listed) says which.
+    # Each may be left out, not sent as null: the body's oneOf (_one_of_listed) says which.
     return {
         "positions": (
             _absent_or(PositionList),
@@ -306,13 +307,44 @@ def _absent_or(kind: Any, schema: dict[str, Any] | None = None) -> Any:
     return Annotated[kind | None, WithJsonSchema(shown)]
 
 
-def _one_of_listed(scheme: Scheme) -> dict[str, Any] | None:
-    """A body of a scheme with several ids a token lists ``positions``, or ``position_ids``
-    with its options."""
+def _one_of_listed(scheme: Scheme) -> Callable[[dict[str, Any]], None] | None:
+    """A body of a scheme with several ids a token is one of two fully typed objects:
+    ``positions`` (with what goes with one position a token), or ``position_ids`` with its
+    options. Two closed objects, not one with a list of required members per case: generated
+    clients (openapi-typescript, openapi-python-client) type each, where an ``anyOf`` of bare
+    ``required`` lists left them with ``unknown``."""
     if scheme.ids is None:
         return None
-    listed = [{"required": ["positions"]}, {"required": ["position_ids", scheme.ids.key]}]
-    return {"anyOf": listed}
+    key = scheme.ids.key
+    by_ids = {"position_ids", key}
+    by_position = {"positions", "embeddings", "vectors"}
+
+    def alternatives(schema: dict[str, Any]) -> None:
+        properties: dict[str, Any] = schema.pop("properties")
+        required: list[str] = schema.pop("required", [])
+        schema.pop("additionalProperties", None)
+        schema.pop("type", None)
+        title = schema.get("title", "Body")
+        schema["oneOf"] = [
+            {
+                "type": "object",
+                "title": f"{title}Positions",
+                "description": "positions, one a token",
+                "additionalProperties": False,
+                "properties": {k: v for k, v in properties.items() if k not in by_ids},
+                "required": [*required, "positions"],
+            },
+            {
+                "type": "object",
+                "title": f"{title}PositionIds",
+                "description": f"position_ids, several a token, with {key}",
+                "additionalProperties": False,
+                "properties": {k: v for k, v in properties.items() if k not in by_position},
+                "required": [*required, *sorted(by_ids)],
+            },
+        ]
+
+    return alternatives
 
 
 @cache

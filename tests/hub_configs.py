@@ -174,6 +174,7 @@ _DEFAULTS_BROKEN: dict[str, dict[str, Any]] = {
     "GLM-Image": {"model_type": "glm_image", "text_config": _GLM_IMAGE_TEXT},
     "GLM-Image text model": _GLM_IMAGE_TEXT,
     "Cohere-Compass": {"model_type": "cohere_compass", "text_config": _COMPASS_TEXT},
+    "Cohere-Compass text model": _COMPASS_TEXT,
     "GLMGA": {"model_type": "glmga", "text_config": _GLM4V_TEXT},
     "Qwen3-Omni": {
         "model_type": "qwen3_omni_moe",
@@ -199,6 +200,112 @@ _DEFAULTS_BROKEN: dict[str, dict[str, Any]] = {
         "rope_theta": 1000000.0,
         "max_position_embeddings": 131072,
     },
+}
+
+# Llama 4 Scout (meta-llama/Llama-4-Scout-17B-16E), its text model's keys as its config.json
+# has them: "no_rope_layers": [], which Llama4TextConfig reads as none given (every fourth layer
+# without a rope), beside its llama3 rope.
+HUB_CONFIGS["Llama-4-Scout"] = {
+    "model_type": "llama4",
+    "text_config": {
+        "model_type": "llama4_text",
+        "attention_chunk_size": 8192,
+        "attn_temperature_tuning": True,
+        "floor_scale": 8192,
+        "attn_scale": 0.1,
+        "head_dim": 128,
+        "hidden_size": 5120,
+        "interleave_moe_layer_step": 1,
+        "intermediate_size": 8192,
+        "intermediate_size_mlp": 16384,
+        "max_position_embeddings": 10485760,
+        "no_rope_layers": [],
+        "num_attention_heads": 40,
+        "num_experts_per_tok": 1,
+        "num_hidden_layers": 48,
+        "num_key_value_heads": 8,
+        "num_local_experts": 16,
+        "rope_scaling": {
+            "factor": 16.0,
+            "high_freq_factor": 1.0,
+            "low_freq_factor": 1.0,
+            "original_max_position_embeddings": 8192,
+            "rope_type": "llama3",
+        },
+        "rope_theta": 500000.0,
+        "use_qk_norm": True,
+        "vocab_size": 202048,
+    },
+}
+
+# Beam (reflection/Beam-1.0-501B-A23B) as its config class writes it: every sixth layer and the
+# last full attention, whose rope is null (no rope), the others sliding, turned by the default
+# rope.
+HUB_CONFIGS["Beam"] = {
+    "model_type": "beam",
+    "hidden_size": 5120,
+    "head_dim": 128,
+    "num_attention_heads": 48,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 52,
+    "max_position_embeddings": 8192,
+    "sliding_window": 512,
+    "layer_types": [
+        *("sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(51)),
+        "full_attention",
+    ],
+    "rope_parameters": {
+        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+        "full_attention": None,
+    },
+}
+
+# DeepSeek-V4-Flash (deepseek-ai), in the legacy keys its checkpoint ships: qk_rope_head_dim
+# (the trailing 64 dimensions of each 512-wide head turn), compress_ratios (0: sliding
+# attention, 4: compressed sparse, 128: heavily compressed; one more than the layers, for its
+# next-token-prediction layer), the main rope at rope_theta and the compressed layers' at
+# compress_rope_theta with rope_scaling's YaRN.
+HUB_CONFIGS["DeepSeek-V4-Flash"] = {
+    "model_type": "deepseek_v4",
+    "hidden_size": 4096,
+    "num_hidden_layers": 43,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 1,
+    "head_dim": 512,
+    "qk_rope_head_dim": 64,
+    "q_lora_rank": 1024,
+    "o_groups": 8,
+    "o_lora_rank": 1024,
+    "index_n_heads": 64,
+    "index_head_dim": 128,
+    "index_topk": 512,
+    "sliding_window": 128,
+    "max_position_embeddings": 1048576,
+    "rope_theta": 10000,
+    "compress_rope_theta": 160000,
+    "rope_scaling": {
+        "beta_fast": 32,
+        "beta_slow": 1,
+        "factor": 16,
+        "original_max_position_embeddings": 65536,
+        "type": "yarn",
+    },
+    "compress_ratios": [0, 0, *([4, 128] * 20), 4, 0],
+}
+
+# A dynamic (NTK-aware) rope, as community checkpoints of Llama 2 publish it (rope_scaling
+# {"type": "dynamic", "factor": 2.0}): its frequencies grow once a sequence passes
+# max_position_embeddings, where the harness measures them after a first forward there.
+HUB_CONFIGS["Llama-2 dynamic NTK"] = {
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 32,
+    "num_hidden_layers": 32,
+    "max_position_embeddings": 4096,
+    "rope_theta": 10000.0,
+    "rope_scaling": {"type": "dynamic", "factor": 2.0},
 }
 
 # Hybrids whose default configs have no attention layer, so no rope to measure: their layers'

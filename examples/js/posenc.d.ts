@@ -1026,6 +1026,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -1158,6 +1178,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1365,6 +1405,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -1503,6 +1563,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1661,6 +1741,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -1793,6 +1893,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1985,6 +2105,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -2145,6 +2285,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2333,17 +2493,140 @@ export interface operations {
                      * Positions
                      * @description the positions (grid schemes: row-major cell indices); or position_ids
                      */
-                    positions?: number[];
+                    positions: number[];
+                    /**
+                     * Scale
+                     * @description multiply embeddings by √d_model
+                     * @default false
+                     */
+                    scale?: boolean;
+                } | {
+                    /**
+                     * D Model
+                     * @description the rotated (head) dimension; even, since pairs rotate
+                     */
+                    d_model: number;
+                    /**
+                     * Base
+                     * @description rope_theta; 1 < base ≤ 1e12
+                     * @default 10000
+                     */
+                    base?: number;
+                    /**
+                     * Layout
+                     * @description split: pairs (i, i+d/2), transformers' rotate_half; interleaved: pairs (2i, 2i+1), RoFormer and GPT-J
+                     * @default split
+                     * @enum {string}
+                     */
+                    layout?: "interleaved" | "split";
+                    /**
+                     * Scaling
+                     * @description long-context scaling, as transformers computes it; each takes the parameters whose description names it
+                     * @default none
+                     * @enum {string}
+                     */
+                    scaling?: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                    /**
+                     * Factor
+                     * @description linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides frequencies, and angles are served exactly up to 2^16 radians per position
+                     */
+                    factor?: number | null;
+                    /**
+                     * Original Max Position Embeddings
+                     * @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192)
+                     */
+                    original_max_position_embeddings?: number | null;
+                    /**
+                     * Low Freq Factor
+                     * @description llama3 (default 1)
+                     */
+                    low_freq_factor?: number | null;
+                    /**
+                     * High Freq Factor
+                     * @description llama3 (default 4)
+                     */
+                    high_freq_factor?: number | null;
+                    /**
+                     * Beta Fast
+                     * @description yarn (default 32)
+                     */
+                    beta_fast?: number | null;
+                    /**
+                     * Beta Slow
+                     * @description yarn (default 1)
+                     */
+                    beta_slow?: number | null;
+                    /**
+                     * Attention Factor
+                     * @description yarn, longrope: overrides the inferred factor
+                     */
+                    attention_factor?: number | null;
+                    /**
+                     * Mscale
+                     * @description yarn
+                     */
+                    mscale?: number | null;
+                    /**
+                     * Mscale All Dim
+                     * @description yarn
+                     */
+                    mscale_all_dim?: number | null;
+                    /**
+                     * Truncate
+                     * @description yarn: round the ramp's ends outwards (default true)
+                     */
+                    truncate?: boolean | null;
+                    /**
+                     * Short Factor
+                     * @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings; each at least 2^-16
+                     */
+                    short_factor?: number[] | null;
+                    /**
+                     * Long Factor
+                     * @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16
+                     */
+                    long_factor?: number[] | null;
+                    /**
+                     * Rotary Pairs
+                     * @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair)
+                     */
+                    rotary_pairs?: number | null;
+                    /**
+                     * Recipe
+                     * @description exact: correctly rounded; framework: transformers' own float32 computation
+                     * @default exact
+                     * @enum {string}
+                     */
+                    recipe?: "exact" | "framework";
+                    /**
+                     * Framework Precision
+                     * @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it
+                     */
+                    framework_precision?: ("float32" | "float64") | null;
+                    /**
+                     * Dtype
+                     * @description the served type; computed exactly, rounded once
+                     * @default float32
+                     * @enum {string}
+                     */
+                    dtype?: "float32" | "float64" | "float16";
+                    /**
+                     * Component
+                     * @description which of the scheme's arrays
+                     * @default cos_sin
+                     * @enum {string}
+                     */
+                    component?: "cos_sin" | "cos" | "sin" | "angle" | "inv_freq";
                     /**
                      * Position Ids
                      * @description 3 ids a token (rows of equal length, a column a token), in place of positions; with mrope
                      */
-                    position_ids?: number[][];
+                    position_ids: number[][];
                     /**
                      * Mrope
                      * @description with position_ids: the model's mrope, as POST /v1/rope/config answers it: the table reads its section and rotary rule (its other members are ignored)
                      */
-                    mrope?: {
+                    mrope: {
                         /** @description how many frequencies the temporal, height and width ids turn */
                         section: number[];
                         /**
@@ -2358,7 +2641,7 @@ export interface operations {
                      * @default false
                      */
                     scale?: boolean;
-                } | unknown | unknown;
+                };
             };
         };
         responses: {
@@ -2424,6 +2707,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2622,6 +2925,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -2776,6 +3099,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2966,6 +3309,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -3100,10 +3463,12 @@ export interface operations {
                             attention_factor?: number | null;
                             mscale?: number | null;
                             mscale_all_dim?: number | null;
-                        };
+                        } | null;
                     };
                     partial_rotary_factor?: number | null;
                     max_position_embeddings?: number | null;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -3131,6 +3496,8 @@ export interface operations {
                             params: Record<string, never>;
                             /** @description the dimensions that turn: params.d_model, or 2·rotary_pairs for a proportional rope (its cache spans the head; the other pairs hold still) */
                             rotary_dim: number;
+                            /** @description where in each head the rope sits: the first dimension that turns. The rope turns dimensions rotary_offset … rotary_offset + rotary_dim − 1 of the head and leaves the others still; 0 for a rope over the head's leading dimensions (almost every model), head_dim − rotary_dim for one over its trailing dimensions (DeepSeek-V4's qk_rope_head_dim, llama.cpp's ggml_rope_set_offset) */
+                            rotary_offset: number;
                             partial_rotary_factor: number;
                             /**
                              * @description the pairs q and k turn in, where the model's apply call re-lays the cache (params.layout) before rotating: interleaved = (2i, 2i+1); interleaved_to_rotate_half = pairs (2i, 2i+1) of q/k turned and written to (i, i + d/2), DeepSeek's rope_interleave; reversed = the cache's own pairs turned the other way, by −θ (its sin negated), NanoChat's
@@ -3202,6 +3569,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3459,6 +3846,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -3683,6 +4090,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -3839,6 +4266,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -3980,6 +4427,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -4104,6 +4571,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4284,6 +4771,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -4402,6 +4909,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4541,6 +5068,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4697,6 +5244,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -4821,6 +5388,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4999,6 +5586,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -5119,6 +5726,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5258,6 +5885,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5414,6 +6061,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -5542,6 +6209,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5737,6 +6424,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -5882,6 +6589,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -6002,6 +6729,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6158,6 +6905,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -6284,6 +7051,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6427,6 +7214,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6622,6 +7429,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -6767,6 +7594,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -6887,6 +7734,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7043,6 +7910,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -7182,6 +8069,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -7304,6 +8211,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7481,6 +8408,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -7609,6 +8556,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7757,6 +8724,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -7879,6 +8866,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8033,6 +9040,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -8155,6 +9182,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8332,6 +9379,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -8460,6 +9527,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8608,6 +9695,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -8730,6 +9837,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8884,6 +10011,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -9006,6 +10153,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9183,6 +10350,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -9311,6 +10498,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9459,6 +10666,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -9581,6 +10808,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {

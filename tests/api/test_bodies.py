@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import io
 import re
 import time
@@ -450,3 +451,30 @@ def test_an_empty_dimension_is_refused_by_the_rule_the_header_states(
     )
     assert response.status_code == 422
     assert response.json()["errors"][0]["loc"][-1] == "X-Array-Shape"
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate, gzip", "br"])
+def test_a_body_in_a_content_coding_is_refused_naming_the_coding(
+    client: Client, coding: str
+) -> None:
+    # Read as raw bytes, a gzipped body was refused as "not valid UTF-8" (issue 34); decoding
+    # it would size it only once decoded, past what POSENC_MAX_BODY_BYTES reserves for.
+    body = gzip.compress(b'{"d_model": 2, "positions": [0, 1]}')
+    response = client.post(
+        "/v1/encode",
+        content=body,
+        headers={"Content-Type": "application/json", "Content-Encoding": coding},
+    )
+    assert response.status_code == 415
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.headers["accept-encoding"] == "identity"
+    assert coding.split(", ")[-1] in response.json()["detail"]
+
+
+def test_an_identity_coded_body_is_read_as_sent(client: Client) -> None:
+    response = client.post(
+        "/v1/encode",
+        content=b'{"d_model": 2, "positions": [0, 1]}',
+        headers={"Content-Type": "application/json", "Content-Encoding": "identity"},
+    )
+    assert response.status_code == 200

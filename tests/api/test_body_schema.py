@@ -8,7 +8,8 @@ from typing import Any
 
 import jsonschema
 import pytest
-from hypothesis import given, settings
+import schemathesis
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from app import bodies
@@ -124,3 +125,33 @@ def test_a_keyword_the_validator_does_not_enforce_is_refused_when_the_app_is_bui
     assert SCHEMAS, "no extra operation found"
     with pytest.raises(ValueError, match="pattern"):
         bodies.check_schema({"properties": {"name": {"type": "string", "pattern": "^a"}}})
+
+
+def test_a_null_rope_per_layer_type_is_a_body_the_document_allows() -> None:
+    # Beam's and Cohere-Compass's full-attention layers: no rope (issue 34).
+    body = {"head_dim": 8, "rope_parameters": {"full_attention": None, "sliding_attention": {}}}
+    assert jsonschema.Draft202012Validator(CONFIG).is_valid(body)
+
+
+@pytest.mark.parametrize("mode", ["positive", "negative"])
+def test_the_contract_fuzzer_generates_bodies_of_the_config_operation(mode: str) -> None:
+    # A nullable rope per layer type once made schemathesis build a schema it could not
+    # generate from, under some seeds: tests/live/test_contract_fuzzing.py then fuzzed no body.
+    operation = schemathesis.openapi.from_dict(_DOCUMENT)["/v1/rope/config"]["POST"]
+    strategy = operation.as_strategy(generation_mode=schemathesis.GenerationMode(mode))
+    drawn: list[Any] = []
+    for value in (1, 2, 3):
+
+        @seed(value)
+        @settings(
+            max_examples=20,
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
+        @given(strategy)
+        def generate(case: Any) -> None:
+            drawn.append(case.body)
+
+        generate()
+    assert len(drawn) >= 30

@@ -119,12 +119,19 @@ def test_the_document_asks_for_positions_or_position_ids_with_mrope(client: Clie
     schema = document["paths"]["/v1/rope/encode"]["post"]["requestBody"]["content"][
         "application/json"
     ]["schema"]
-    assert schema["anyOf"] == [
-        {"required": ["positions"]},
-        {"required": ["position_ids", "mrope"]},
-    ]
-    for name in ("positions", "position_ids", "mrope"):
-        assert "null" not in str(schema["properties"][name]), name
+    # Two closed objects, each fully typed, so that generated clients type the body (an anyOf
+    # of bare required lists was `unknown` to openapi-typescript: issue 34).
+    by_positions, by_ids = schema["oneOf"]
+    assert set(by_positions["required"]) == {"d_model", "positions"}
+    assert set(by_ids["required"]) == {"d_model", "position_ids", "mrope"}
+    assert not {"position_ids", "mrope"} & set(by_positions["properties"])
+    assert "positions" not in by_ids["properties"]
+    for alternative in (by_positions, by_ids):
+        assert alternative["additionalProperties"] is False
+        assert alternative["properties"]["d_model"]["type"] == "integer"
+    for name, alternative in (("positions", by_positions), ("position_ids", by_ids)):
+        assert "null" not in str(alternative["properties"][name]), name
+    assert "null" not in str(by_ids["properties"]["mrope"])
 
 
 def test_an_integral_section_size_may_be_written_as_a_float(client: Client) -> None:

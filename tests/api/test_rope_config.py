@@ -813,3 +813,89 @@ def test_hunyuan_7b_s_dynamic_rope_with_an_alpha_is_a_fixed_base(client: Client)
     refused = client.post("/v1/rope/config", json=headless)
     assert refused.status_code == 422
     assert refused.json()["detail"].startswith("head_dim:")
+
+
+def test_llama_4_scout_s_empty_no_rope_layers_leave_every_fourth_layer_without_a_rope(
+    client: Client,
+) -> None:
+    # Llama4TextConfig: `self.no_rope_layers if self.no_rope_layers else` the interval's.
+    answer = client.post("/v1/rope/config", json=HUB_CONFIGS["Llama-4-Scout"]).json()
+    assert answer["nope_layers"] == list(range(3, 48, 4))
+    (rope,) = answer["ropes"]
+    assert len(rope["layers"]) == 36 and rope["params"]["scaling"] == "llama3"
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        # SmolLM3's config class keeps an empty list, which its layers then index.
+        (
+            {"model_type": "smollm3", "head_dim": 64, "num_hidden_layers": 4, "no_rope_layers": []},
+            "no_rope_layers",
+        ),
+        # list(None), and a pattern of None, fail in their config classes.
+        (
+            {
+                "model_type": "recurrent_gemma",
+                "head_dim": 64,
+                "hidden_size": 256,
+                "num_attention_heads": 4,
+                "num_hidden_layers": 3,
+                "block_types": None,
+            },
+            "block_types",
+        ),
+        (
+            {"model_type": "nemotron_h", "head_dim": 64, "hybrid_override_pattern": None},
+            "hybrid_override_pattern",
+        ),
+        # Its config class takes layer_idx + 1 modulo a null interval.
+        (
+            {**HUB_CONFIGS["Llama-4-Scout"]["text_config"], "no_rope_layer_interval": None},
+            "no_rope_layer_interval",
+        ),
+    ],
+)
+def test_an_empty_or_null_list_is_refused_where_its_config_class_cannot_run_it(
+    client: Client, config: dict[str, Any], field: str
+) -> None:
+    response = client.post("/v1/rope/config", json=config)
+    assert response.status_code == 422 and field in response.json()["detail"]
+
+
+def test_mllama_s_cross_attention_layers_are_its_config_class_s_where_none_are_given(
+    client: Client,
+) -> None:
+    text: dict[str, Any] = {
+        "model_type": "mllama_text_model",
+        "hidden_size": 4096,
+        "num_attention_heads": 32,
+    }
+    nulled: dict[str, Any] = {"cross_attention_layers": None}
+    for layers, given in ((40, {}), (20, nulled)):
+        config = {**text, "num_hidden_layers": layers, **given}
+        answer = client.post("/v1/rope/config", json=config).json()
+        assert answer["nope_layers"] == [i for i in (3, 8, 13, 18, 23, 28, 33, 38) if i < layers]
+    given = {**text, "num_hidden_layers": 8, "cross_attention_layers": list[int]()}
+    assert client.post("/v1/rope/config", json=given).json()["nope_layers"] == []
+
+
+def test_deepseek_v4_s_rope_sits_in_the_trailing_dimensions_of_each_head(client: Client) -> None:
+    # Its sliding layers (compress_ratios 0) turn the main rope, the compressed ones the
+    # compress rope (compress_rope_theta, YaRN with no attention factor), both over the last
+    # qk_rope_head_dim = 64 dimensions of its 512-wide heads, in pairs (2i, 2i+1).
+    answer = client.post("/v1/rope/config", json=HUB_CONFIGS["DeepSeek-V4-Flash"]).json()
+    assert answer["num_hidden_layers"] == 43 and answer["nope_layers"] == []
+    main, compress = sorted(answer["ropes"], key=lambda rope: rope["params"]["base"])
+    assert main["layers"] == [0, 1] and main["layer_types"] == ["sliding_attention"]
+    assert len(compress["layers"]) == 41 and compress["params"]["scaling"] == "yarn"
+    assert compress["params"]["base"] == 160000.0 and compress["params"]["attention_factor"] == 1
+    for rope in (main, compress):
+        assert (rope["rotary_dim"], rope["rotary_offset"]) == (64, 448)
+        assert rope["params"]["layout"] == "interleaved"
+
+
+def test_a_rope_over_the_leading_dimensions_is_at_offset_zero(client: Client) -> None:
+    config = {"model_type": "glm4", "head_dim": 128, "partial_rotary_factor": 0.5}
+    (rope,) = client.post("/v1/rope/config", json=config).json()["ropes"]
+    assert (rope["rotary_dim"], rope["rotary_offset"]) == (64, 0)

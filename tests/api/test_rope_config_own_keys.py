@@ -13,6 +13,7 @@ import pytest
 
 from posenc.schemes.rope import config as rope_config
 from tests.conftest import Client
+from tests.hub_configs import HUB_CONFIGS
 
 # DBRX as the Hub publishes it (databricks/dbrx-instruct), without its attn_config.rope_theta.
 DBRX: dict[str, Any] = {
@@ -160,16 +161,30 @@ def test_a_layer_type_whose_rope_is_null_has_none(client: Client) -> None:
         "layer_types": layer_types * 2,
         "rope_parameters": {"sliding_attention": rope, "full_attention": None},
     }
-    # The reader gives its null type no rope (measured right in tests/reference) ...
     model = rope_config.read(beam)
     assert model.nope_layers == (3, 7)
     (only,) = model.ropes
     assert only.layer_types == ("sliding_attention",) and only.layers == (0, 1, 2, 4, 5, 6)
-    # ... but the published body schema types a rope per layer type as an object (a nullable
-    # one there stopped the contract fuzzer generating bodies): over HTTP it is refused, named.
+    # The published body schema admits the null too (issue 34: it was refused over HTTP).
     response = client.post("/v1/rope/config", json=beam)
-    assert response.status_code == 422
-    assert response.json()["errors"][0]["loc"][1].startswith("rope_parameters.")
+    assert response.status_code == 200
+    answer = response.json()
+    assert answer["nope_layers"] == [3, 7] and answer["ropes"][0]["layers"] == [0, 1, 2, 4, 5, 6]
+
+
+@pytest.mark.parametrize("name", ["Beam", "Cohere-Compass", "Cohere-Compass text model"])
+def test_hub_configs_with_a_null_rope_per_layer_type_are_answered_for_every_layer(
+    client: Client, name: str
+) -> None:
+    config = HUB_CONFIGS[name]
+    text = config.get("text_config", config)
+    response = client.post("/v1/rope/config", json=config)
+    assert response.status_code == 200, response.json()
+    answer = response.json()
+    full = [i for i, kind in enumerate(text["layer_types"]) if kind == "full_attention"]
+    assert answer["nope_layers"] == full
+    (rope,) = answer["ropes"]
+    assert sorted(rope["layers"] + full) == list(range(text["num_hidden_layers"]))
 
 
 def test_cohere_compass_reads_a_rope_per_layer_type_or_none(client: Client) -> None:

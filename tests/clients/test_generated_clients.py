@@ -21,6 +21,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+import attrs
 import httpx
 import numpy as np
 import pytest
@@ -119,6 +120,27 @@ def test_the_typescript_query_types_refuse_a_parameter_the_operation_does_not_ta
         assert code == "TS2353" and f'"{negative.name}"' in message, (negative, message)
 
 
+def test_the_typescript_body_types_refuse_a_misspelt_member_of_every_body(
+    document: dict[str, Any], project: Path
+) -> None:
+    # A body typed `unknown` (an anyOf of bare required lists) took any member; a closed
+    # type refuses one misspelt, while the planned valid body still compiles.
+    source, expected, open_bodies = typescript.negative_body_test(document)
+    assert open_bodies == [], "bodies no misspelling can be put in"
+    bodies = {op.path for op in plan.operations(document) if "application/json" in op.body_content}
+    assert {n.where.split()[1] for n in expected} == bodies
+    (project / "bodies.ts").write_text(source)
+    config = {**TSCONFIG, "files": ["bodies.ts"]}
+    config["compilerOptions"] = {**TSCONFIG["compilerOptions"], "noEmit": True}  # type: ignore[dict-item]
+    (project / "tsconfig.bodies.json").write_text(json.dumps(config))
+    compiled = _run(["node", str(TSC), "-p", "tsconfig.bodies.json"], project)
+    errors = typescript.tsc_errors(compiled.stdout, "bodies.ts")
+    assert sorted(errors) == [n.line for n in expected], compiled.stdout[-6000:]
+    for negative in expected:
+        code, message = errors[negative.line]
+        assert code == "TS2353" and typescript.UNKNOWN_MEMBER in message, (negative, message)
+
+
 def test_the_javascript_example_is_typed_by_the_live_document(live: LiveServer) -> None:
     # Its posenc.d.ts is what openapi-typescript writes today (`npm run types` rewrites it),
     # and tsc --strict checks client.mjs against it.
@@ -181,11 +203,12 @@ def _alternatives(hint: Any) -> Iterator[Any]:
 def _convert(hint: Any, value: Any) -> Any:
     """A planned JSON value as the generated signature types it: enums as their classes,
     objects as their attrs models, lists item by item."""
+    models = [kind for kind in _alternatives(hint) if hasattr(kind, "from_dict")]
+    if isinstance(value, dict) and models:
+        return _from_dict(models, value)  # a body of several shapes: the one that reads it
     for kind in _alternatives(hint):
         if isinstance(kind, type) and issubclass(kind, Enum) and isinstance(value, str):
             return kind(value)
-        if isinstance(value, dict) and hasattr(kind, "from_dict"):
-            return kind.from_dict(value)
         if isinstance(value, list) and typing.get_origin(kind) is list:
             (item,) = typing.get_args(kind)
             return [_convert(item, v) for v in value]
@@ -289,3 +312,33 @@ def test_the_python_client_calls_every_operation(
 def test_every_json_answer_and_body_has_a_typed_schema(document: Mapping[str, Any]) -> None:
     # A schema without properties gives generated clients an untyped bag.
     assert plan.untyped(document) == []
+
+
+def test_a_misspelt_member_of_every_body_fails_to_construct_in_the_python_client(
+    document: Mapping[str, Any], python_client: types.ModuleType
+) -> None:
+    endpoints = _endpoints(python_client)
+    for op in plan.operations(document):
+        content = op.body_content.get("application/json")
+        if content is None:
+            continue
+        function = endpoints[PythonIdentifier(op.operation_id, prefix="")].sync_detailed
+        hint = inspect.signature(function).parameters["body"].annotation
+        models = [kind for kind in _alternatives(hint) if hasattr(kind, "from_dict")]
+        assert models, f"{op.path}: the body has no generated model"
+        valid = plan.example(content.get("schema", {}), document)
+        built = _from_dict(models, valid)
+        members = {a.name: getattr(built, a.name) for a in attrs.fields(type(built)) if a.init}
+        type(built)(**members)  # the valid body's members construct it
+        with pytest.raises(TypeError, match=typescript.UNKNOWN_MEMBER):
+            type(built)(**members, **{typescript.UNKNOWN_MEMBER: 1})
+
+
+def _from_dict(models: list[Any], value: Any) -> Any:
+    """``value`` as the first of a body's generated models that reads it."""
+    for kind in models:
+        try:
+            return kind.from_dict(value)
+        except (KeyError, TypeError, ValueError):
+            continue
+    raise AssertionError(f"no generated model reads {value}")

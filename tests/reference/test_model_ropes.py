@@ -87,7 +87,12 @@ def _merged(ropes: tuple[ReferenceRope, ...]) -> dict[frozenset[int], ReferenceR
             rope.cos_width,
             rope.layout.kind,
         )
-        merged.setdefault(key, (set(), rope))[0].update(rope.layers)
+        layers, kept = merged.setdefault(key, (set(), rope))
+        layers.update(rope.layers)
+        if kept.layout.input_width != kept.head_dim and rope.layout.input_width == rope.head_dim:
+            # Judged where it turns the attention's own heads (DeepSeek-V4's indexer turns
+            # the tail of heads of a width of its own by the same rope).
+            merged[key] = (layers, rope)
     return {frozenset(layers): rope for layers, rope in merged.values()}
 
 
@@ -103,8 +108,11 @@ def _rope_misfit(answered: LayerRope, rope: ReferenceRope) -> str | None:
     if applied == "reversed":  # the cache's own pairs, turned by −θ
         applied, sign = ours.layout, -1
     pairing = (_LAYOUTS.get(layout.kind), layout.offset, layout.sign, layout.frequency_order)
-    if pairing != (applied, 0, sign, "ascending"):
-        return f"the model pairs {layout.kind} (offset {layout.offset}), answered {applied}"
+    if pairing != (applied, answered.rotary_offset, sign, "ascending"):
+        return (
+            f"the model pairs {layout.kind} (offset {layout.offset}), answered {applied} "
+            f"(offset {answered.rotary_offset})"
+        )
     # A proportional rope's cache spans the head, of which the first rotary_pairs pairs turn.
     turned = ours.d_model if ours.rotary_pairs is None else 2 * ours.rotary_pairs
     if rope.rotary_width != turned:
@@ -126,6 +134,7 @@ def _in_pair_order(rope: ReferenceRope) -> ReferenceRope:
         rope,
         inv_freq=rope.inv_freq[order],
         layout=dataclasses.replace(layout, frequency_order="ascending"),
+        grown=lambda positions: rope.inv_freq_at(positions)[order],
     )
 
 
@@ -145,7 +154,8 @@ def _reference_rows(
 def _values_misfit(ours: RopeParams, rope: ReferenceRope) -> str | None:
     positions, (cos, sin) = _reference_rows(rope)
     inv_freq, attention = framework.frequencies(ours, int(positions[-1]) + 1)
-    off = ulps(inv_freq, rope.inv_freq)
+    # The frequencies the module turned those positions by: a dynamic rope's grow there.
+    off = ulps(inv_freq, rope.inv_freq_at(positions))
     # torch's float32 pow is not correctly rounded: where it differs from ours, the reciprocal
     # can land 2 ulp away (API.md §6.3 bounds the rest at 1).
     allowed = np.where(_pow_differs(ours), 2, 1)
@@ -240,6 +250,12 @@ def test_the_models_page_reports_the_measured_tally(verdicts: dict[str, tuple[st
     verdicts_named = ("right", "refused", "wrong", "unmeasured")
     assert stated == {verdict: tally[verdict] for verdict in verdicts_named}
     assert all(verdicts[f"{name} (Hub)"][0] == "right" for name in HUB_CONFIGS)
+
+
+def test_a_dynamic_rope_is_measured_where_its_frequencies_grow() -> None:
+    # Compared with its module's initial frequencies, it was measured wrong (issue 34).
+    config = HUB_CONFIGS["Llama-2 dynamic NTK"]
+    assert _verdict(("llama", config)) == ("right", "")
 
 
 _OWN_REFUSAL = "(the model's own code refuses it too:"

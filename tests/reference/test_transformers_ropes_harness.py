@@ -158,3 +158,22 @@ def test_a_model_s_own_refusal_of_odd_heads_is_told_from_other_failures() -> Non
     assert not _same_mismatch(other, head_dim=73, width=74)
     model = reference_model("qwen3_omni_moe_text")
     assert model.rejected is not None and "head dimension 73" in model.rejected
+
+
+def test_a_dynamic_rope_is_read_after_its_frequencies_grow() -> None:
+    # transformers' dynamic rope grows its frequencies once a forward passes
+    # max_position_embeddings: those, not its initial ones, turn the later positions.
+    config = {
+        "model_type": "llama",
+        "hidden_size": 256,
+        "num_attention_heads": 4,
+        "num_hidden_layers": 1,
+        "max_position_embeddings": 1024,
+        "rope_scaling": {"type": "dynamic", "factor": 2.0},
+    }
+    (rope,) = reference_model("llama", config).ropes
+    assert np.array_equal(rope.inv_freq_at(np.array([0, 1023])), rope.inv_freq)
+    d, length = 64, 4096
+    base = 10000.0 * (2.0 * length / 1024 - 1) ** (d / (d - 2))
+    exact = 1.0 / base ** (np.arange(0, d, 2, dtype=np.float64) / d)
+    assert float32_ulps(rope.inv_freq_at(np.array([0, length - 1])), exact).max() <= 2

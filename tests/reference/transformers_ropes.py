@@ -411,6 +411,7 @@ class ReferenceRope:
     forward: Callable[[npt.NDArray[np.int64]], tuple[F32, F32]] = dataclasses.field(
         repr=False, compare=False
     )
+    grown: Callable[[npt.NDArray[np.int64]], F32] = dataclasses.field(repr=False, compare=False)
 
     @property
     def rotary_width(self) -> int:
@@ -425,6 +426,12 @@ class ReferenceRope:
         ``attention_scaling`` as the module does. A fresh module answers every call, so a
         dynamic rope starts from its initial state (a first forward ending at the last position)."""
         return self.forward(np.asarray(positions, dtype=np.int64))
+
+    def inv_freq_at(self, positions: Sequence[int] | npt.NDArray[np.integer]) -> F32:
+        """The frequencies a fresh module turns ``positions`` by: its ``inv_freq`` once it has
+        run at them. ``inv_freq`` itself, unless the module's frequencies grow with the
+        positions (a dynamic rope past ``max_position_embeddings``)."""
+        return self.grown(np.asarray(positions, dtype=np.int64))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1204,29 +1211,48 @@ def _mrope_of(config: Any, twin: Any, layer_type: str | None) -> dict[str, Any] 
 
 
 def _forward_fn(output: _Output) -> Callable[[npt.NDArray[np.int64]], tuple[F32, F32]]:
-    source = output.source
-    kwargs = {k: v for k, v in output.call_kwargs.items() if k != "position_ids"}
-    rows = output.position_shape[0] if len(output.position_shape) == 3 else 0
-
     def forward(positions: npt.NDArray[np.int64]) -> tuple[F32, F32]:
-        ids = torch.from_numpy(np.ascontiguousarray(positions))
-        if source.kind == "table":
-            cos, sin = source.build().rows(ids)
-            return cos.numpy(), sin.numpy()
-        batch = ids[None] if rows == 0 else ids[None, None].expand(rows, 1, -1)
-        with torch.no_grad(), quiet():
-            out = source.build()(torch.zeros(1, dtype=torch.float32), batch, **kwargs)
-        if isinstance(out, torch.Tensor):
-            cos, sin = out.real, out.imag
-        else:
-            cos, sin = out[0], out[1]
-        n = ids.shape[-1]
-        return (
-            cos.reshape(-1, n, cos.shape[-1])[0].to(torch.float32).numpy(),
-            sin.reshape(-1, n, sin.shape[-1])[0].to(torch.float32).numpy(),
-        )
+        return _run(output, output.source.build(), positions)
 
     return forward
+
+
+def _grown_fn(output: _Output) -> Callable[[npt.NDArray[np.int64]], F32]:
+    """The module's ``inv_freq`` after a first forward at the positions: a dynamic rope's
+    frequencies grow there (transformers' ``dynamic_rope_update``), its initial ones do not
+    turn those positions."""
+
+    def grown(positions: npt.NDArray[np.int64]) -> F32:
+        source = output.source
+        module = source.build()
+        if source.kind != "table":
+            _run(output, module, positions)
+        return dataclasses.replace(source, twin=module).inv_freq(output.layer_type)[0]
+
+    return grown
+
+
+def _run(output: _Output, module: Any, positions: npt.NDArray[np.int64]) -> tuple[F32, F32]:
+    """``module`` (a fresh build of the output's source) run at ``positions``."""
+    source = output.source
+    ids = torch.from_numpy(np.ascontiguousarray(positions))
+    if source.kind == "table":
+        cos, sin = module.rows(ids)
+        return cos.numpy(), sin.numpy()
+    kwargs = {k: v for k, v in output.call_kwargs.items() if k != "position_ids"}
+    rows = output.position_shape[0] if len(output.position_shape) == 3 else 0
+    batch = ids[None] if rows == 0 else ids[None, None].expand(rows, 1, -1)
+    with torch.no_grad(), quiet():
+        out = module(torch.zeros(1, dtype=torch.float32), batch, **kwargs)
+    if isinstance(out, torch.Tensor):
+        cos, sin = out.real, out.imag
+    else:
+        cos, sin = out[0], out[1]
+    n = ids.shape[-1]
+    return (
+        cos.reshape(-1, n, cos.shape[-1])[0].to(torch.float32).numpy(),
+        sin.reshape(-1, n, sin.shape[-1])[0].to(torch.float32).numpy(),
+    )
 
 
 def _has_attention(layer: torch.nn.Module) -> bool:
@@ -1363,6 +1389,7 @@ def _record(
         if output.source.kind == "table"
         else _mrope_of(config, output.source.twin, output.layer_type),
         forward=_forward_fn(output),
+        grown=_grown_fn(output),
     )
 
 

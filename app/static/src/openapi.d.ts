@@ -1022,6 +1022,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -1154,6 +1174,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1361,6 +1401,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -1499,6 +1559,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1657,6 +1737,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -1789,6 +1889,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1981,6 +2101,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -2141,6 +2281,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2329,17 +2489,140 @@ export interface operations {
                      * Positions
                      * @description the positions (grid schemes: row-major cell indices); or position_ids
                      */
-                    positions?: number[];
+                    positions: number[];
+                    /**
+                     * Scale
+                     * @description multiply embeddings by √d_model
+                     * @default false
+                     */
+                    scale?: boolean;
+                } | {
+                    /**
+                     * D Model
+                     * @description the rotated (head) dimension; even, since pairs rotate
+                     */
+                    d_model: number;
+                    /**
+                     * Base
+                     * @description rope_theta; 1 < base ≤ 1e12
+                     * @default 10000
+                     */
+                    base?: number;
+                    /**
+                     * Layout
+                     * @description split: pairs (i, i+d/2), transformers' rotate_half; interleaved: pairs (2i, 2i+1), RoFormer and GPT-J
+                     * @default split
+                     * @enum {string}
+                     */
+                    layout?: "interleaved" | "split";
+                    /**
+                     * Scaling
+                     * @description long-context scaling, as transformers computes it; each takes the parameters whose description names it
+                     * @default none
+                     * @enum {string}
+                     */
+                    scaling?: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                    /**
+                     * Factor
+                     * @description linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides frequencies, and angles are served exactly up to 2^16 radians per position
+                     */
+                    factor?: number | null;
+                    /**
+                     * Original Max Position Embeddings
+                     * @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192)
+                     */
+                    original_max_position_embeddings?: number | null;
+                    /**
+                     * Low Freq Factor
+                     * @description llama3 (default 1)
+                     */
+                    low_freq_factor?: number | null;
+                    /**
+                     * High Freq Factor
+                     * @description llama3 (default 4)
+                     */
+                    high_freq_factor?: number | null;
+                    /**
+                     * Beta Fast
+                     * @description yarn (default 32)
+                     */
+                    beta_fast?: number | null;
+                    /**
+                     * Beta Slow
+                     * @description yarn (default 1)
+                     */
+                    beta_slow?: number | null;
+                    /**
+                     * Attention Factor
+                     * @description yarn, longrope: overrides the inferred factor
+                     */
+                    attention_factor?: number | null;
+                    /**
+                     * Mscale
+                     * @description yarn
+                     */
+                    mscale?: number | null;
+                    /**
+                     * Mscale All Dim
+                     * @description yarn
+                     */
+                    mscale_all_dim?: number | null;
+                    /**
+                     * Truncate
+                     * @description yarn: round the ramp's ends outwards (default true)
+                     */
+                    truncate?: boolean | null;
+                    /**
+                     * Short Factor
+                     * @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings; each at least 2^-16
+                     */
+                    short_factor?: number[] | null;
+                    /**
+                     * Long Factor
+                     * @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16
+                     */
+                    long_factor?: number[] | null;
+                    /**
+                     * Rotary Pairs
+                     * @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair)
+                     */
+                    rotary_pairs?: number | null;
+                    /**
+                     * Recipe
+                     * @description exact: correctly rounded; framework: transformers' own float32 computation
+                     * @default exact
+                     * @enum {string}
+                     */
+                    recipe?: "exact" | "framework";
+                    /**
+                     * Framework Precision
+                     * @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it
+                     */
+                    framework_precision?: ("float32" | "float64") | null;
+                    /**
+                     * Dtype
+                     * @description the served type; computed exactly, rounded once
+                     * @default float32
+                     * @enum {string}
+                     */
+                    dtype?: "float32" | "float64" | "float16";
+                    /**
+                     * Component
+                     * @description which of the scheme's arrays
+                     * @default cos_sin
+                     * @enum {string}
+                     */
+                    component?: "cos_sin" | "cos" | "sin" | "angle" | "inv_freq";
                     /**
                      * Position Ids
                      * @description 3 ids a token (rows of equal length, a column a token), in place of positions; with mrope
                      */
-                    position_ids?: number[][];
+                    position_ids: number[][];
                     /**
                      * Mrope
                      * @description with position_ids: the model's mrope, as POST /v1/rope/config answers it: the table reads its section and rotary rule (its other members are ignored)
                      */
-                    mrope?: {
+                    mrope: {
                         /** @description how many frequencies the temporal, height and width ids turn */
                         section: number[];
                         /**
@@ -2354,7 +2637,7 @@ export interface operations {
                      * @default false
                      */
                     scale?: boolean;
-                } | unknown | unknown;
+                };
             };
         };
         responses: {
@@ -2420,6 +2703,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2618,6 +2921,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -2772,6 +3095,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2962,6 +3305,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -3096,10 +3459,12 @@ export interface operations {
                             attention_factor?: number | null;
                             mscale?: number | null;
                             mscale_all_dim?: number | null;
-                        };
+                        } | null;
                     };
                     partial_rotary_factor?: number | null;
                     max_position_embeddings?: number | null;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -3127,6 +3492,8 @@ export interface operations {
                             params: Record<string, never>;
                             /** @description the dimensions that turn: params.d_model, or 2·rotary_pairs for a proportional rope (its cache spans the head; the other pairs hold still) */
                             rotary_dim: number;
+                            /** @description where in each head the rope sits: the first dimension that turns. The rope turns dimensions rotary_offset … rotary_offset + rotary_dim − 1 of the head and leaves the others still; 0 for a rope over the head's leading dimensions (almost every model), head_dim − rotary_dim for one over its trailing dimensions (DeepSeek-V4's qk_rope_head_dim, llama.cpp's ggml_rope_set_offset) */
+                            rotary_offset: number;
                             partial_rotary_factor: number;
                             /**
                              * @description the pairs q and k turn in, where the model's apply call re-lays the cache (params.layout) before rotating: interleaved = (2i, 2i+1); interleaved_to_rotate_half = pairs (2i, 2i+1) of q/k turned and written to (i, i + d/2), DeepSeek's rope_interleave; reversed = the cache's own pairs turned the other way, by −θ (its sin negated), NanoChat's
@@ -3198,6 +3565,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3455,6 +3842,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -3679,6 +4086,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -3835,6 +4262,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -3976,6 +4423,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -4100,6 +4567,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4280,6 +4767,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -4398,6 +4905,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4537,6 +5064,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4693,6 +5240,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -4817,6 +5384,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4995,6 +5582,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -5115,6 +5722,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5254,6 +5881,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5410,6 +6057,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -5538,6 +6205,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5733,6 +6420,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -5878,6 +6585,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -5998,6 +6725,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6154,6 +6901,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -6280,6 +7047,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6423,6 +7210,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6618,6 +7425,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -6763,6 +7590,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -6883,6 +7730,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7039,6 +7906,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -7178,6 +8065,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -7300,6 +8207,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7477,6 +8404,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -7605,6 +8552,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7753,6 +8720,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -7875,6 +8862,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8029,6 +9036,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -8151,6 +9178,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8328,6 +9375,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -8456,6 +9523,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8604,6 +9691,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -8726,6 +9833,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8880,6 +10007,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -9002,6 +10149,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9179,6 +10346,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -9307,6 +10494,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9455,6 +10662,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
             /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
@@ -9577,6 +10804,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {

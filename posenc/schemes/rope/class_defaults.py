@@ -33,6 +33,7 @@ CLASS_DEFAULTS: dict[str, dict[str, float]] = {
     "deepseek_v2": {},
     "deepseek_v3": {},
     "deepseek_v32": {"head_dim": 64},
+    "deepseek_v4": {"per_layer_type": 1, "partial_rotary_factor": 0.125, "head_dim": 512},
     "dia_decoder": {"head_dim": 128},
     "diffllama": {},
     "diffusion_gemma_text": {"per_layer_type": 1, "head_dim": 256},

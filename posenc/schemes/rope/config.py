@@ -22,8 +22,8 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from posenc.errors import InconsistentError, ParameterError, PosencError
+from posenc.schemes.rope import labelled, xdrope
 from posenc.schemes.rope import layers as model_layers
-from posenc.schemes.rope import xdrope
 from posenc.schemes.rope.config_params import head_dim, layer_heads, rope_params
 from posenc.schemes.rope.config_values import class_defaults, integer, number, rope_dict
 from posenc.schemes.rope.families import (
@@ -52,6 +52,7 @@ class LayerRope:
     partial_rotary_factor: float
     apply: str | None = None  # the pairs q/k turn in, where they are not the cache's layout
     query_scaling: Mapping[str, float] | None = None  # Llama 4's scaling of q, beside the rope
+    rotary_offset: int = 0  # the first dimension of the head that turns
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,8 @@ def _as_family_reads(
         read = mrope_config.text_rope_of(read)
     if family.xdrope:
         read = xdrope.text_rope_of(read)
+    if family.rope_labels:
+        read = labelled.text_rope_of(read, family)
     return read, mrope
 
 
@@ -254,13 +257,19 @@ def _ropes(
         scaling = _query_scaling(rope, where)
         return (
             LayerRope(
-                tuple(sorted(turning)), layers, params, partial, apply_of(text, family), scaling
+                tuple(sorted(turning)),
+                layers,
+                params,
+                partial,
+                apply_of(text, family),
+                scaling,
+                _offset(text, family, params),
             ),
         )
     if types is None:
         raise InconsistentError("layer_types", f"is required with a {where} per layer type")
     # One rope per layer type; types whose ropes are equal are one rope.
-    by_rope: dict[tuple[RopeParams, float, Any], list[str]] = {}
+    by_rope: dict[tuple[RopeParams, float, Any, int], list[str]] = {}
     for kind in sorted(set(types) - model_layers.attention_free(family) - family.nope_types):
         own = rope.get(kind)
         if not isinstance(own, Mapping):
@@ -274,7 +283,8 @@ def _ropes(
         typed = text if width is None else {**text, family.head_key: width}
         params, partial = rope_params(typed, f"{where}.{kind}", own, family)
         scaling = _query_scaling(own, f"{where}.{kind}")
-        key = (params, partial, None if scaling is None else tuple(sorted(scaling.items())))
+        scaled = None if scaling is None else tuple(sorted(scaling.items()))
+        key = (params, partial, scaled, _offset(typed, family, params))
         by_rope.setdefault(key, []).append(kind)
     apply = apply_of(text, family)
     ropes = (
@@ -285,10 +295,20 @@ def _ropes(
             partial,
             apply,
             None if scaling is None else dict(scaling),
+            offset,
         )
-        for (params, partial, scaling), kinds in by_rope.items()
+        for (params, partial, scaling, offset), kinds in by_rope.items()
     )
     return tuple(rope for rope in ropes if rope.layers)
+
+
+def _offset(text: Mapping[str, Any], family: Family, params: RopeParams) -> int:
+    """The first dimension of the head that turns: 0, or where the family's rope turns the
+    head's trailing dimensions."""
+    if not family.rope_at_end:
+        return 0
+    turned = params.d_model if params.rotary_pairs is None else 2 * params.rotary_pairs
+    return head_dim(text, family) - turned
 
 
 def _builds_per_layer_type(text: Mapping[str, Any]) -> bool:

@@ -136,6 +136,7 @@ def _rope(
         "layers": None if rope.layers is None else list(rope.layers),
         "params": {k: v for k, v in dataclasses.asdict(params).items() if v is not None},
         "rotary_dim": params.d_model if params.rotary_pairs is None else 2 * params.rotary_pairs,
+        "rotary_offset": rope.rotary_offset,
         "partial_rotary_factor": rope.partial_rotary_factor,
         "apply": rope.apply,
         "query_scaling": None if rope.query_scaling is None else dict(rope.query_scaling),
@@ -237,16 +238,18 @@ _ROPE: dict[str, Any] = {
 # A rope_parameters keyed by layer type (transformers 5's per-layer form): a rope per type.
 _PER_LAYER_TYPE: dict[str, Any] = {
     "type": "object",
-    "description": "one rope per layer type of layer_types",
-    # An object, not null: a nullable rope here (Beam's and Cohere-Compass's layer types
-    # without one) made schemathesis build a `not` it cannot generate from, for the whole
-    # body; such configs are refused by the schema, naming the null (see the README).
-    "additionalProperties": {**_ROPE, "type": "object"},
+    "description": "one rope per layer type of layer_types; null: that type's layers have none "
+    "(Beam, Cohere-Compass)",
+    "additionalProperties": _ROPE,
 }
 BODY_SCHEMA: dict[str, Any] = {
     "description": "a model's config.json (transformers) or a multimodal model's, whose text "
     "model's config is read from text_config; the fields typed here, and those API.md §6.3 "
     "names (layer_types, no_rope_layers, the family's own keys)",
+    "type": "object",
+    # Said, not left implicit: a generated client then takes a config.json's other keys
+    # (openapi-typescript types an object without it as closed, refusing model_type).
+    "additionalProperties": True,
     "properties": {
         "head_dim": {"type": ["integer", "null"], "minimum": 2, "maximum": 65536},
         "hidden_size": {"type": ["integer", "null"], "minimum": 2, "maximum": 2**31 - 1},
@@ -289,6 +292,7 @@ _ROPE_ANSWER: dict[str, Any] = {
         "layers",
         "params",
         "rotary_dim",
+        "rotary_offset",
         "partial_rotary_factor",
         "apply",
         "query_scaling",
@@ -309,6 +313,15 @@ _ROPE_ANSWER: dict[str, Any] = {
             "type": "integer",
             "description": "the dimensions that turn: params.d_model, or 2·rotary_pairs for "
             "a proportional rope (its cache spans the head; the other pairs hold still)",
+        },
+        "rotary_offset": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "where in each head the rope sits: the first dimension that turns. "
+            "The rope turns dimensions rotary_offset … rotary_offset + rotary_dim − 1 of the "
+            "head and leaves the others still; 0 for a rope over the head's leading dimensions "
+            "(almost every model), head_dim − rotary_dim for one over its trailing dimensions "
+            "(DeepSeek-V4's qk_rope_head_dim, llama.cpp's ggml_rope_set_offset)",
         },
         "partial_rotary_factor": _NUMBER,
         "apply": {

@@ -70,6 +70,12 @@ class Family:
     partial_rotary_factor: float | None = None  # the default when the config gives none
     # Without no_rope_layers, every nope_interval-th layer has no rope (no_rope_layer_interval).
     nope_interval: int | None = None
+    # Its config class reads an empty no_rope_layers as none given (Llama 4's: ``if
+    # self.no_rope_layers``); the others keep it, and their models then fail on it.
+    empty_nope_flags_unset: bool = False
+    # Its config class's NOPE_LAYER_LISTS list where the config gives none or null (Mllama's
+    # cross_attention_layers), those below num_hidden_layers being layers.
+    default_nope_list: tuple[int, ...] = ()
     unanswered: str | None = None
     attention_free: frozenset[str] | None = None  # layer types without a rope (else the default)
     nope_types: frozenset[str] = frozenset()  # attention layer types the family gives no rope
@@ -127,6 +133,12 @@ class Family:
     # num_attention_heads, the base 10000, whatever else the config says): the reader sees
     # no others.
     reads: frozenset[str] | None = None
+    # Its ropes keyed by label, not by layer type (DeepSeek-V4's main and compress): (layer
+    # type, the label of its rope), read by .labelled.
+    rope_labels: tuple[tuple[str, str], ...] = ()
+    # Its rope turns the head's trailing dimensions, not its leading ones (the answer's
+    # rotary_offset: the first dimension that turns).
+    rope_at_end: bool = False
     # (key, why): a config that sets the key true is refused, naming it (RoFormer's
     # rotary_value turns the values too).
     refused_flags: tuple[tuple[str, str], ...] = ()
@@ -221,9 +233,14 @@ FAMILIES: dict[str, Family] = {
     "hrm_text": Family(unanswered=PER_LAYER),
     # No rope in every fourth layer unless no_rope_layers says otherwise (SmolLM3's convention).
     "smollm3": Family(nope_interval=4),
-    "llama4_text": Family(layout="interleaved", nope_interval=4),  # complex freqs_cis
+    # Its Hub configs (Scout, Maverick) say "no_rope_layers": [], read as the interval's.
+    "llama4_text": Family(  # complex freqs_cis
+        layout="interleaved", nope_interval=4, empty_nope_flags_unset=True
+    ),
     "mistral_large4_text": Family(apply=_DEEPSEEK_QK, nope_interval=4),
     "musicflamingo": Family(unanswered=_OWN_WIDTH),
+    # Its cross-attention layers attend to the image, by no rope.
+    "mllama_text_model": Family(default_nope_list=(3, 8, 13, 18, 23, 28, 33, 38)),
     # CLVP's text model is its text encoder, whose attention turns the first
     # max(projection_dim // (2 · heads), 32) dimensions of q, k and v (the values too) by
     # positions of its own (arange of the sequence); its decoder applies no rope at all
@@ -381,15 +398,22 @@ FAMILIES: dict[str, Family] = {
         unanswered="has no text model: its rope turns the frames of its audio encoder "
         "(audio_config): not answered yet"
     ),
-    # Measured: every layer turns pairs (2i, 2i+1) of the *trailing* qk_rope_head_dim of its
-    # 512-wide heads (an answer's rotary_dim names the leading ones), K=V, then turns the
-    # output back by −θ; its compressor and indexer turn their keys at compressed positions.
+    # Every layer turns pairs (2i, 2i+1) of the trailing qk_rope_head_dim of its 512-wide
+    # heads, by the rope labelled main (sliding_attention layers) or compress (the compressed
+    # ones); K=V, so its attention output is turned back by −θ, and its compressor and indexer
+    # turn their keys (and the indexer's queries, the trailing part of their heads) by the
+    # compress rope at the positions they stand for.
     "deepseek_v4": Family(
-        unanswered="turns the trailing qk_rope_head_dim dimensions of each head (the answer "
-        "can only state the leading ones), by ropes keyed by rope type (main for "
-        "sliding_attention layers, compress at compress_rope_theta for the compressed ones) "
-        "rather than by layer type, and turns its attention output back by −θ: not answered "
-        "yet"
+        layout="interleaved",
+        rope_at_end=True,
+        rope_labels=(
+            ("sliding_attention", "main"),
+            ("compressed_sparse_attention", "compress"),
+            ("heavily_compressed_attention", "compress"),
+        ),
+        layer_names=frozenset(
+            {"sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"}
+        ),
     ),
     # An nn.Embedding of sinusoids that create_weight fills in NumPy float64 (base 10000, the
     # head hidden_size / num_attention_heads, whatever else the config says), the table's

@@ -80,9 +80,9 @@ def lettered_layer_types(text: Mapping[str, Any], family: Family) -> tuple[str, 
     rule = family.lettered_layers
     if rule is None:
         return None
-    pattern = text.get(rule.key)
-    if pattern is None:
+    if rule.key not in text:
         return rule.default
+    pattern = text[rule.key]  # null: its config class's pattern-to-list fails on it
     letters = dict(rule.letters)
     if not isinstance(pattern, str) or not pattern or not set(pattern) <= set(letters):
         raise ParameterError(rule.key, f"must be a string of the letters {''.join(letters)}")
@@ -117,8 +117,8 @@ def derived_layer_types(
 
 
 def _cycled(text: Mapping[str, Any], rule: CycledLayers, count: int) -> tuple[str, ...]:
-    blocks = text.get(rule.key)
-    blocks = list(rule.default) if blocks is None else blocks
+    # Absent, its config class's default; null, its list(None) fails.
+    blocks = text[rule.key] if rule.key in text else list(rule.default)
     if not isinstance(blocks, list) or not blocks or not all(isinstance(b, str) for b in blocks):
         raise ParameterError(rule.key, "must be a non-empty list of block kinds")
     if count > rule.repeats * len(blocks):
@@ -134,6 +134,8 @@ def nope_layers(
     text: Mapping[str, Any], family: Family, count: int | None, types: tuple[str, ...] | None
 ) -> tuple[int, ...]:
     flags = text.get("no_rope_layers")
+    if flags == [] and family.empty_nope_flags_unset:
+        flags = None
     if flags is not None:
         if not isinstance(flags, list) or not all(
             type(flag) is int and flag in (0, 1) for flag in flags
@@ -146,6 +148,9 @@ def nope_layers(
         count = len(flags) if count is None else count
         nope = {i for i, flag in enumerate(flags) if flag == 0}
     elif family.nope_interval is not None:
+        if "no_rope_layer_interval" in text and text["no_rope_layer_interval"] is None:
+            # Its config class takes the remainder by it: a null fails there.
+            raise ParameterError("no_rope_layer_interval", "must be an integer, not null")
         interval = integer(text, "no_rope_layer_interval", "") or family.nope_interval
         if count is None:
             raise InconsistentError("num_hidden_layers", "is required: some layers have no rope")
@@ -154,6 +159,8 @@ def nope_layers(
         nope = set()
     for key in NOPE_LAYER_LISTS:
         listed = text.get(key)
+        if listed is None and family.default_nope_list:
+            listed = [i for i in family.default_nope_list if count is None or i < count]
         if listed is not None:
             top = MAX_LAYERS if count is None else count
             if not isinstance(listed, list) or not all(
