@@ -4,6 +4,7 @@ published values (Hugging Face hub configs), and configs the service cannot hono
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -436,6 +437,8 @@ def test_config_links_what_the_work_limit_admits_and_leaves_out_what_it_never_wo
     assert set(answer["urls"]) == {
         "table",
         "table_framework",
+        "table_ggml",
+        "table_mlx",
         "alias_table",
         "alias_table_framework",
     }
@@ -899,3 +902,20 @@ def test_a_rope_over_the_leading_dimensions_is_at_offset_zero(client: Client) ->
     config = {"model_type": "glm4", "head_dim": 128, "partial_rotary_factor": 0.5}
     (rope,) = client.post("/v1/rope/config", json=config).json()["ropes"]
     assert (rope["rotary_dim"], rope["rotary_offset"]) == (64, 0)
+
+
+def test_config_links_the_runtimes_tables_where_each_runtime_implements_the_rope(
+    client: Client,
+) -> None:
+    """Llama 3.1's rope is llama.cpp's and MLX's too; a dynamic one is MLX's only (llama.cpp
+    implements no dynamic scaling), and each linked table is served."""
+    config, _ = FAMILIES["llama-3.1-8b"]
+    answer = client.post("/v1/rope/config", json=config).json()
+    for runtime in ("ggml", "mlx"):
+        url = answer["urls"][f"table_{runtime}"]
+        assert f"recipe={runtime}" in url
+        assert client.get(re.sub(r"seq_len=\d+", "seq_len=4", url)).status_code == 200
+    dynamic = {**config, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}
+    dynamic.pop("rope_parameters", None)
+    urls = client.post("/v1/rope/config", json=dynamic).json()["urls"]
+    assert "table_mlx" in urls and "table_ggml" not in urls

@@ -107,3 +107,17 @@ def test_posenc_testing_names_the_runtime_a_port_s_cache_is() -> None:
         assert_rope_matches(cache, d_model=32, offset=200_000)
     assert "matches_recipe" in str(raised.value)
     assert "recipe=ggml" in str(raised.value)
+
+
+@pytest.mark.parametrize("recipe", ["exact", "framework", "ggml", "mlx"])
+def test_longrope_from_an_original_length_of_one_is_refused_not_a_500(
+    client: Client, recipe: str
+) -> None:
+    """Its attention factor divides by ln(original_max_position_embeddings) = 0: every recipe
+    raised ZeroDivisionError before this refusal."""
+    response = client.get(
+        f"/v1/rope/table?d_model=2&seq_len=2&recipe={recipe}&scaling=longrope&factor=1.5"
+        "&original_max_position_embeddings=1&short_factor=1&long_factor=2"
+    )
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"] == ["query", "original_max_position_embeddings"]

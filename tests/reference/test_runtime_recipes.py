@@ -98,6 +98,26 @@ def test_ggml_recipe_is_ggml_cpu_bit_for_bit(params: RopeParams) -> None:
     _assert_identical(runtimes.ggml_halves(params, positions), (cos, sin))
 
 
+@pytest.mark.parametrize("recipe", ["ggml", "mlx"])
+def test_llama_4_s_rope_without_a_smooth_band(recipe: Recipe) -> None:
+    """Llama 4 gives low_freq_factor = high_freq_factor: the band's division is by zero, and
+    both runtimes keep only the values on either side of it."""
+    params = RopeParams(
+        d_model=128,
+        base=500000.0,
+        recipe=recipe,
+        scaling="llama3",
+        factor=16.0,
+        low_freq_factor=1.0,
+        high_freq_factor=1.0,
+        original_max_position_embeddings=8192,
+    )
+    positions = _positions(np.random.default_rng(4))
+    cos, sin, _ = recipes.halves(params, positions, int(positions.max()) + 1)
+    reference = runtimes.ggml_halves if recipe == "ggml" else runtimes.mlx_halves
+    _assert_identical(reference(params, positions), (cos, sin))
+
+
 def test_ggml_recipe_with_a_gguf_s_own_factor_tensor() -> None:
     rng = np.random.default_rng(7)
     factors = tuple(float(f) for f in np.round(1 + 10 * rng.random(32), 3))

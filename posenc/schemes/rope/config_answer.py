@@ -10,15 +10,15 @@ from typing import Any
 
 from posenc.cost import Cost
 from posenc.declare import Limits, spec
-from posenc.errors import ParameterError
+from posenc.errors import ParameterError, PosencError
 from posenc.numerics import costs
-from posenc.schemes.rope import maths
+from posenc.schemes.rope import maths, recipes
 from posenc.schemes.rope.config import LayerRope, read
 from posenc.schemes.rope.config_params import NUMBERS, PROPORTIONAL, SCALINGS
 from posenc.schemes.rope.mrope import config as mrope_config
 from posenc.schemes.rope.mrope.families import MROPE_FAMILIES
 from posenc.schemes.rope.mrope.schemas import MROPE_SCHEMA
-from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.rope.params import RUNTIMES, RopeParams
 from posenc.schemes.rope.verify import verify_rope_cost
 
 
@@ -141,16 +141,31 @@ def _rope(
         "apply": rope.apply,
         "query_scaling": None if rope.query_scaling is None else dict(rope.query_scaling),
         "seq_len": {"table": table_rows, "verify": verify_rows},
-        "urls": _urls(query(params), table_rows, verify_rows),
+        "urls": _urls(params, table_rows, verify_rows),
     }
 
 
-def _urls(given: str, table_rows: int, verify_rows: int) -> dict[str, str]:
+def _runtimes(params: RopeParams) -> list[str]:
+    """The runtimes whose recipe serves this rope (llama.cpp has no dynamic scaling, …)."""
+    served: list[str] = []
+    for runtime in RUNTIMES:
+        try:
+            recipes.check(dataclasses.replace(params, recipe=runtime))
+        except PosencError:
+            continue
+        served.append(runtime)
+    return served
+
+
+def _urls(params: RopeParams, table_rows: int, verify_rows: int) -> dict[str, str]:
+    given = query(params)
     rows, checked = f"seq_len={table_rows}", f"seq_len={verify_rows}"
     urls: dict[str, str] = {}
     if table_rows:
         urls["table"] = f"/v1/rope/table?{given}&{rows}&format=npy"
         urls["table_framework"] = f"/v1/rope/table?{given}&recipe=framework&{rows}&format=npy"
+        for runtime in _runtimes(params):
+            urls[f"table_{runtime}"] = f"/v1/rope/table?{given}&recipe={runtime}&{rows}&format=npy"
         urls["alias_table"] = f"/v1/table?scheme=rope&{given}&{rows}&format=npy"
         urls["alias_table_framework"] = (
             f"/v1/table?scheme=rope&{given}&recipe=framework&{rows}&format=npy"
@@ -284,7 +299,13 @@ _SEQ_LEN: dict[str, Any] = {
     "required": ["table", "verify"],
     "properties": {"table": {"type": "integer"}, "verify": {"type": "integer"}},
 }
-_URLS: dict[str, Any] = {"type": "object", "additionalProperties": {"type": "string"}}
+_URLS: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": {"type": "string"},
+    "description": "table (exact), table_framework (transformers' float32), table_ggml and "
+    "table_mlx (llama.cpp's and MLX's, where that runtime implements the rope), verify, and "
+    "their /v1/table and /v1/verify aliases; each as many rows as the service's limits serve",
+}
 _ROPE_ANSWER: dict[str, Any] = {
     "type": "object",
     "required": [

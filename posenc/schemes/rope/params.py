@@ -169,8 +169,18 @@ class RopeParams:
         if self.recipe == "transformers":
             object.__setattr__(self, "recipe", "framework")
         self._check_runtime()
-        if self.recipe == "framework" and self.scaling == "dynamic" and self.d_model < 4:
+        if self.recipe in ("framework", "mlx") and self.scaling == "dynamic" and self.d_model < 4:
             raise InconsistentError("d_model", "must be ≥ 4 for dynamic scaling: d/(d−2) is used")
+        if (
+            self.scaling == "longrope"
+            and (self.factor or 1.0) > 1
+            and self.original_max_position_embeddings == 1
+        ):
+            raise InconsistentError(
+                "original_max_position_embeddings",
+                "must be ≥ 2 for longrope with a factor above 1: its attention factor divides "
+                "by ln(original_max_position_embeddings)",
+            )
         for name in _NEEDS[self.scaling]:
             if getattr(self, name) is None:
                 raise InconsistentError(name, f"is required with scaling={self.scaling}")

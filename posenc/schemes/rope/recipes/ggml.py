@@ -185,10 +185,13 @@ def llama3_factors(params: RopeParams) -> Float32Array:
     exponents = (np.arange(0, dim, 2, dtype=F32) / scalar(dim)).astype(F32)
     freqs = reciprocal(power(scalar(params.base), exponents))
     wavelength = (reciprocal(freqs) * scalar(2 * math.pi)).astype(F32)
-    smooth = ((reciprocal(wavelength) * scalar(old)).astype(F32) - scalar(low)).astype(F32)
-    smooth = (smooth / scalar(high - low)).astype(F32)
-    blend = (((F32(1) - smooth).astype(F32) / scalar(factor)).astype(F32) + smooth).astype(F32)
-    medium = reciprocal(blend)
+    # Llama 4 gives low_freq_factor = high_freq_factor: no smooth band, and the division
+    # by zero fills only values the band would have chosen (inf, as in torch and MLX).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        smooth = ((reciprocal(wavelength) * scalar(old)).astype(F32) - scalar(low)).astype(F32)
+        smooth = (smooth / scalar(high - low)).astype(F32)
+        blend = (((F32(1) - smooth).astype(F32) / scalar(factor)).astype(F32) + smooth).astype(F32)
+        medium = reciprocal(blend)
     out = np.where(wavelength < scalar(old / high), F32(1), medium)
     return np.where(wavelength > scalar(old / low), scalar(factor), out).astype(F32)
 
