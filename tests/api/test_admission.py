@@ -303,7 +303,12 @@ def test_work_stops_when_its_request_is_cancelled() -> None:
     async def scenario() -> float:
         request = Request({"type": "http", "app": app, "headers": []}, receive)
         task = asyncio.create_task(run(request, endless))
-        await asyncio.sleep(0.05)
+        # Cancelled once the work has passed two checkpoints: a fixed wait was too short on a
+        # loaded machine, where the thread had not yet started.
+        for _ in range(500):
+            if len(checkpoints) > 1:
+                break
+            await asyncio.sleep(0.01)
         task.cancel()
         with pytest.raises((asyncio.CancelledError, cancel.WorkCancelledError)):
             await task
