@@ -4,6 +4,7 @@ diagnosed as that runtime's recipe rather than as imprecise float32 angles."""
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import numpy as np
 import pytest
@@ -56,20 +57,26 @@ def test_transformers_is_the_framework_recipe_spelled_once(
     assert response.json()["params"]["recipe"] == "framework"
 
 
+def _verified(client: Client, table: np.ndarray, query: str) -> dict[str, Any]:
+    body = io.BytesIO()
+    np.save(body, table)
+    response = client.post(
+        f"/v1/rope/verify?{query}",
+        content=body.getvalue(),
+        headers={"content-type": "application/x-npy"},
+    )
+    assert response.status_code == 200, response.text
+    report: dict[str, Any] = response.json()
+    return report
+
+
 @pytest.mark.parametrize("recipe", ["ggml", "mlx"])
 def test_a_runtime_s_cache_is_named_as_that_runtime_s_recipe(
     client: Client, recipe: Recipe
 ) -> None:
     params = RopeParams(d_model=64, base=500000.0, recipe=recipe)
     table = encode(params, np.arange(100_000, 100_256), "float32", "cos_sin")
-    body = io.BytesIO()
-    np.save(body, table)
-    response = client.post(
-        "/v1/rope/verify?d_model=64&base=500000&offset=100000",
-        content=body.getvalue(),
-        headers={"content-type": "application/x-npy"},
-    )
-    report = response.json()
+    report = _verified(client, table, "d_model=64&base=500000&offset=100000")
     assert report["conforms"] is False
     names = [finding["name"] for finding in report["diagnosis"]]
     assert names == ["matches_recipe"], names
@@ -81,14 +88,7 @@ def test_a_runtime_s_cache_is_named_as_that_runtime_s_recipe(
 
 def test_an_exact_cache_is_no_runtime_s(client: Client) -> None:
     table = encode(RopeParams(d_model=64, base=500000.0), np.arange(0, 256), "float32", "cos_sin")
-    body = io.BytesIO()
-    np.save(body, table)
-    response = client.post(
-        "/v1/rope/verify?d_model=64&base=500000",
-        content=body.getvalue(),
-        headers={"content-type": "application/x-npy"},
-    )
-    report = response.json()
+    report = _verified(client, table, "d_model=64&base=500000")
     assert report["conforms"] is True
     assert all(f["name"] != "matches_recipe" for f in report["diagnosis"])
 

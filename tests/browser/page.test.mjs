@@ -172,9 +172,8 @@ function faultyCache(n, d, base) {
   return Buffer.concat([prefix, Buffer.from(values.buffer)]);
 }
 
-test("dropping a faulty cache shows its diagnosis; a malformed one, the service's message", async () => {
-  const { page, requests, problems } = await open("/?scheme=sinusoidal&d_model=16&seq_len=64");
-  const bytes = faultyCache(64, 16, 100);
+// Drops bytes on the page's drop zone as a user drops a file, and waits for the report.
+async function dropOn(page, bytes) {
   const transfer = await page.evaluateHandle((data) => {
     const dt = new DataTransfer();
     dt.items.add(new File([new Uint8Array(data)], "cache.npy", { type: "application/octet-stream" }));
@@ -182,6 +181,11 @@ test("dropping a faulty cache shows its diagnosis; a malformed one, the service'
   }, [...bytes]);
   await page.dispatchEvent("#dropzone", "drop", { dataTransfer: transfer });
   await page.waitForSelector("#view-drop[data-state=drawn]", { timeout: 30000 });
+}
+
+test("dropping a faulty cache shows its diagnosis; a malformed one, the service's message", async () => {
+  const { page, requests, problems } = await open("/?scheme=sinusoidal&d_model=16&seq_len=64");
+  await dropOn(page, faultyCache(64, 16, 100));
   const findings = (await page.getAttribute("#view-drop", "data-findings")).split(" ");
   assert.ok(findings.includes("base_mismatch"), findings.join(", "));
   const evidence = await page.locator("#view-drop li[data-finding=base_mismatch]").textContent();
@@ -282,15 +286,7 @@ test("a dropped cache computed as a runtime computes it is named: this is that r
   const { page, problems } = await open("/?scheme=rope&d_model=32&seq_len=64&offset=30000&component=cos");
   const { path } = route("rope", "table");
   const cache = Buffer.from(await (await fetch(`${BASE}${path}?d_model=32&seq_len=64&offset=30000&component=cos&recipe=framework&format=npy`)).arrayBuffer());
-  const dropIt = async (bytes) => {
-    const transfer = await page.evaluateHandle((data) => {
-      const dt = new DataTransfer();
-      dt.items.add(new File([new Uint8Array(data)], "cache.npy", { type: "application/octet-stream" }));
-      return dt;
-    }, [...bytes]);
-    await page.dispatchEvent("#dropzone", "drop", { dataTransfer: transfer });
-    await page.waitForSelector("#view-drop[data-state=drawn]", { timeout: 30000 });
-  };
+  const dropIt = (bytes) => dropOn(page, bytes);
   await dropIt(cache);
   assert.ok((await page.getAttribute("#view-drop", "data-findings")).split(" ").includes("matches_framework_recipe"));
   assert.equal(await page.getAttribute("#view-drop", "data-recipe"), "framework");
