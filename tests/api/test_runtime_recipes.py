@@ -121,3 +121,26 @@ def test_longrope_from_an_original_length_of_one_is_refused_not_a_500(
     )
     assert response.status_code == 422
     assert response.json()["errors"][0]["loc"] == ["query", "original_max_position_embeddings"]
+
+
+@pytest.mark.parametrize(
+    ("recipe", "rotary", "status"),
+    [("ggml", "chunked", 200), ("ggml", "interleaved", 200), ("ggml", "glm_pairs", 422),
+     ("mlx", "chunked", 422)],
+)  # fmt: skip
+def test_m_rope_ids_take_llama_cpp_s_modes_and_not_mlx_lm_s(
+    client: Client, recipe: str, rotary: str, status: int
+) -> None:
+    """llama.cpp turns (3, n) ids as MROPE or IMROPE; mlx-lm's mrope turns text positions only."""
+    layout = "interleaved" if rotary == "glm_pairs" else "split"
+    body = {
+        "d_model": 16,
+        "layout": layout,
+        "recipe": recipe,
+        "position_ids": [[0, 1, 2], [0, 3, 4], [0, 5, 6]],
+        "mrope": {"section": [2, 3, 3], "rotary": rotary},
+    }
+    response = client.post("/v1/rope/encode", json=body)
+    assert response.status_code == status, response.text
+    if status == 422:
+        assert response.json()["errors"][0]["loc"] == ["body", "recipe"]

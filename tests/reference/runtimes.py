@@ -105,3 +105,38 @@ def mlx_prefill(params: RopeParams, n: int) -> Halves:
     x = _unit_rows(n, d, interleaved).reshape(1, 1, n, d)
     y = rope(mx.array(x), offset=0)
     return _split(np.array(y).reshape(n, d), interleaved)
+
+
+def ggml_multi_halves(
+    params: RopeParams, ids: npt.NDArray[np.int64], sections: tuple[int, ...], imrope: bool
+) -> Halves:
+    """cos and sin ``(n, d/2)`` from ggml's ``ggml_rope_multi`` for ``(3, n)`` ids: mode MROPE
+    (Qwen2-VL's chunked sections) or IMROPE (Qwen3-VL's interleaved), the fourth row the
+    temporal one, as mtmd's helpers fill it."""
+    import ctypes
+
+    from ggml import ggml
+    from ggml.utils import from_numpy, to_numpy
+
+    rope = ggml_recipe.derive(params)
+    n, d = ids.shape[1], rope.n_dims
+    memory = 16 * 2**20 + 64 * n * d
+    ctx = ggml.ggml_init(ggml.ggml_init_params(mem_size=memory, mem_buffer=None))
+    try:
+        x = _unit_rows(n, d, False).reshape(n, 1, d)
+        a = from_numpy(x, ctx)
+        four = np.concatenate([ids, ids[:1]]).astype(np.int32)
+        b = from_numpy(four.reshape(-1), ctx)
+        sections_c = (ctypes.c_int * 4)(*sections, *([0] * (4 - len(sections))))
+        mode = 40 if imrope else 8
+        out = ggml.ggml_rope_multi(
+            ctx, a, b, None, d, sections_c, mode, rope.n_ctx_orig, rope.freq_base,
+            rope.freq_scale, rope.ext_factor, rope.attn_factor, rope.beta_fast, rope.beta_slow,
+        )  # fmt: skip
+        graph = ggml.ggml_new_graph(ctx)
+        ggml.ggml_build_forward_expand(graph, out)
+        ggml.ggml_graph_compute_with_ctx(ctx, graph, 1)
+        y = np.array(to_numpy(out)).reshape(n, d)
+    finally:
+        ggml.ggml_free(ctx)
+    return _split(y, False)

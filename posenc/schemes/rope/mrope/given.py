@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, cast, get_args
 
 from posenc.declare import Array, Ids, Positions
-from posenc.errors import InconsistentError, ParameterError
+from posenc.errors import InconsistentError, NotApplicableError, ParameterError
 from posenc.schemes.rope.config_values import MAX_SECTION, sections
 from posenc.schemes.rope.mrope import tables
 from posenc.schemes.rope.mrope.config import check_cover
@@ -74,9 +74,27 @@ def read(params: RopeParams, given: Any, component: str) -> MRopeGiven:
         raise InconsistentError(
             "mrope.rotary", "glm_pairs is GLM-4V's, whose cache is laid out interleaved"
         )
-    if rotary != "interleaved":
+    _check_runtime(params, rotary)
+    if rotary != "interleaved" or params.recipe == "ggml":
+        # ggml's sectors wrap around the sections' sum: the same only where they cover the head
         check_cover(section, params.d_model, "mrope.section")
     return MRopeGiven(section, cast(Rotary, rotary))
+
+
+def _check_runtime(params: RopeParams, rotary: str) -> None:
+    """llama.cpp turns M-RoPE ids as mode MROPE (chunked) or IMROPE (interleaved); mlx-lm's
+    ``mrope`` rope turns text positions only."""
+    if params.recipe == "mlx":
+        raise NotApplicableError(
+            "recipe", "rope", "mlx-lm's mrope rope turns text positions only, not position ids"
+        )
+    if params.recipe == "ggml" and rotary == "glm_pairs":
+        raise NotApplicableError(
+            "recipe",
+            "rope",
+            "recipe=ggml serves llama.cpp's MROPE (chunked) and IMROPE "
+            "(interleaved) ids, not GLM-4V's pairs",
+        )
 
 
 def encode(
