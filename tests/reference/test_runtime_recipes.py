@@ -182,13 +182,14 @@ def test_ggml_turns_m_rope_ids_as_ggml_rope_multi_does(imrope: bool) -> None:
     or IMROPE (Qwen3-VL) bit for bit: each pair of ggml's four thetas is the one-dimensional
     recurrence at that pair's id."""
     from posenc.schemes.rope.mrope import tables
+    from posenc.schemes.rope.mrope.families import Rotary
 
     rng = np.random.default_rng(11)
     params = RopeParams(d_model=128, base=1000000.0, recipe="ggml")
     sections = (24, 20, 20) if imrope else (16, 24, 24)
     ids = rng.integers(0, 2**31 - 1, size=(3, 64)).astype(np.int64)
     ids[:, :8] = np.arange(8)  # text tokens: three equal ids
-    rotary = "interleaved" if imrope else "chunked"
+    rotary: Rotary = "interleaved" if imrope else "chunked"
     table = tables.encode(params, ids, rotary, sections, "float32", "cos_sin")
     cos, sin = runtimes.ggml_multi_halves(params, ids, sections, imrope)
     _assert_identical((cos, sin), (table[0][:, :64], table[1][:, :64]))

@@ -74,14 +74,14 @@ def read(params: RopeParams, given: Any, component: str) -> MRopeGiven:
         raise InconsistentError(
             "mrope.rotary", "glm_pairs is GLM-4V's, whose cache is laid out interleaved"
         )
-    _check_runtime(params, rotary)
+    _check_runtime(params, cast(Rotary, rotary))
     if rotary != "interleaved" or params.recipe == "ggml":
         # ggml's sectors wrap around the sections' sum: the same only where they cover the head
         check_cover(section, params.d_model, "mrope.section")
     return MRopeGiven(section, cast(Rotary, rotary))
 
 
-def _check_runtime(params: RopeParams, rotary: str) -> None:
+def _check_runtime(params: RopeParams, rotary: Rotary) -> None:
     """llama.cpp turns M-RoPE ids as mode MROPE (chunked) or IMROPE (interleaved); mlx-lm's
     ``mrope`` rope turns text positions only."""
     if params.recipe == "mlx":
