@@ -144,3 +144,95 @@ def test_m_rope_ids_take_llama_cpp_s_modes_and_not_mlx_lm_s(
     assert response.status_code == status, response.text
     if status == 422:
         assert response.json()["errors"][0]["loc"] == ["body", "recipe"]
+
+
+def test_float16_past_its_range_is_refused_before_computing(client: Client) -> None:
+    """The runtime's own angles (a factor of 2^-16 multiplies them by 65536) decide the
+    refusal, not the exact rope's."""
+    response = client.get(
+        "/v1/rope/table?d_model=2&seq_len=2&recipe=ggml&freq_factors=0.0000152587890625"
+        "&dtype=float16&component=angle"
+    )
+    assert response.status_code == 422, response.text
+
+
+def test_verify_of_a_rope_stated_with_ggml_s_own_factors_is_refused_naming_them(
+    client: Client,
+) -> None:
+    """verify holds a cache to the exact rope, which takes no factor tensor: a 422 naming
+    freq_factors, not an answer about another rope."""
+    stated = RopeParams(d_model=4, recipe="ggml", freq_factors=(1.0, 2.0))
+    table = encode(stated, np.arange(1000, 1064), "float32", "cos_sin")
+    body = io.BytesIO()
+    np.save(body, table)
+    response = client.post(
+        "/v1/rope/verify?d_model=4&recipe=ggml&freq_factors=1,2&offset=1000",
+        content=body.getvalue(),
+        headers={"content-type": "application/x-npy"},
+    )
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"][-1] == "freq_factors"
+
+
+def test_mlx_s_dynamic_base_past_float32_is_refused(client: Client) -> None:
+    response = client.get(
+        "/v1/rope/table?d_model=4&base=1e12&recipe=mlx&scaling=dynamic&factor=1000000"
+        "&original_max_position_embeddings=1&seq_len=1&offset=100000000"
+    )
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"] == ["query", "recipe"]
+
+
+def test_mlx_s_dynamic_inv_freq_is_that_of_the_table_s_length() -> None:
+    from posenc.schemes.rope import recipes
+
+    params = RopeParams(
+        d_model=8,
+        recipe="mlx",
+        scaling="dynamic",
+        factor=4.0,
+        original_max_position_embeddings=16,
+    )
+    inv_freq = encode(params, np.arange(1000), "float32", "inv_freq")
+    grown = recipes.prepare(params, 1000)(np.ones(1, np.int64))[2][0]
+    assert np.array_equal(inv_freq, grown)
+    assert inv_freq[1] < 0.5 * encode(params, np.arange(2), "float32", "inv_freq")[1]
+
+
+def test_llama_cpp_picks_longrope_factors_by_its_context() -> None:
+    from posenc.schemes.rope.recipes import ggml
+
+    short, long = (1.0, 1.5), (4.0, 8.0)
+    given = {
+        "d_model": 4,
+        "recipe": "ggml",
+        "scaling": "longrope",
+        "factor": 32.0,
+        "original_max_position_embeddings": 4096,
+        "short_factor": short,
+        "long_factor": long,
+    }
+    assert ggml.derive(RopeParams(**given)).freq_factors == long  # type: ignore[arg-type]
+    assert ggml.derive(RopeParams(**given, n_ctx=4096)).freq_factors == short  # type: ignore[arg-type]
+    assert ggml.derive(RopeParams(**given, n_ctx=4097)).freq_factors == long  # type: ignore[arg-type]
+
+
+def test_the_ggml_link_of_a_config_leaves_out_the_yarn_betas_llama_cpp_ignores(
+    client: Client,
+) -> None:
+    config = {
+        "model_type": "qwen2",
+        "hidden_size": 64,
+        "num_attention_heads": 2,
+        "rope_theta": 10000.0,
+        "rope_scaling": {
+            "rope_type": "yarn",
+            "factor": 4.0,
+            "original_max_position_embeddings": 1024,
+            "beta_fast": 16.0,
+            "beta_slow": 2.0,
+        },
+    }
+    urls = client.post("/v1/rope/config", json=config).json()["urls"]
+    assert "beta_fast=16" in urls["table_framework"]
+    assert "beta_fast" not in urls["table_ggml"] and "beta_slow" not in urls["table_ggml"]

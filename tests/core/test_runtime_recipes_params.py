@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from posenc.errors import PosencError
-from posenc.schemes.rope.maths import encode
+from posenc.schemes.rope.maths import encode, magnitude
 from posenc.schemes.rope.params import RopeParams
 
 _FACTORS = st.sampled_from([2.0**-16, 0.5, 1.0, 1.5, 8.0, 1e6])
@@ -49,16 +49,29 @@ def _params(draw: st.DrawFn) -> dict[str, object]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(_params(), st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=4))
+@given(
+    _params(),
+    st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=4),
+    st.sampled_from(["float16", "float32", "float64"]),
+)
 def test_a_runtime_recipe_answers_finite_values_or_refuses_by_name(
-    given_: dict[str, object], positions: list[int]
+    given_: dict[str, object], positions: list[int], dtype: str
 ) -> None:
+    """As the service does: float16 is refused before computing where the declared magnitude
+    passes its range, so the magnitude must bound every value the runtime computes."""
+    ids = np.array(sorted(positions))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         try:
             params = RopeParams(**given_)  # type: ignore[arg-type]
-            for component in ("cos_sin", "inv_freq"):
-                table = encode(params, np.array(sorted(positions)), "float32", component)
-                assert np.isfinite(table).all() or component == "inv_freq", given_
+            for component in ("cos_sin", "angle", "inv_freq"):
+                bound = magnitude(params, int(ids[0]), int(ids[-1]), component)
+                if dtype == "float16" and bound > float(np.finfo(np.float16).max):
+                    continue  # refused by the service before computing
+                table = encode(params, ids, dtype, component)
+                assert np.isfinite(table).all(), (given_, component)
+                # rounded once to dtype: at most half its ulp above the bound (subnormals too)
+                slack = bound * 2**-10 + float(np.finfo(dtype).smallest_subnormal)
+                assert float(np.abs(table).max()) <= bound + slack, (given_, component)
         except PosencError as refused:
             assert refused.args[0].split(":")[0] in given_ or "recipe" in str(refused)

@@ -19,6 +19,7 @@ from posenc.schemes.rope.mrope import config as mrope_config
 from posenc.schemes.rope.mrope.families import MROPE_FAMILIES
 from posenc.schemes.rope.mrope.schemas import MROPE_SCHEMA
 from posenc.schemes.rope.params import RUNTIMES, RopeParams
+from posenc.schemes.rope.recipes import ggml
 from posenc.schemes.rope.verify import verify_rope_cost
 
 
@@ -165,7 +166,8 @@ def _urls(params: RopeParams, table_rows: int, verify_rows: int) -> dict[str, st
         urls["table"] = f"/v1/rope/table?{given}&{rows}&format=npy"
         urls["table_framework"] = f"/v1/rope/table?{given}&recipe=framework&{rows}&format=npy"
         for runtime in _runtimes(params):
-            urls[f"table_{runtime}"] = f"/v1/rope/table?{given}&recipe={runtime}&{rows}&format=npy"
+            ported = query(ggml.as_converted(params)) if runtime == "ggml" else given
+            urls[f"table_{runtime}"] = f"/v1/rope/table?{ported}&recipe={runtime}&{rows}&format=npy"
         urls["alias_table"] = f"/v1/table?scheme=rope&{given}&{rows}&format=npy"
         urls["alias_table_framework"] = (
             f"/v1/table?scheme=rope&{given}&recipe=framework&{rows}&format=npy"

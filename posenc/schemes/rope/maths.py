@@ -260,8 +260,10 @@ def cost(params: Any, count: int, dtype: str, component: str) -> Cost:
 def magnitude(params: RopeParams, first: int, last: int, component: str) -> float:
     """The largest |value| of ``component`` for positions up to ``last``: the attention factor
     for cos and sin, the largest frequency, or the largest angle (``last`` times it)."""
+    if params.recipe in RUNTIMES:
+        return recipes.magnitude(params, last, component)
     turns, attention = frequencies(params, last + 1)
     top = float(turns.radians.max())
     exact = {"inv_freq": top, "angle": last * top}.get(component, attention)
-    # A float32 recipe computes its factors and frequencies in float32: a few ulps of slack.
+    # transformers' recipe computes its factors and frequencies in float32: a few ulps of slack.
     return exact if params.recipe == "exact" else exact * (1 + 2**-20)

@@ -27,18 +27,19 @@ from posenc.schemes.rope.conformance.rows import (
     row_width,
 )
 from posenc.schemes.rope.params import RUNTIMES, RopeParams, Runtime
+from posenc.schemes.rope.recipes.rows import Rows
 from posenc.verify import row_chunks
 
 NAMES = {"ggml": "llama.cpp's ggml-cpu", "mlx": "MLX's CPU mx.fast.rope with mlx-lm"}
 
 
 def _runtime_rows(
-    params: RopeParams, component: str, n: int, offset: int, rows: slice
+    rows_of: Rows, params: RopeParams, component: str, offset: int, rows: slice
 ) -> npt.NDArray[np.float32]:
-    """The runtime's rows for a table of ``n`` positions from ``offset``, as
-    :func:`~posenc.schemes.rope.conformance.rows.cache_rows` lays the cache's out."""
+    """The runtime's rows, as :func:`~posenc.schemes.rope.conformance.rows.cache_rows` lays
+    the cache's out."""
     positions = np.arange(offset + rows.start, offset + rows.stop, dtype=np.int64)
-    cos, sin, angle = recipes.halves(params, positions, offset + n)
+    cos, sin, angle = rows_of(positions)
     if component == "angle":
         return angle
     wide_cos = expand(cos.astype(np.float64), params.layout).astype(np.float32)
@@ -51,17 +52,27 @@ def _runtime_rows(
 def _largest_ulp(
     stated: Model, runtime: Runtime, array: FloatArray, component: str, n: int
 ) -> float:
-    params = replace(stated.params, recipe=runtime, framework_precision=None)
     try:
-        recipes.check(params)
+        # The stated rope as the runtime runs it: ggml's own parameters go to ggml only.
+        own = runtime == "ggml" and stated.params.recipe == "ggml"
+        params = replace(
+            stated.params,
+            recipe=runtime,
+            framework_precision=None,
+            freq_factors=stated.params.freq_factors if own else None,
+            n_ctx=stated.params.n_ctx if own else None,
+        )
+        rows_of = recipes.prepare(params, stated.offset + n)
     except PosencError:
         return float("inf")  # the runtime has no such rope
     coarse = np.float32 if array.dtype.itemsize >= 4 else array.dtype
+    largest = float(np.finfo(coarse).max)
     worst = 0.0
     for rows in row_chunks(n, row_width(params, component)):
-        expected = _runtime_rows(params, component, n, stated.offset, rows)
+        expected = _runtime_rows(rows_of, params, component, stated.offset, rows)
         cache = cache_rows(array, component, rows).astype(np.float64)
-        spacing = np.spacing(np.abs(expected).astype(coarse)).astype(np.float64)
+        magnitude = np.minimum(np.abs(expected), largest)  # float16 angles may pass its range
+        spacing = np.spacing(magnitude.astype(coarse)).astype(np.float64)
         spacing = np.maximum(spacing, float(np.finfo(coarse).smallest_subnormal))
         worst = max(worst, float((np.abs(cache - expected) / spacing).max(initial=0.0)))
         if worst > 1:

@@ -1,7 +1,8 @@
 """The runtimes a model is ported to, each computing its rope its own way in float32
 (``recipe=ggml``: llama.cpp's ggml-cpu; ``recipe=mlx``: MLX's CPU backend with mlx-lm's
-frequencies). Each module reproduces its runtime's sequence of operations and returns cos, sin
-and the angle per pair; this one lays them out as every served table is laid out.
+frequencies). Each module reproduces its runtime's sequence of operations and prepares, once per
+table, the rows of cos, sin and angle per pair (:mod:`.rows`); this one lays them out as every
+served table is laid out.
 
 ``inv_freq`` of a runtime is the angle it gives position 1: ggml reaches a pair's angle by
 repeated products from the position, so it has no frequency vector of its own.
@@ -16,30 +17,36 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc.cancel import checkpoint
-from posenc.numerics.float32 import BLOCK_ELEMENTS, Float32Array
+from posenc.numerics.float32 import BLOCK_ELEMENTS
 from posenc.schemes.rope.params import RopeParams
 from posenc.schemes.rope.recipes import ggml, mlx
+from posenc.schemes.rope.recipes.rows import Rows
 
-Halves = Callable[
-    [RopeParams, npt.NDArray[np.int64], int], tuple[Float32Array, Float32Array, Float32Array]
-]
-_HALVES: dict[str, Halves] = {"ggml": ggml.halves, "mlx": mlx.halves}
+_PREPARE: dict[str, Callable[[RopeParams, int], Rows]] = {
+    "ggml": ggml.prepare,
+    "mlx": mlx.prepare,
+}
 
 
-def halves(
-    params: RopeParams, positions: npt.NDArray[np.int64], seq_len: int
-) -> tuple[Float32Array, Float32Array, Float32Array]:
-    """cos, sin and the angle per pair, ``(n, d/2)`` float32, as the runtime computes them for
-    a table ending at ``seq_len``."""
-    return _HALVES[params.recipe](params, positions, seq_len)
+def prepare(params: RopeParams, seq_len: int) -> Rows:
+    """The runtime's rows for a table ending at ``seq_len``; refuses, before any work, a rope
+    the runtime does not implement."""
+    return _PREPARE[params.recipe](params, seq_len)
 
 
 def check(params: RopeParams) -> None:
-    """Refuse, before any work, a rope the runtime does not implement."""
-    if params.recipe == "ggml":
-        ggml.derive(params)
-    elif params.recipe == "mlx":
-        mlx.check(params)
+    """Refuse a rope the runtime does not implement (its length aside)."""
+    prepare(params, 1)
+
+
+def magnitude(params: RopeParams, last: int, component: str) -> float:
+    """The largest |value| of ``component`` up to position ``last``, as the runtime computes
+    it: its amplitude (cos 0 times its scale), its largest angle at ``last`` (each angle grows
+    with the position), or at position 1 (``inv_freq``)."""
+    rows = prepare(params, last + 1)
+    position = {"angle": last, "inv_freq": 1}.get(component, 0)
+    cos, _, angle = rows(np.array([position], dtype=np.int64))
+    return float(np.abs(angle if component in ("angle", "inv_freq") else cos).max())
 
 
 def encode(
@@ -50,23 +57,22 @@ def encode(
     >>> encode(RopeParams(d_model=2, recipe="ggml"), np.array([1]), "float64", "sin").tolist()
     [[0.8414709568023682, 0.8414709568023682]]
     """
-    halves = _HALVES[params.recipe]
+    n = len(positions)
+    rows = prepare(params, int(positions.max()) + 1 if n else 1)  # dynamic: the whole table's
     if component == "inv_freq":
-        frequencies: npt.NDArray[np.floating[Any]] = halves(params, np.ones(1, np.int64), 2)[2][0]
+        frequencies: npt.NDArray[np.floating[Any]] = rows(np.ones(1, np.int64))[2][0]
         return frequencies.astype(dtype)
     half = params.d_model // 2
-    rows = max(1, BLOCK_ELEMENTS // half)
-    n = len(positions)
-    seq_len = int(positions.max()) + 1 if n else 1  # dynamic's length: the whole table's
+    block_rows = max(1, BLOCK_ELEMENTS // half)
     if component == "angle":
         table = np.empty((n, half), dtype=dtype)
     else:
         planes = 2 if component == "cos_sin" else 1
         table = np.empty((planes, n, params.d_model), dtype=dtype)
-    for start in range(0, n, rows):
+    for start in range(0, n, block_rows):
         checkpoint()
-        block = slice(start, start + rows)
-        cos, sin, angle = halves(params, positions[block], seq_len)
+        block = slice(start, start + block_rows)
+        cos, sin, angle = rows(positions[block])
         if component == "angle":
             table[block] = angle
             continue

@@ -30,7 +30,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -42,6 +42,7 @@ from posenc.errors import NotApplicableError
 from posenc.numerics.float32 import F32, Float32Array, power, reciprocal, scalar
 from posenc.numerics.fused import fma32
 from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.rope.recipes.rows import Halves, Rows
 
 NORMAL, NEOX = 0, 2  # ggml's rope modes: pairs (2i, 2i+1), and (i, i + n_dims/2)
 
@@ -116,6 +117,13 @@ def derive(params: RopeParams) -> GgmlRope:
         beta_slow=float(F32(params.beta_slow or 1.0)),
         freq_factors=factors,
     )
+
+
+def as_converted(params: RopeParams) -> RopeParams:
+    """The rope as llama.cpp runs a model converted from it: YaRN's ``beta_fast`` and
+    ``beta_slow`` are written to the file but read back by Grok's and Mistral 3's loaders only;
+    every other architecture takes 32 and 1 (``llama-hparams.h``)."""
+    return replace(params, beta_fast=None, beta_slow=None)
 
 
 def _yarn_attention(params: RopeParams, factor: np.float32) -> np.float32:
@@ -249,10 +257,8 @@ def _cache_rows(
             theta = np.float32(theta * theta_scale)
 
 
-def halves(
-    params: RopeParams, positions: npt.NDArray[np.int64], seq_len: int
-) -> tuple[Float32Array, Float32Array, Float32Array]:
-    """cos, sin and the angle, each ``(n, d/2)`` float32, as ggml-cpu computes them."""
+def prepare(params: RopeParams, seq_len: int) -> Rows:
+    """ggml-cpu's rows for ``params`` (``seq_len`` is unused: llama.cpp has no dynamic rope)."""
     rope = derive(params)
     half = rope.n_dims // 2
     theta_scale = _f("powf", rope.freq_base, F32(F32(-2.0) / F32(rope.n_dims)))
@@ -263,18 +269,11 @@ def halves(
         growth = _f("logf", F32(F32(1) / F32(rope.freq_scale)))
         mscale = F32(mscale * _fused(F32(0.1), growth, F32(1)))
     factors = np.array(rope.freq_factors or (1.0,) * half, dtype=F32)
-    cos, sin, angle = (np.empty((len(positions), half), dtype=F32) for _ in range(3))
-    _cache_rows(
-        positions.astype(np.int64),
-        factors,
-        theta_scale,
-        F32(rope.freq_scale),
-        F32(rope.ext_factor),
-        mscale,
-        low,
-        high,
-        cos,
-        sin,
-        angle,
-    )
-    return cos, sin, angle
+    constants = (theta_scale, F32(rope.freq_scale), F32(rope.ext_factor), mscale, low, high)
+
+    def rows(positions: npt.NDArray[np.int64]) -> Halves:
+        cos, sin, angle = (np.empty((len(positions), half), dtype=F32) for _ in range(3))
+        _cache_rows(positions.astype(np.int64), factors, *constants, cos, sin, angle)
+        return cos, sin, angle
+
+    return rows

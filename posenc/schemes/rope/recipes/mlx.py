@@ -29,6 +29,7 @@ from posenc.errors import NotApplicableError
 from posenc.numerics.float32 import F32, Float32Array, scalar
 from posenc.numerics.fused import fma32
 from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.rope.recipes.rows import Halves, Rows
 
 _LIBM_FROM = np.float32(8388608.0)  # sincos_checked: past 2^23, libm's sinf and cosf
 
@@ -210,18 +211,27 @@ def _longrope(params: RopeParams, freqs: Float32Array) -> tuple[Float32Array, fl
     return (long * freqs).astype(F32), params.base, 1.0, scale
 
 
-def halves(
-    params: RopeParams, positions: npt.NDArray[np.int64], seq_len: int
-) -> tuple[Float32Array, Float32Array, Float32Array]:
-    """cos, sin and the angle, each ``(n, d/2)`` float32, as MLX computes them."""
+def prepare(params: RopeParams, seq_len: int) -> Rows:
+    """MLX's rows for ``params`` in a table ending at ``seq_len`` (the dynamic base's length)."""
     check(params)
     periods, base, scale, input_scale = _periods(params, seq_len)
     half = params.d_model // 2
     if periods is None:
+        if not base < float(np.finfo(F32).max):
+            raise NotApplicableError(
+                "recipe",
+                "rope",
+                f"MLX's dynamic base grows to {base:.3g} for {seq_len} "
+                "positions, past float32's largest number",
+            )
         log_step = F32(F32(math.log(F32(base))) / F32(half))
         inverse = _default_inverse(log_step, half)
     else:
         inverse = (F32(1) / periods).astype(F32)
-    cos, sin, angle = (np.empty((len(positions), half), dtype=F32) for _ in range(3))
-    _rows(positions.astype(np.int64), F32(scale), inverse, F32(input_scale), cos, sin, angle)
-    return cos, sin, angle
+
+    def rows(positions: npt.NDArray[np.int64]) -> Halves:
+        cos, sin, angle = (np.empty((len(positions), half), dtype=F32) for _ in range(3))
+        _rows(positions.astype(np.int64), F32(scale), inverse, F32(input_scale), cos, sin, angle)
+        return cos, sin, angle
+
+    return rows
