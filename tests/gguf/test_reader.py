@@ -61,7 +61,7 @@ def test_rope_tensors_are_read_from_the_aligned_data_section() -> None:
     assert header.data_start % 32 == 0
     np.testing.assert_array_equal(header.rope_tensors["rope_freqs.weight"], FREQS)
     np.testing.assert_array_equal(header.rope_tensors["rope_factors_short.weight"], short)
-    assert header.tensors["token_embd.weight"].dims == (7,)
+    assert header.tensor_count == 3 and "token_embd.weight" not in header.tensors
     assert not header.rope_tensors["rope_freqs.weight"].flags.writeable
 
 
@@ -152,9 +152,24 @@ def test_a_rope_tensor_of_another_type_is_refused() -> None:
 
 
 def test_a_duplicated_key_is_refused() -> None:
-    body = b"GGUF" + struct.pack("<IQQ", 3, 0, 2) + kv("a.b", 4, 1) + kv("a.b", 4, 2)
+    twice = kv("llama.block_count", 4, 1) + kv("llama.block_count", 4, 2)
+    body = b"GGUF" + struct.pack("<IQQ", 3, 0, 2) + twice
     with pytest.raises(GGUFError, match="twice"):
         reader.read(body)
+
+
+def test_a_file_of_more_rope_keys_than_any_model_has_is_refused() -> None:
+    keys = b"".join(kv(f"llama.rope.k{i}", 4, i) for i in range(300))
+    body = b"GGUF" + struct.pack("<IQQ", 3, 0, 300) + keys
+    with pytest.raises(GGUFError, match="more than 256 keys"):
+        reader.read(body)
+
+
+def test_a_rope_tensor_claiming_more_factors_than_any_rope_is_refused() -> None:
+    info = string("rope_freqs.weight") + struct.pack("<IQIQ", 1, 2**40, 0, 0)
+    body = b"GGUF" + struct.pack("<IQQ", 3, 1, 0) + info
+    with pytest.raises(GGUFError, match="1099511627776 factors"):
+        reader.read(body + b"\0" * 64)
 
 
 def test_a_256k_vocabulary_in_a_64_mib_prefix_is_read_in_well_under_a_second() -> None:

@@ -94,8 +94,14 @@ _SUFFIXES = (
 _PREFIXES = ("rope.",)
 # A string longer than this is never a rope key's value: stepped over.
 _LONGEST_KEPT_STRING = 256
-# A numeric array longer than this (a vocabulary's scores) is never a rope key's: stepped over.
-_LONGEST_KEPT_ARRAY = 1 << 16
+# A numeric array longer than this (a vocabulary's scores) is never a rope key's: stepped over
+# (LLAMA_MAX_LAYERS is 512: a per-layer array is shorter).
+_LONGEST_KEPT_ARRAY = 4096
+# Kept values at most: a file claiming more rope keys is refused, so what is built from a body
+# stays a few MiB whatever the body holds.
+_MOST_KEPT = 256
+# Factors in one rope tensor at most: n_rot/2 of the widest rope served (d_model ≤ 65536).
+_LONGEST_ROPE_TENSOR = 32768
 # Strings stepped over between two cancellation checkpoints.
 _STRINGS_PER_CHECK = 1 << 16
 # The least bytes a key/value and a tensor info take (empty key, a u8 value; no dimension).
@@ -134,8 +140,8 @@ class TensorInfo:
 
 @dataclass(frozen=True)
 class Header:
-    """What a GGUF prefix says of its rope: the kept values, every tensor's info, where the data
-    starts, and the rope tensors' data where the prefix holds them."""
+    """What a GGUF prefix says of its rope: the kept values, the rope tensors' infos and data,
+    and where the data starts. Other tensors are counted, not kept."""
 
     version: int
     tensor_count: int
@@ -312,27 +318,28 @@ def read(data: bytes | bytearray | memoryview, limit: int | None = None) -> Head
         f"{kv_count} key/values and {tensor_count} tensor infos",
     )
     values: dict[str, Value] = {}
-    seen: set[str] = set()
     for index in range(kv_count):
         key = cursor.string(f"key {index}", _LONGEST_NAME * 4)
         if key is None:
             raise GGUFError(f"key {index} is longer than {_LONGEST_NAME * 4} bytes")
-        if key in seen:
-            raise GGUFError(f"key {key} appears twice")
-        seen.add(key)
         kind = cursor.u32(f"the type of {key}")
         keep = wanted(key)
+        if keep and key in values:
+            raise GGUFError(f"key {key} appears twice")
         value = _value(cursor, kind, key, keep)
         if value is not None:
             values[key] = value
+            if len(values) > _MOST_KEPT:
+                raise GGUFError(f"the file has more than {_MOST_KEPT} keys a rope may read")
     tensors: dict[str, TensorInfo] = {}
     for index in range(tensor_count):
         if index % _STRINGS_PER_CHECK == 0:
             checkpoint()
         info = _tensor_info(cursor, index)
-        if info.name in tensors:
-            raise GGUFError(f"tensor {info.name} appears twice")
-        tensors[info.name] = info
+        if info.name in ROPE_TENSORS:
+            if info.name in tensors:
+                raise GGUFError(f"tensor {info.name} appears twice")
+            tensors[info.name] = info
     alignment = values.get("general.alignment", DEFAULT_ALIGNMENT)
     if not isinstance(alignment, int) or isinstance(alignment, bool) or alignment < 1:
         raise GGUFError(f"general.alignment is {alignment!r}: a positive power of two is needed")
@@ -359,6 +366,11 @@ def _tensor_data(
     if info.offset % alignment:
         raise GGUFError(f"tensor {info.name}'s offset {info.offset} is not {alignment}-aligned")
     (count,) = info.dims
+    if count > _LONGEST_ROPE_TENSOR:
+        raise GGUFError(
+            f"tensor {info.name} claims {count} factors: a rope of d_model ≤ 65536 has at most "
+            f"{_LONGEST_ROPE_TENSOR}"
+        )
     type_name, dtype = _TENSOR_DTYPES[info.ggml_type]
     size = np.dtype(dtype).itemsize
     start = data_start + info.offset

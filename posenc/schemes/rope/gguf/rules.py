@@ -188,6 +188,12 @@ def calls(header: Header, n_ctx: int | None) -> dict[str, Any]:
             f"whose rope is not the head width {head_k}"
         )
     n_rot_swa = keys.integer("rope.dimension_count_swa", n_rot)
+    for name, width in (("rope.dimension_count", n_rot), ("rope.dimension_count_swa", n_rot_swa)):
+        if not 2 <= width <= 65536 or width % 2:
+            raise GGUFError(
+                f"{row.name}.{name} (or the head width) is {width}: an even width of 2 to "
+                "65536 is served"
+            )
     n_ctx_orig = keys.integer("rope.scaling.original_context_length", n_ctx_train) or n_ctx_train
     n_ctx = n_ctx_train if n_ctx is None or n_ctx == 0 else n_ctx
     padded = -(-n_ctx // _PAD) * _PAD
