@@ -340,8 +340,25 @@ SCHEMES_LIST: dict[str, Any] = {
 
 
 def extra_body(extra: Extra) -> dict[str, Any]:
+    if extra.binary:
+        file = {"type": "string", "format": "binary"}
+        return {
+            "required": True,
+            "description": "the file's first bytes, up to POSENC_MAX_GGUF_BYTES",
+            "content": {"application/octet-stream": {"schema": file}},
+        }
     schema: dict[str, Any] = {"type": "object", **extra.body_schema}
     return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+def extra_parameters(extra: Extra) -> list[dict[str, Any]]:
+    """The query parameters of an extra: its own, and format where it answers an array."""
+    own = [
+        {"name": q.name, "in": "query", "required": False, "description": q.description,
+         "schema": q.schema}
+        for q in extra.query
+    ]  # fmt: skip
+    return own + ([EXTRA_FORMAT] if extra.array is not None else [])
 
 
 def encode_body(scheme: Scheme) -> dict[str, Any]:
