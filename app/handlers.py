@@ -346,15 +346,17 @@ async def _read_body(request: Request) -> bytearray:
     return received
 
 
-async def read_file(request: Request, limit: int) -> bytearray:
-    """A file's first bytes (``application/octet-stream``), at most ``limit``: reserved as
-    :func:`_read_body` reserves a body (by Content-Length, or for the most it may hold), and
-    refused with 413 past ``limit``. The reader views the bytes in place: the binary cost."""
+async def read_file(request: Request, limit: int, multipart: bool) -> bytearray:
+    """A file's first bytes (``application/octet-stream``, or ``multipart/form-data`` where
+    ``multipart``), at most ``limit``: reserved as :func:`_read_body` reserves a body (by
+    Content-Length, or for the most it may hold), and refused with 413 past ``limit``. The
+    reader views the bytes in place: the binary cost."""
     settings, _ = state(request)
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media_type != "application/octet-stream":
+    allowed = ("application/octet-stream", "multipart/form-data")[: 2 if multipart else 1]
+    if media_type not in allowed:
         raise ParameterError(
-            "content-type", f"must be application/octet-stream (the file's bytes), got "
+            "content-type", f"must be {' or '.join(allowed)} (the file's bytes), got "
             f"{media_type[:60]!r}"
         )  # fmt: skip
     declared = request.headers.get("content-length", "")

@@ -187,13 +187,14 @@ def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
             settings.max_elements, settings.max_work, settings.memory_bytes, settings.max_gguf_bytes
         )
         if extra.binary:
-            upload = Upload(await handlers.read_file(request, limits.max_upload_bytes), query)
+            received = await handlers.read_file(request, limits.max_upload_bytes, bool(extra.parts))
+            content_type = request.headers.get("content-type", "")
         else:
             body = await bodies.receive_bounded(request, extra.max_body_bytes)
 
         def read() -> tuple[Any, Sized | None]:
             if extra.binary:
-                given: Any = upload
+                given: Any = _upload(extra, received, content_type, query)
             else:
                 try:
                     given = orjson.loads(body)
@@ -245,6 +246,25 @@ def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
             **({"parameters": documents.extra_parameters(extra)} if parameters else {}),
         },
     )
+
+
+def _upload(extra: Extra, received: bytearray, content_type: str, query: dict[str, int]) -> Upload:
+    """The file and the JSON parts beside it (multipart), or the body as the file."""
+    if not content_type.lower().startswith("multipart/"):
+        return Upload(received, query)
+    parts = bodies.split(received, content_type, (extra.name, *extra.parts))
+    if extra.name not in parts:
+        raise ParameterError(extra.name, "is the part that holds the file, and is missing")
+    given: dict[str, Any] = {}
+    for name in extra.parts:
+        if name in parts:
+            if len(parts[name]) > extra.max_body_bytes:
+                raise ParameterError(name, f"may hold at most {extra.max_body_bytes} bytes")
+            try:
+                given[name] = orjson.loads(parts[name])
+            except orjson.JSONDecodeError as error:
+                raise ParameterError(name, f"must be a JSON document: {error}") from None
+    return Upload(parts[extra.name], query, given)
 
 
 def _extra_query(request: Request, extra: Extra) -> tuple[str, dict[str, int]]:

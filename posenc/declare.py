@@ -178,6 +178,8 @@ class Upload:
 
     data: bytes | bytearray | memoryview
     query: dict[str, int]
+    # The JSON parts of a multipart/form-data body (Extra.parts), parsed.
+    parts: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -202,6 +204,9 @@ class Extra:
     # Limits.max_upload_bytes) and handle and size get an Upload; False: a JSON document.
     binary: bool = False
     query: tuple[QueryParam, ...] = ()
+    # With binary: the JSON parts a multipart/form-data body may hold beside the file, whose
+    # part is named as the extra.
+    parts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,7 @@ _GGUF = Extra(
     size=gguf_answer.size,
     binary=True,
     query=(gguf_schemas.N_CTX,),
+    parts=("config",),
 )
 
 declaration = Scheme(

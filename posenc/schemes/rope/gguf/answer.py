@@ -126,4 +126,8 @@ def size(given: Upload, limits: Limits) -> Sized:
 def handle(given: Upload, limits: Limits) -> dict[str, Any]:
     """``POST /v1/rope/gguf``: the header of the prefix in ``given``, under llama.cpp's rules."""
     header = reader.read(given.data, limits.max_upload_bytes)
+    if "config" in given.parts:
+        from posenc.schemes.rope.gguf import conformance
+
+        return conformance.check(header, given.parts["config"], given.query.get("n_ctx"), limits)
     return answer(header, given.query.get("n_ctx"))

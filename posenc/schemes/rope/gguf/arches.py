@@ -82,6 +82,10 @@ class Arch:
     deepseek_log_mul: bool = False
     # load_hparams throws unless rope.dimension_count equals the head width.
     n_rot_is_head: bool = False
+    # llama.cpp's converter permutes this architecture's Q/K weights (LlamaModel.permute and its
+    # copies), so NORM's consecutive pairs on the file's weights are the Hugging Face model's
+    # rotate_half pairs: the model's layout is "split" though the file's rope is NORM.
+    permuted: bool = False
 
 
 def _rows(*rows: Arch) -> dict[str, Arch]:
@@ -93,14 +97,25 @@ def _rows(*rows: Arch) -> dict[str, Arch]:
 ARCHES: dict[str, Arch] = _rows(
     # NORM: pairs of consecutive head values (the converter permutes Llama-family Q/K so that
     # these pairs are transformers' rotate_half pairs).
-    Arch("llama", "norm", "models/llama.cpp", factors="by_scaling", n_rot_is_head=True),
-    Arch("deci", "norm", "models/deci.cpp", factors="by_scaling", n_rot_is_head=True),
-    Arch("mistral3", "norm", "models/mistral3.cpp", factors="by_scaling", yarn_keys=True),
-    Arch("arcee", "norm", "models/arcee.cpp", factors="freqs"),
+    Arch(
+        "llama", "norm", "models/llama.cpp", permuted=True, factors="by_scaling", n_rot_is_head=True
+    ),
+    Arch(
+        "deci", "norm", "models/deci.cpp", permuted=True, factors="by_scaling", n_rot_is_head=True
+    ),
+    Arch(
+        "mistral3",
+        "norm",
+        "models/mistral3.cpp",
+        permuted=True,
+        factors="by_scaling",
+        yarn_keys=True,
+    ),
+    Arch("arcee", "norm", "models/arcee.cpp", permuted=True, factors="freqs"),
     Arch("apertus", "neox", "models/apertus.cpp", factors="by_scaling"),
-    Arch("baichuan", "norm", "models/baichuan.cpp"),
-    Arch("internlm2", "norm", "models/internlm2.cpp"),
-    Arch("xverse", "norm", "models/xverse.cpp"),
+    Arch("baichuan", "norm", "models/baichuan.cpp", permuted=True),
+    Arch("internlm2", "norm", "models/internlm2.cpp", permuted=True),
+    Arch("xverse", "norm", "models/xverse.cpp", permuted=True),
     Arch("command-r", "norm", "models/command-r.cpp"),
     Arch(
         "cohere2",
@@ -108,14 +123,21 @@ ARCHES: dict[str, Arch] = _rows(
         "models/cohere2.cpp",
         swa=Swa(4, base="base", rope_full_layers=False),
     ),
-    Arch("olmo", "norm", "models/olmo.cpp"),
-    Arch("granite", "norm", "models/granite.cpp", factors="by_scaling", rope_if_finetuned=True),
+    Arch("olmo", "norm", "models/olmo.cpp", permuted=True),
+    Arch(
+        "granite",
+        "norm",
+        "models/granite.cpp",
+        permuted=True,
+        factors="by_scaling",
+        rope_if_finetuned=True,
+    ),
     Arch("deepseek2", "norm", "models/deepseek2.cpp", deepseek_log_mul=True),
     Arch("chatglm", "norm", "models/chatglm.cpp"),
-    Arch("smollm3", "norm", "models/smollm3.cpp", nope_step=4),
+    Arch("smollm3", "norm", "models/smollm3.cpp", permuted=True, nope_step=4),
     # ERNIE 4.5 reads rope.dimension_sections (for PaddleOCR) but its rope stays NORM.
     Arch("ernie4_5", "norm", "models/ernie4-5.cpp"),
-    Arch("bailingmoe", "norm", "models/bailingmoe.cpp"),
+    Arch("bailingmoe", "norm", "models/bailingmoe.cpp", permuted=True),
     Arch("glm4", "norm", "models/glm4.cpp", sections="optional"),
     # NEOX: pairs (i, i + n_rot/2), transformers' rotate_half on unpermuted weights.
     Arch("qwen", "neox", "models/qwen.cpp"),

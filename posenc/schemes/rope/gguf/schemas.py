@@ -128,5 +128,44 @@ ANSWER_SCHEMA: dict[str, Any] = {
             "type": "string",
             "description": "the file of llama.cpp whose graph the architecture's row reads",
         },
+        "model": {
+            "type": "object",
+            "description": "with a config part: what POST /v1/rope/config answers for it",
+        },
+        "conforms": {
+            "type": "boolean",
+            "description": "with a config part: llama.cpp applies the model's rope at every "
+            "layer for n_ctx (same frequencies, scaling, attention factor, layers and pairs)",
+        },
+        "findings": {
+            "type": "array",
+            "description": "with a config part: each way the file's rope differs from the "
+            "model's, with its layers and both sides' values",
+            "items": {
+                "type": "object",
+                "required": ["kind", "detail", "layers", "evidence"],
+                "additionalProperties": False,
+                "properties": {
+                    "kind": {
+                        "type": "string",
+                        "enum": [
+                            "nope_layers",
+                            "rope_type",
+                            "rotary_width",
+                            "longrope_by_context",
+                            "base",
+                            "factor_tensor_missing",
+                            "factor_tensor_wrong",
+                            "scaling_dropped",
+                            "scaling_changed",
+                            "attention_factor",
+                        ],
+                    },
+                    "detail": {"type": "string"},
+                    "layers": _INTEGERS,
+                    "evidence": {"type": "object"},
+                },
+            },
+        },
     },
 }

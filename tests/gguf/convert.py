@@ -1,0 +1,86 @@
+"""llama.cpp's own converter (``convert_hf_to_gguf.py`` of the llama-cpp-python 0.3.36 sdist,
+llama.cpp 0c1e57098) on tiny random transformers models, for the tests that hold the service's
+reading of a GGUF to the file the real converter writes.
+
+The sdist is downloaded once with pip into ``~/.cache/posenc`` (or ``$POSENC_CACHE``) and
+unpacked beside it; a second run finds it there. The converter runs in a subprocess with its own
+``gguf-py`` first on the path (``python -m tests.gguf.convert MODEL_DIR OUT``), since the
+``gguf`` the suite imports is PyPI's and may be older.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+VERSION = "0.3.36"
+SDIST = f"llama_cpp_python-{VERSION}"
+
+
+def cache() -> Path:
+    return Path(os.environ.get("POSENC_CACHE", Path.home() / ".cache" / "posenc"))
+
+
+def source() -> Path:
+    """vendor/llama.cpp of the sdist, downloaded and unpacked on first use."""
+    root = cache() / SDIST / "vendor" / "llama.cpp"
+    if (root / "convert_hf_to_gguf.py").exists():
+        return root
+    cache().mkdir(parents=True, exist_ok=True)
+    archive = cache() / f"{SDIST}.tar.gz"
+    if not archive.exists():
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
+             ":all:", "--no-build-isolation", f"llama-cpp-python=={VERSION}", "-d", str(cache())],
+            check=True,
+        )  # fmt: skip
+    with tarfile.open(archive) as tar:
+        members = [m for m in tar.getmembers() if m.name.startswith(f"{SDIST}/vendor/llama.cpp/")]
+        tar.extractall(cache(), members=members, filter="data")
+    return root
+
+
+def convert(model_dir: Path, out: Path) -> Path:
+    """``model_dir`` (a saved transformers model) as the GGUF llama.cpp's converter writes."""
+    root = source()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "gguf-py"), str(root)])}
+    subprocess.run(
+        [sys.executable, "-m", "tests.gguf.convert", str(model_dir), str(out)],
+        check=True,
+        env={**env, "PYTHONPATH": env["PYTHONPATH"] + os.pathsep + str(Path.cwd())},
+        capture_output=True,
+    )
+    return out
+
+
+def _no_vocabulary(self: object) -> None:
+    # A tiny random model has no tokenizer: the converter writes none, and the size llama.cpp
+    # checks token_embd against.
+    writer = self.gguf_writer  # type: ignore[attr-defined]
+    writer.add_tokenizer_model("none")
+    writer.add_vocab_size(self.hparams["vocab_size"])  # type: ignore[attr-defined]
+
+
+def _main(model_dir: str, out: str) -> None:
+    import conversion  # the converter's own package, on PYTHONPATH
+
+    for module in pkgutil.iter_modules(conversion.__path__):
+        importlib.import_module(f"conversion.{module.name}")
+    pending = [conversion.ModelBase]
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if "set_vocab" in vars(cls) or cls is conversion.ModelBase:
+            cls.set_vocab = _no_vocabulary
+    sys.argv = ["convert_hf_to_gguf.py", model_dir, "--outfile", out, "--outtype", "f32"]
+    converter = importlib.import_module("convert_hf_to_gguf")
+    converter.main()
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1], sys.argv[2])
