@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import struct
 from typing import Any
 
@@ -62,7 +63,9 @@ def test_every_answer_is_what_the_openapi_document_says(client: Client) -> None:
     document = client.get("/openapi.json").json()
     operation = document["paths"]["/v1/rope/gguf"]["post"]
     schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
-    assert list(operation["requestBody"]["content"]) == ["application/octet-stream"]
+    content = operation["requestBody"]["content"]
+    assert list(content) == ["application/octet-stream", "multipart/form-data"]
+    assert content["multipart/form-data"]["schema"]["required"] == ["gguf"]
     assert [p["name"] for p in operation["parameters"]] == ["n_ctx"]
     gemma3 = {
         "general.architecture": "gemma3",
@@ -123,3 +126,51 @@ def test_a_bad_query_parameter_is_named(client: Client, query: str, param: str) 
 def test_a_json_body_is_refused_naming_the_media_type(client: Client) -> None:
     response = client.post("/v1/rope/gguf", json={"gguf": "no"})
     assert response.status_code == 422 and "application/octet-stream" in response.text
+
+
+PHI3_CONFIG = {
+    "model_type": "phi3",
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "num_hidden_layers": 4,
+    "max_position_embeddings": 131072,
+    "original_max_position_embeddings": 4096,
+    "rope_theta": 10000.0,
+    "rope_scaling": {
+        "type": "longrope",
+        "long_factor": LONG.tolist(),
+        "short_factor": SHORT.tolist(),
+    },
+}
+
+
+def with_config(client: Client, body: bytes, config: dict[str, Any], query: str = "") -> Any:
+    files = {"gguf": ("model.gguf", body), "config": ("config.json", json.dumps(config))}
+    return client.post(f"/v1/rope/gguf{query}", files=files)
+
+
+def test_a_file_and_its_model_conform_within_the_original_context(client: Client) -> None:
+    response = with_config(client, PHI3_FILE, PHI3_CONFIG, "?n_ctx=4096")
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["conforms"] is True and answer["findings"] == []
+    assert answer["model"]["model_type"] == "phi3"
+
+
+def test_phi3s_factors_chosen_by_context_are_a_finding_past_it(client: Client) -> None:
+    answer = with_config(client, PHI3_FILE, PHI3_CONFIG, "?n_ctx=8192").json()
+    assert answer["conforms"] is False
+    assert [f["kind"] for f in answer["findings"]] == ["longrope_by_context"]
+    assert answer["findings"][0]["layers"] == [0, 1, 2, 3]
+
+
+def test_a_model_of_another_base_is_a_finding_naming_both(client: Client) -> None:
+    config = {**PHI3_CONFIG, "rope_theta": 500000.0}
+    (finding,) = with_config(client, PHI3_FILE, config, "?n_ctx=4096").json()["findings"]
+    assert finding["kind"] == "base" and "500000.0" in finding["detail"]
+
+
+def test_a_part_the_operation_does_not_take_is_named(client: Client) -> None:
+    files = {"gguf": ("model.gguf", PHI3_FILE), "tokenizer": ("t.json", b"{}")}
+    response = client.post("/v1/rope/gguf", files=files)
+    assert response.status_code == 422 and response.json()["errors"][0]["loc"][-1] == "tokenizer"

@@ -12,7 +12,7 @@ from posenc.conformance import Conformance
 from posenc.cost import Cost
 from posenc.declare import Extra, Scheme
 from posenc.schemes.rope import config_answer, conformance, maths, verify
-from posenc.schemes.rope.gguf import answer as gguf_answer
+from posenc.schemes.rope.gguf import operation as gguf_operation
 from posenc.schemes.rope.gguf import schemas as gguf_schemas
 from posenc.schemes.rope.mrope import answer as mrope_answer
 from posenc.schemes.rope.mrope import given as mrope_given
@@ -87,10 +87,10 @@ _GGUF = Extra(
     "gguf",
     "What llama.cpp applies at each layer of a GGUF file, read from the file's first bytes "
     "(its header and rope tensors) under llama.cpp's own rules for its architecture",
-    gguf_answer.handle,
+    gguf_operation.handle,
     {},
     gguf_schemas.ANSWER_SCHEMA,
-    size=gguf_answer.size,
+    size=gguf_operation.size,
     binary=True,
     query=(gguf_schemas.N_CTX,),
     parts=("config",),

@@ -9,9 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from posenc.cost import Cost
-from posenc.declare import Limits, Sized, Upload
-from posenc.schemes.rope.gguf import reader
 from posenc.schemes.rope.gguf.arches import LLAMA_CPP_SOURCE, LLAMA_CPP_VERSION, Arch
 from posenc.schemes.rope.gguf.reader import Header
 from posenc.schemes.rope.gguf.rules import Call, calls, logf
@@ -108,26 +105,3 @@ def answer(header: Header, n_ctx: int | None) -> dict[str, Any]:
         "llama_cpp_version": {"commit": LLAMA_CPP_VERSION, "source": LLAMA_CPP_SOURCE},
         "llama_cpp_rules": row.source,
     }
-
-
-# What an answer holds at most, whatever the file: two distinct calls (full and sliding layers),
-# each with up to 32768 factors as Python floats and JSON, 4096 layer numbers, 256 keys.
-ANSWER_BYTES = 8 * 2**20
-# Work units (≈ ns) per body byte: stepping over a prefix of nothing but empty strings (8 bytes
-# each) is the slowest a body can be read, ≈ 160 ns a string.
-WORK_PER_BODY_BYTE = 25
-
-
-def size(given: Upload, limits: Limits) -> Sized:
-    """What reading ``given`` and answering costs beyond the body itself, from its length."""
-    return Sized(Cost(ANSWER_BYTES, WORK_PER_BODY_BYTE * len(given.data)), 0, "gguf")
-
-
-def handle(given: Upload, limits: Limits) -> dict[str, Any]:
-    """``POST /v1/rope/gguf``: the header of the prefix in ``given``, under llama.cpp's rules."""
-    header = reader.read(given.data, limits.max_upload_bytes)
-    if "config" in given.parts:
-        from posenc.schemes.rope.gguf import conformance
-
-        return conformance.check(header, given.parts["config"], given.query.get("n_ctx"), limits)
-    return answer(header, given.query.get("n_ctx"))
