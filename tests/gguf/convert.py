@@ -45,17 +45,21 @@ def source() -> Path:
     return root
 
 
-def convert(model_dir: Path, out: Path) -> Path:
-    """``model_dir`` (a saved transformers model) as the GGUF llama.cpp's converter writes."""
+def convert(pairs: list[tuple[Path, Path]]) -> None:
+    """Each ``(model_dir, out)``: a saved transformers model written as the GGUF llama.cpp's
+    converter writes, all in one subprocess (it imports torch and transformers once)."""
     root = source()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "gguf-py"), str(root)])}
-    subprocess.run(
-        [sys.executable, "-m", "tests.gguf.convert", str(model_dir), str(out)],
-        check=True,
-        env={**env, "PYTHONPATH": env["PYTHONPATH"] + os.pathsep + str(Path.cwd())},
+    here = Path(__file__).resolve().parents[2]
+    path = os.pathsep.join([str(root / "gguf-py"), str(root), str(here)])
+    arguments = [str(p) for pair in pairs for p in pair]
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.gguf.convert", *arguments],
+        env={**os.environ, "PYTHONPATH": path},
         capture_output=True,
+        text=True,
     )
-    return out
+    if done.returncode:
+        raise RuntimeError(f"the converter failed:\n{done.stderr[-4000:]}")
 
 
 def _no_vocabulary(self: object) -> None:
@@ -66,7 +70,7 @@ def _no_vocabulary(self: object) -> None:
     writer.add_vocab_size(self.hparams["vocab_size"])  # type: ignore[attr-defined]
 
 
-def _main(model_dir: str, out: str) -> None:
+def _main(pairs: list[str]) -> None:
     import conversion  # the converter's own package, on PYTHONPATH
 
     for module in pkgutil.iter_modules(conversion.__path__):
@@ -77,10 +81,11 @@ def _main(model_dir: str, out: str) -> None:
         pending.extend(cls.__subclasses__())
         if "set_vocab" in vars(cls) or cls is conversion.ModelBase:
             cls.set_vocab = _no_vocabulary
-    sys.argv = ["convert_hf_to_gguf.py", model_dir, "--outfile", out, "--outtype", "f32"]
     converter = importlib.import_module("convert_hf_to_gguf")
-    converter.main()
+    for model_dir, out in zip(pairs[::2], pairs[1::2], strict=True):
+        sys.argv = ["convert_hf_to_gguf.py", model_dir, "--outfile", out, "--outtype", "f32"]
+        converter.main()
 
 
 if __name__ == "__main__":
-    _main(sys.argv[1], sys.argv[2])
+    _main(sys.argv[1:])

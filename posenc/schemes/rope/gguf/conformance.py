@@ -126,7 +126,8 @@ def check(header: Header, config: Any, n_ctx: int | None, limits: Limits) -> dic
             continue
         if mine is None or theirs is None:
             continue
-        _compare(findings, il, mine, theirs, header, row.permuted, read["n_ctx"])
+        slides = ("sliding_attention" in mine["layer_types"], read["sliding"][il])
+        _compare(findings, il, mine, theirs, header, row.permuted, read["n_ctx"], slides)
     return {
         **result,
         "model": model,
@@ -143,6 +144,7 @@ def _compare(
     header: Header,
     permuted: bool,
     n_ctx: int,
+    slides: tuple[bool, bool],
 ) -> None:
     params = _model_params(rope["params"])
     # The pairs the model's q and k turn: its cache's layout, unless its apply re-lays them.
@@ -182,6 +184,12 @@ def _compare(
             )
     if _differs(mine, theirs):
         kind, detail = _frequency_cause(params, call)
+        if slides[0] != slides[1]:
+            kind = "sliding_window_pattern"
+            detail = (
+                f"a {'sliding' if slides[0] else 'full'} layer of the model is a "
+                f"{'sliding' if slides[1] else 'full'} one in the file ({detail})"
+            )
         worst = int(np.argmax(np.abs(mine - theirs) / np.maximum(np.abs(mine), 1e-300)))
         findings.add(
             kind,

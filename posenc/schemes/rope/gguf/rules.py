@@ -316,6 +316,7 @@ def calls(header: Header, n_ctx: int | None) -> dict[str, Any]:
         "n_ctx_train": n_ctx_train,
         "head_dim": head_k,
         "per_layer": per_layer,
+        "sliding": swa,
         "keys": keys.read,
         "factors": factors,
     }

@@ -154,6 +154,7 @@ ANSWER_SCHEMA: dict[str, Any] = {
                             "rotary_width",
                             "longrope_by_context",
                             "base",
+                            "sliding_window_pattern",
                             "factor_tensor_missing",
                             "factor_tensor_wrong",
                             "scaling_dropped",

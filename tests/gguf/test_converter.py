@@ -1,0 +1,280 @@
+"""The service's reading of a GGUF held to files llama.cpp's own converter writes: tiny random
+transformers models of each family, converted, read back, and compared with what
+``/v1/rope/config`` says of the same config (every layer conforms); each finding fires on a file
+rewritten with the ``gguf`` package (a tensor or key dropped, a value changed) and is silent on
+the faithful one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from posenc.cli.budget import SERVICE_DEFAULTS
+from posenc.schemes.rope.gguf import conformance, reader
+from tests.gguf.convert import convert
+
+pytestmark = pytest.mark.llama_cpp
+
+_SMALL = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 128,
+    "pad_token_id": 0,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+}
+# name: (model_type, config keys beyond _SMALL, the architecture llama.cpp names it)
+MODELS: dict[str, tuple[str, dict[str, Any], str]] = {
+    "llama3.1": (
+        "llama",
+        {
+            "num_hidden_layers": 2,
+            "max_position_embeddings": 131072,
+            "rope_theta": 500000.0,
+            "rope_scaling": {
+                "rope_type": "llama3",
+                "factor": 8.0,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 8192,
+            },
+        },
+        "llama",
+    ),
+    "mistral": (
+        "mistral",
+        {"num_hidden_layers": 2, "max_position_embeddings": 32768, "rope_theta": 1e6},
+        "llama",
+    ),
+    "qwen2.5-yarn": (
+        "qwen2",
+        {
+            "num_hidden_layers": 2,
+            "max_position_embeddings": 131072,
+            "rope_theta": 1e6,
+            "rope_scaling": {
+                "rope_type": "yarn",
+                "factor": 4.0,
+                "original_max_position_embeddings": 32768,
+            },
+        },
+        "qwen2",
+    ),
+    "qwen3": (
+        "qwen3",
+        {
+            "num_hidden_layers": 2,
+            "max_position_embeddings": 40960,
+            "rope_theta": 1e6,
+            "head_dim": 32,
+        },
+        "qwen3",
+    ),
+    "phi3-longrope": (
+        "phi3",
+        {
+            "num_hidden_layers": 2,
+            "num_key_value_heads": 4,
+            "max_position_embeddings": 131072,
+            "original_max_position_embeddings": 4096,
+            "rope_theta": 10000.0,
+            "rope_scaling": {
+                "type": "longrope",
+                "long_factor": np.linspace(1, 40, 8).tolist(),
+                "short_factor": np.linspace(1, 1.5, 8).tolist(),
+            },
+        },
+        "phi3",
+    ),
+    "gemma3": (
+        "gemma3_text",
+        {
+            "num_hidden_layers": 8,
+            "head_dim": 16,
+            "max_position_embeddings": 131072,
+            "rope_theta": 1e6,
+            "rope_local_base_freq": 10000.0,
+            "sliding_window": 512,
+            "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+        },
+        "gemma3",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict[str, Any]]]:
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    root = tmp_path_factory.mktemp("converted")
+    pairs, configs = [], {}
+    torch.manual_seed(0)
+    for name, (model_type, keys, _) in MODELS.items():
+        config = AutoConfig.for_model(model_type, **{**_SMALL, **keys})
+        model_dir = root / name
+        AutoModelForCausalLM.from_config(config).save_pretrained(model_dir)  # type: ignore[no-untyped-call]
+        # Gemma's converter counts the vocabulary of tokenizer.json.
+        vocab = {f"t{i}": i for i in range(_SMALL["vocab_size"])}
+        tokenizer = {"model": {"vocab": vocab}, "added_tokens": []}
+        (model_dir / "tokenizer.json").write_text(json.dumps(tokenizer))
+        configs[name] = json.loads((model_dir / "config.json").read_text())
+        pairs.append((model_dir, root / f"{name}.gguf"))
+    convert(pairs)
+    return {name: (out, configs[name]) for name, (_, out) in zip(MODELS, pairs, strict=True)}
+
+
+def check(file: Path | bytes, config: dict[str, Any], n_ctx: int | None = None) -> dict[str, Any]:
+    data = file.read_bytes() if isinstance(file, Path) else file
+    return conformance.check(reader.read(data), config, n_ctx, SERVICE_DEFAULTS)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_each_converted_model_conforms_at_every_layer(
+    converted: dict[str, tuple[Path, dict[str, Any]]], name: str
+) -> None:
+    file, config = converted[name]
+    n_ctx = 4096 if name == "phi3-longrope" else None  # its long factors: a finding past 4096
+    result = check(file, config, n_ctx)
+    assert result["architecture"] == MODELS[name][2]
+    assert result["findings"] == [] and result["conforms"] is True
+    layers = sorted([il for r in result["ropes"] for il in r["layers"]] + result["nope_layers"])
+    assert layers == list(range(config["num_hidden_layers"]))
+    assert result["model"]["num_hidden_layers"] == config["num_hidden_layers"]
+
+
+def test_gemma3s_sliding_layers_are_read_as_llama_cpp_applies_them(
+    converted: dict[str, tuple[Path, dict[str, Any]]],
+) -> None:
+    file, _ = converted["gemma3"]
+    result = check(file, converted["gemma3"][1])
+    full = [r for r in result["ropes"] if r["params"]["scaling"] == "linear"]
+    local = [r for r in result["ropes"] if r["params"]["scaling"] == "none"]
+    assert full[0]["layers"] == [5] and local[0]["params"]["base"] == 10000.0
+
+
+def rewrite(
+    file: Path,
+    out: Path,
+    drop_keys: tuple[str, ...] = (),
+    values: dict[str, Any] | None = None,
+    drop_tensors: tuple[str, ...] = (),
+    tensors: dict[str, np.ndarray[Any, Any]] | None = None,
+) -> bytes:
+    """``file`` written again with the gguf package, keys and tensors dropped or changed."""
+    from gguf import GGUFReader, GGUFValueType, GGUFWriter
+
+    source = GGUFReader(file)
+    arch = str(source.fields["general.architecture"].contents())
+    writer = GGUFWriter(out, arch=arch)
+    for key, field in source.fields.items():
+        if key.startswith("GGUF.") or key == "general.architecture" or key in drop_keys:
+            continue
+        kind = field.types[0]
+        value = (values or {}).get(key, field.contents())
+        sub = field.types[-1] if kind == GGUFValueType.ARRAY else None
+        writer.add_key_value(key, value, kind, sub_type=sub)
+    for key, value in (values or {}).items():
+        if key not in source.fields:  # a key the converter did not write, typed as it types
+            kind = GGUFValueType.UINT32 if isinstance(value, int) else GGUFValueType.FLOAT32
+            writer.add_key_value(key, value, kind)
+    for tensor in source.tensors:
+        if tensor.name in drop_tensors:
+            continue
+        data = (tensors or {}).get(tensor.name, np.array(tensor.data))
+        writer.add_tensor(tensor.name, data)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return out.read_bytes()
+
+
+def kinds(result: dict[str, Any]) -> list[str]:
+    return [finding["kind"] for finding in result["findings"]]
+
+
+def test_a_faithful_rewrite_still_conforms(
+    converted: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path
+) -> None:
+    file, config = converted["llama3.1"]
+    assert check(rewrite(file, tmp_path / "same.gguf"), config)["conforms"] is True
+
+
+def test_a_dropped_factor_tensor_is_named(
+    converted: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path
+) -> None:
+    file, config = converted["llama3.1"]
+    body = rewrite(file, tmp_path / "x.gguf", drop_tensors=("rope_freqs.weight",))
+    result = check(body, config)
+    assert kinds(result) == ["factor_tensor_missing"] and result["findings"][0]["layers"] == [0, 1]
+
+
+def test_a_wrong_factor_tensor_is_named(
+    converted: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path
+) -> None:
+    file, config = converted["llama3.1"]
+    wrong = {"rope_freqs.weight": np.full(8, 8.0, np.float32)}
+    assert kinds(check(rewrite(file, tmp_path / "x.gguf", tensors=wrong), config)) == [
+        "factor_tensor_wrong"
+    ]
+
+
+def test_another_base_is_named(
+    converted: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path
+) -> None:
+    file, config = converted["qwen3"]
+    body = rewrite(file, tmp_path / "x.gguf", values={"qwen3.rope.freq_base": 10000.0})
+    assert kinds(check(body, config)) == ["base"]
+
+
+def test_a_dropped_yarn_is_named_with_its_lost_attention_factor(
+    converted: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path
+) -> None:
+    file, config = converted["qwen2.5-yarn"]
+    dropped = ("qwen2.rope.scaling.type", "qwen2.rope.scaling.factor")
+    body = rewrite(file, tmp_path / "x.gguf", drop_keys=dropped)
+    assert kinds(check(body, config)) == ["scaling_dropped", "attention_factor"]
+
+
+def test_yarn_changed_to_linear_is_named(
+    converted: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path
+) -> None:
+    file, config = converted["qwen2.5-yarn"]
+    body = rewrite(file, tmp_path / "x.gguf", values={"qwen2.rope.scaling.type": "linear"})
+    assert "scaling_changed" in kinds(check(body, config))
+
+
+def test_phi3s_attention_factor_lost_is_named(
+    converted: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path
+) -> None:
+    file, config = converted["phi3-longrope"]
+    body = rewrite(file, tmp_path / "x.gguf", drop_keys=("phi3.rope.scaling.attn_factor",))
+    assert kinds(check(body, config, 4096)) == ["attention_factor"]
+
+
+def test_phi3s_long_factors_chosen_by_context_are_named(
+    converted: dict[str, tuple[Path, dict[str, Any]]],
+) -> None:
+    file, config = converted["phi3-longrope"]
+    assert kinds(check(file, config, 8192)) == ["longrope_by_context"]
+
+
+def test_another_sliding_window_pattern_or_local_base_is_named(
+    converted: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path
+) -> None:
+    file, config = converted["gemma3"]
+    pattern = rewrite(
+        file, tmp_path / "p.gguf", values={"gemma3.attention.sliding_window_pattern": 4}
+    )
+    local = rewrite(file, tmp_path / "b.gguf", values={"gemma3.rope.freq_base_swa": 1e6})
+    moved = check(pattern, config)
+    assert set(kinds(moved)) == {"sliding_window_pattern"}
+    assert sorted(il for f in moved["findings"] for il in f["layers"]) == [3, 5, 7]
+    assert kinds(check(local, config)) == ["base"]
