@@ -42,13 +42,31 @@ def one_rope(answer: Mapping[str, Any]) -> dict[str, Any]:
     return dict(ropes[0]["params"])
 
 
-@click.command(short_help="the rope of a model's config.json")
+@click.command(short_help="the rope of a model's config.json, or of a GGUF file")
 @click.argument("config", type=click.Path(exists=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="print the answer as JSON")
 @click.option("--url", metavar="URL", help=URL_HELP)
-def model(config: str, as_json: bool, url: str | None) -> None:
+@click.option(
+    "--config",
+    "model_config",
+    type=click.Path(exists=True, dir_okay=False),
+    help="with a GGUF file: the model's config.json, to check the file against (exit 0 "
+    "conforms, 1 not)",
+)
+@click.option("--n-ctx", type=click.IntRange(1), help="with a GGUF file: llama.cpp's context")
+def model(
+    config: str, as_json: bool, url: str | None, model_config: str | None, n_ctx: int | None
+) -> None:
     """Every parameter of the rope a model's CONFIG (its config.json, as the Hub publishes it)
-    states, the URLs of its table and verify, and the commands that build and check it."""
+    states, the URLs of its table and verify, and the commands that build and check it. Given
+    a GGUF file instead (model.gguf), what llama.cpp applies at each of its layers."""
+    from posenc.cli import gguf
+
+    if gguf.is_gguf(config):
+        gguf.run(config, model_config, n_ctx, as_json, url)
+        return
+    if model_config is not None or n_ctx is not None:
+        raise click.UsageError("--config and --n-ctx take a GGUF file")
     scheme, answer = describe(config, url)
     if as_json:
         click.echo(json.dumps(answer, indent=2))
