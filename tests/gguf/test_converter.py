@@ -105,21 +105,151 @@ MODELS: dict[str, tuple[str, dict[str, Any], str]] = {
         },
         "gemma3",
     ),
+    "gemma2": (
+        "gemma2",
+        {
+            "num_hidden_layers": 4,
+            "head_dim": 16,
+            "sliding_window": 512,
+            "max_position_embeddings": 8192,
+        },
+        "gemma2",
+    ),
+    "command-r": ("cohere", {"num_hidden_layers": 2, "max_position_embeddings": 8192}, "command-r"),
+    "cohere2": (
+        "cohere2",
+        {
+            "rotary_pct": 1.0,
+            "num_hidden_layers": 8,
+            "sliding_window": 512,
+            "max_position_embeddings": 8192,
+            "rope_theta": 50000.0,
+        },
+        "cohere2",
+    ),
+    "olmo2": ("olmo2", {"num_hidden_layers": 2}, "olmo2"),
+    "olmo3": (
+        "olmo3",
+        {
+            "num_hidden_layers": 8,
+            "sliding_window": 512,
+            "max_position_embeddings": 65536,
+            "rope_scaling": {
+                "rope_type": "yarn",
+                "factor": 8.0,
+                "original_max_position_embeddings": 8192,
+            },
+        },
+        "olmo2",
+    ),
+    "smollm3": ("smollm3", {"num_hidden_layers": 8}, "smollm3"),
+    "granite": ("granite", {"num_hidden_layers": 2}, "granite"),
+    "starcoder2": ("starcoder2", {"num_hidden_layers": 2}, "starcoder2"),
+    "stablelm": ("stablelm", {"num_hidden_layers": 2, "partial_rotary_factor": 0.25}, "stablelm"),
+    "phi-2": ("phi", {"num_hidden_layers": 2, "partial_rotary_factor": 0.5}, "phi2"),
+    "qwen2-moe": (
+        "qwen2_moe",
+        {
+            "num_hidden_layers": 2,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 32,
+            "shared_expert_intermediate_size": 32,
+        },
+        "qwen2moe",
+    ),
+    "qwen3-moe": (
+        "qwen3_moe",
+        {
+            "num_hidden_layers": 2,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 32,
+        },
+        "qwen3moe",
+    ),
+    "glm4": ("glm4", {"num_hidden_layers": 2, "partial_rotary_factor": 0.5}, "glm4"),
+    "deepseek-v2": (
+        "deepseek_v2",
+        {
+            "num_hidden_layers": 2,
+            "num_key_value_heads": 4,
+            "kv_lora_rank": 16,
+            "q_lora_rank": None,
+            "qk_rope_head_dim": 8,
+            "qk_nope_head_dim": 16,
+            "v_head_dim": 16,
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 32,
+            "first_k_dense_replace": 1,
+            "max_position_embeddings": 163840,
+            "rope_scaling": {
+                "rope_type": "yarn",
+                "factor": 40.0,
+                "original_max_position_embeddings": 4096,
+                "beta_fast": 32,
+                "beta_slow": 1,
+                "mscale": 0.707,
+                "mscale_all_dim": 0.707,
+            },
+        },
+        "deepseek2",
+    ),
+    "qwen2-vl": (
+        "qwen2_vl",
+        {
+            "num_hidden_layers": 2,
+            "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]},
+            "vision_config": {"depth": 1, "embed_dim": 32, "hidden_size": 64, "num_heads": 2},
+        },
+        "qwen2vl",
+    ),
+    "ernie4.5": ("ernie4_5", {"num_hidden_layers": 2}, "ernie4_5"),
+    "seed-oss": ("seed_oss", {"num_hidden_layers": 2}, "seed_oss"),
+}
+# Models llama.cpp applies another rope to, as its own source says (the finding that names it).
+DIVERGENT: dict[str, tuple[str, dict[str, Any], str]] = {
+    # EXAONE 4.0's sliding layers (and the NoPE full ones) exist in llama.cpp only at 64 layers.
+    "exaone4": ("exaone4", {"num_hidden_layers": 4, "sliding_window": 512}, "nope_layers"),
+    # gpt-oss's YaRN has truncate false; ggml always rounds the ramp's ends.
+    "gpt-oss": (
+        "gpt_oss",
+        {
+            "num_hidden_layers": 2,
+            "num_local_experts": 4,
+            "head_dim": 16,
+            "sliding_window": 128,
+            "rope_scaling": {
+                "rope_type": "yarn",
+                "factor": 32.0,
+                "beta_fast": 32.0,
+                "beta_slow": 1.0,
+                "truncate": False,
+                "original_max_position_embeddings": 4096,
+            },
+        },
+        "scaling_changed",
+    ),
 }
 
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict[str, Any]]]:
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM, Qwen2VLForConditionalGeneration
 
     root = tmp_path_factory.mktemp("converted")
     pairs, configs = [], {}
     torch.manual_seed(0)
-    for name, (model_type, keys, _) in MODELS.items():
+    for name, (model_type, keys, _) in {**MODELS, **DIVERGENT}.items():
         config = AutoConfig.for_model(model_type, **{**_SMALL, **keys})
         model_dir = root / name
-        AutoModelForCausalLM.from_config(config).save_pretrained(model_dir)  # type: ignore[no-untyped-call]
+        if model_type == "qwen2_vl":  # no causal-LM class: the whole model, as the Hub has it
+            model = Qwen2VLForConditionalGeneration(config)  # type: ignore[arg-type]
+        else:
+            model = AutoModelForCausalLM.from_config(config)  # type: ignore[no-untyped-call]
+        model.save_pretrained(model_dir)
         # Gemma's converter counts the vocabulary of tokenizer.json.
         vocab = {f"t{i}": i for i in range(_SMALL["vocab_size"])}
         tokenizer = {"model": {"vocab": vocab}, "added_tokens": []}
@@ -127,7 +257,8 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path,
         configs[name] = json.loads((model_dir / "config.json").read_text())
         pairs.append((model_dir, root / f"{name}.gguf"))
     convert(pairs)
-    return {name: (out, configs[name]) for name, (_, out) in zip(MODELS, pairs, strict=True)}
+    names = [*MODELS, *DIVERGENT]
+    return {name: (out, configs[name]) for name, (_, out) in zip(names, pairs, strict=True)}
 
 
 def check(file: Path | bytes, config: dict[str, Any], n_ctx: int | None = None) -> dict[str, Any]:
@@ -145,8 +276,33 @@ def test_each_converted_model_conforms_at_every_layer(
     assert result["architecture"] == MODELS[name][2]
     assert result["findings"] == [] and result["conforms"] is True
     layers = sorted([il for r in result["ropes"] for il in r["layers"]] + result["nope_layers"])
-    assert layers == list(range(config["num_hidden_layers"]))
-    assert result["model"]["num_hidden_layers"] == config["num_hidden_layers"]
+    assert layers == list(range(result["model"]["num_hidden_layers"]))
+
+
+@pytest.mark.parametrize("name", DIVERGENT)
+def test_where_llama_cpp_applies_another_rope_the_finding_names_it(
+    converted: dict[str, tuple[Path, dict[str, Any]]], name: str
+) -> None:
+    file, config = converted[name]
+    result = check(file, config)
+    assert result["conforms"] is False and kinds(result) == [DIVERGENT[name][2]]
+
+
+def test_qwen2vls_sections_are_read(converted: dict[str, tuple[Path, dict[str, Any]]]) -> None:
+    result = check(*converted["qwen2-vl"])
+    assert result["mrope"] == {"section": [2, 3, 3, 0], "interleaved": False}
+    assert result["ropes"][0]["ggml"]["mode"] == 8
+
+
+def test_a_model_relabelled_as_another_family_is_a_rope_type_finding(
+    converted: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path
+) -> None:
+    # Qwen3's unpermuted weights under Command R's NORM rope: pairs (2i, 2i+1), not rotate_half.
+    file, config = converted["qwen3"]
+    body = rewrite(file, tmp_path / "x.gguf", rename=("qwen3", "command-r"))
+    assert kinds(check(body, config)) == ["rope_type"]
+    # A Llama-family conversion permutes Q/K: NORM there is rotate_half, no finding.
+    assert check(rewrite(file, tmp_path / "y.gguf", rename=("qwen3", "llama")), config)["conforms"]
 
 
 def test_gemma3s_sliding_layers_are_read_as_llama_cpp_applies_them(
@@ -166,20 +322,24 @@ def rewrite(
     values: dict[str, Any] | None = None,
     drop_tensors: tuple[str, ...] = (),
     tensors: dict[str, np.ndarray[Any, Any]] | None = None,
+    rename: tuple[str, str] | None = None,
 ) -> bytes:
-    """``file`` written again with the gguf package, keys and tensors dropped or changed."""
+    """``file`` written again with the gguf package, keys and tensors dropped or changed (or
+    every ``{arch}.`` key under another architecture's name)."""
     from gguf import GGUFReader, GGUFValueType, GGUFWriter
 
     source = GGUFReader(file)
     arch = str(source.fields["general.architecture"].contents())
-    writer = GGUFWriter(out, arch=arch)
+    old, new = rename or (arch, arch)
+    writer = GGUFWriter(out, arch=new)
     for key, field in source.fields.items():
         if key.startswith("GGUF.") or key == "general.architecture" or key in drop_keys:
             continue
         kind = field.types[0]
         value = (values or {}).get(key, field.contents())
         sub = field.types[-1] if kind == GGUFValueType.ARRAY else None
-        writer.add_key_value(key, value, kind, sub_type=sub)
+        named = new + key[len(old) :] if key.startswith(old + ".") else key
+        writer.add_key_value(named, value, kind, sub_type=sub)
     for key, value in (values or {}).items():
         if key not in source.fields:  # a key the converter did not write, typed as it types
             kind = GGUFValueType.UINT32 if isinstance(value, int) else GGUFValueType.FLOAT32

@@ -126,7 +126,9 @@ def check(header: Header, config: Any, n_ctx: int | None, limits: Limits) -> dic
             continue
         if mine is None or theirs is None:
             continue
-        slides = ("sliding_attention" in mine["layer_types"], read["sliding"][il])
+        # A rope of one layer type says whether its layers slide; of several, it cannot.
+        types = set(mine["layer_types"])
+        slides = None if len(types) != 1 else ("sliding_attention" in types, read["sliding"][il])
         _compare(findings, il, mine, theirs, header, row.permuted, read["n_ctx"], slides)
     return {
         **result,
@@ -144,7 +146,7 @@ def _compare(
     header: Header,
     permuted: bool,
     n_ctx: int,
-    slides: tuple[bool, bool],
+    slides: tuple[bool, bool] | None,
 ) -> None:
     params = _model_params(rope["params"])
     # The pairs the model's q and k turn: its cache's layout, unless its apply re-lays them.
@@ -184,7 +186,7 @@ def _compare(
             )
     if _differs(mine, theirs):
         kind, detail = _frequency_cause(params, call)
-        if slides[0] != slides[1]:
+        if slides is not None and slides[0] != slides[1]:
             kind = "sliding_window_pattern"
             detail = (
                 f"a {'sliding' if slides[0] else 'full'} layer of the model is a "
@@ -230,7 +232,12 @@ def _frequency_cause(params: RopeParams, call: Call) -> tuple[str, str]:
     file_scaling = "yarn" if call.ext_factor else ("linear" if call.freq_scale != 1 else "none")
     if file_scaling == "none":
         return "scaling_dropped", f"the model's {params.scaling} scaling is not in the file"
+    untruncated = (
+        "; ggml always rounds YaRN's ramp ends outwards, the model's truncate is false"
+        if params.scaling == "yarn" and file_scaling == "yarn" and params.truncate is False
+        else ""
+    )
     return "scaling_changed", (
         f"the model's {params.scaling} scaling (factor {params.factor}) is the file's "
-        f"{file_scaling} (freq_scale {call.freq_scale})"
+        f"{file_scaling} (freq_scale {call.freq_scale}){untruncated}"
     )
