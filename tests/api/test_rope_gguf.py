@@ -45,16 +45,17 @@ def test_a_files_ropes_are_answered_layer_by_layer(client: Client) -> None:
     assert answer["architecture"] == "phi3" and answer["num_hidden_layers"] == 4
     (rope,) = answer["ropes"]
     assert rope["layers"] == [0, 1, 2, 3] and rope["rope_type"] == "neox"
-    assert rope["params"]["freq_factors"] == LONG.tolist()
+    assert rope["params"]["long_factor"] == LONG.tolist() and rope["params"]["n_ctx"] == 8192
     assert rope["read_from"]["tensors"] == ["rope_factors_long.weight"]
     assert answer["llama_cpp_version"]["commit"].startswith("0c1e57098")
 
 
 def test_n_ctx_chooses_what_depends_on_it(client: Client) -> None:
     (rope,) = post(client, PHI3_FILE, "?n_ctx=4096").json()["ropes"]
-    assert rope["params"]["freq_factors"] == SHORT.tolist()
+    assert rope["ggml"]["freq_factors"] == "rope_factors_short.weight"
     (rope,) = post(client, PHI3_FILE).json()["ropes"]  # the file's 131072
-    assert rope["params"]["freq_factors"] == LONG.tolist()
+    assert rope["ggml"]["freq_factors"] == "rope_factors_long.weight"
+    assert rope["params"]["n_ctx"] == 131072
 
 
 def test_every_answer_is_what_the_openapi_document_says(client: Client) -> None:

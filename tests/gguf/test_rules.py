@@ -78,8 +78,14 @@ def test_phi3_picks_long_factors_by_the_padded_context_not_the_length() -> None:
     ]
     short = answer(values, tensors, n_ctx=4096)["ropes"][0]
     padded_to_4352 = answer(values, tensors, n_ctx=4097)["ropes"][0]
-    assert short["params"]["freq_factors"] == [1.0] * 8
-    assert padded_to_4352["params"]["freq_factors"] == [2.0] * 8
+    assert short["ggml"]["freq_factors"] == "rope_factors_short.weight"
+    assert padded_to_4352["ggml"]["freq_factors"] == "rope_factors_long.weight"
+    # recipe=ggml chooses as llama.cpp does from the padded context it is given
+    assert short["params"]["n_ctx"] == 4096 and padded_to_4352["params"]["n_ctx"] == 4352
+    assert short["params"]["scaling"] == "longrope"
+    assert short["params"]["long_factor"] == [2.0] * 8
+    assert short["params"]["short_factor"] == [1.0] * 8
+    assert short["params"]["original_max_position_embeddings"] == 4096
     assert short["params"]["attention_factor"] == pytest.approx(1.19)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from posenc.schemes.rope.gguf.arches import LLAMA_CPP_SOURCE, LLAMA_CPP_VERSION, Arch
 from posenc.schemes.rope.gguf.reader import Header
-from posenc.schemes.rope.gguf.rules import Call, calls, logf
+from posenc.schemes.rope.gguf.rules import Call, calls, fused, logf
 
 _F32 = np.float32
 _LAYOUTS: dict[str, str] = {
@@ -22,14 +22,25 @@ _LAYOUTS: dict[str, str] = {
 }
 
 
-def params_of(call: Call, factors: Mapping[str, Any]) -> dict[str, Any]:
+_LONG_SHORT = ("rope_factors_long.weight", "rope_factors_short.weight")
+
+
+def params_of(
+    call: Call,
+    factors: Mapping[str, Any],
+    padded_n_ctx: int,
+    mscale_all_dim: float | None = None,
+) -> dict[str, Any]:
     """The canonical GET parameters of ``/v1/rope/table`` whose ``recipe=ggml`` is ``call``.
 
-    One function, so the mapping can follow RopeParams: NORM pairs are ``interleaved``, NEOX
+    One function, so the mapping follows RopeParams: NORM pairs are ``interleaved``, NEOX
     (and M-RoPE on text positions) ``split``; ``freq_scale ≠ 1`` is ``linear`` with
-    ``factor = 1/freq_scale``, or ``yarn`` with ``ext_factor = 1``; the factor tensor a layer
-    gets is ``freq_factors``; ``attention_factor`` is the multiplier of cos and sin where it
-    differs from the scaling's own (1, or YaRN's ``1 + 0.1·ln(factor)``).
+    ``factor = 1/freq_scale``, or ``yarn`` with ``ext_factor = 1`` (DeepSeek-V2's
+    ``yarn_log_multiplier`` as its ``mscale`` and ``mscale_all_dim``); ``rope_freqs`` is
+    ``freq_factors``; the long and short factors are ``longrope``'s, with the ``n_ctx`` that
+    chooses between them (padded to 256 as llama.cpp pads it) and the file's attention factor;
+    ``attention_factor`` is otherwise the multiplier of cos and sin where it differs from the
+    scaling's own (1, or YaRN's ``1 + 0.1·ln(factor)``).
     """
     params: dict[str, Any] = {
         "d_model": call.n_dims,
@@ -39,11 +50,21 @@ def params_of(call: Call, factors: Mapping[str, Any]) -> dict[str, Any]:
     scale = _F32(call.freq_scale)
     factor = float(_F32(1) / scale)
     # ggml multiplies cos and sin by attn_factor, and with ext_factor ≠ 0 by
-    # 1 + 0.1·ln(1/freq_scale) too (rope_yarn_ramp's mscale).
+    # 1 + 0.1·ln(1/freq_scale) too (rope_yarn's mscale).
     total = _F32(call.attn_factor)
     if call.ext_factor != 0:
-        total = _F32(total * _F32(_F32(1) + _F32(0.1) * logf(_F32(1) / scale)))
+        total = _F32(total * fused(_F32(0.1), logf(_F32(1) / scale), _F32(1)))
     default = _F32(1)
+    both = all(name in factors for name in _LONG_SHORT)
+    if call.factors in _LONG_SHORT and both and scale == 1 and call.ext_factor == 0:
+        short, long = (factors[name] for name in reversed(_LONG_SHORT))
+        params["scaling"] = "longrope"
+        params["short_factor"] = [float(x) for x in short]
+        params["long_factor"] = [float(x) for x in long]
+        params["original_max_position_embeddings"] = call.n_ctx_orig
+        params["attention_factor"] = float(total)
+        params["n_ctx"] = padded_n_ctx
+        return params
     if call.ext_factor != 0 and scale != 1:
         params["scaling"] = "yarn"
         params["factor"] = factor
@@ -52,7 +73,10 @@ def params_of(call: Call, factors: Mapping[str, Any]) -> dict[str, Any]:
             params["beta_fast"] = call.beta_fast
         if call.beta_slow != 1:
             params["beta_slow"] = call.beta_slow
-        default = _F32(_F32(1) + _F32(0.1) * logf(_F32(factor)))
+        default = fused(_F32(0.1), logf(_F32(factor)), _F32(1))
+        if mscale_all_dim is not None:
+            params["mscale"] = params["mscale_all_dim"] = mscale_all_dim
+            default = total  # the ratio of equal mscales: transformers' and llama.cpp's 1
     elif scale != 1:
         params["scaling"] = "linear"
         params["factor"] = factor
@@ -81,7 +105,9 @@ def answer(header: Header, n_ctx: int | None) -> dict[str, Any]:
             {
                 "layers": layers,
                 "rope_type": call.rope_type,
-                "params": params_of(call, header.rope_tensors),
+                "params": params_of(
+                    call, header.rope_tensors, read["padded_n_ctx"], read["mscale_all_dim"]
+                ),
                 "ggml": call.ggml(),
                 "read_from": {"keys": list(read["keys"]), "tensors": tensors},
             }

@@ -11,9 +11,11 @@ divided by the ``1 + 0.1·ln(1/freq_scale)`` ggml multiplies back), times
 
 from __future__ import annotations
 
-import math
+import ctypes
+import ctypes.util
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -130,14 +132,30 @@ def row_of(header: Header) -> Arch:
 
 
 def _mscale(scale: np.float32, mscale: np.float32) -> np.float32:
+    # 0.1f * mscale * logf(scale) + 1.0f, the product contracted into the sum as GCC does.
     if scale <= 1:
         return _F32(1)
-    return _F32(_F32(_F32(0.1) * mscale) * logf(scale) + _F32(1))
+    return fused(_F32(_F32(0.1) * mscale), logf(scale), _F32(1))
+
+
+def fused(a: np.float32, b: np.float32, c: np.float32) -> np.float32:
+    """``fmaf(a, b, c)``: a float32 product is exact in float64, so one rounding of the sum
+    to float64 and one to float32 (they differ from fmaf's single one only on exact ties)."""
+    return _F32(float(a) * float(b) + float(c))
+
+
+@lru_cache(maxsize=1)
+def _libm() -> ctypes.CDLL:
+    library = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+    library.logf.restype = ctypes.c_float
+    library.logf.argtypes = [ctypes.c_float]
+    return library
 
 
 def logf(x: np.float32) -> np.float32:
-    # glibc's logf is correctly rounded for these arguments' range; so is log in double, rounded.
-    return _F32(math.log(float(x)))
+    """This machine's libm ``logf`` (glibc's is not correctly rounded everywhere: the same
+    function llama.cpp calls gives the same bits)."""
+    return _F32(_libm().logf(float(x)))
 
 
 def _swa_layers(row: Arch, keys: _Keys, n_layer: int) -> list[bool]:
@@ -226,7 +244,7 @@ def calls(header: Header, n_ctx: int | None) -> dict[str, Any]:
             attn = _F32(_mscale(ctx_factor, mscale) / _mscale(ctx_factor, log_mul))
         else:
             attn = _mscale(ctx_factor, _F32(1))
-        attn = _F32(attn * _F32(_F32(1) / _F32(_F32(1) + _F32(0.1) * logf(ctx_factor))))
+        attn = _F32(attn * _F32(_F32(1) / fused(_F32(0.1), logf(ctx_factor), _F32(1))))
     attn = _F32(attn * _F32(keys.number("rope.scaling.attn_factor", 1.0)))
 
     rope_type: RopeType = row.rope_type
@@ -317,6 +335,8 @@ def calls(header: Header, n_ctx: int | None) -> dict[str, Any]:
         "head_dim": head_k,
         "per_layer": per_layer,
         "sliding": swa,
+        "padded_n_ctx": padded,
+        "mscale_all_dim": float(log_mul) if row.deepseek_log_mul and log_mul != 0 else None,
         "keys": keys.read,
         "factors": factors,
     }
