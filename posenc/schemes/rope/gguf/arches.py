@@ -139,6 +139,10 @@ ARCHES: dict[str, Arch] = _rows(
     Arch("ernie4_5", "norm", "models/ernie4-5.cpp"),
     Arch("bailingmoe", "norm", "models/bailingmoe.cpp", permuted=True),
     Arch("glm4", "norm", "models/glm4.cpp", sections="optional"),
+    Arch("arctic", "norm", "models/arctic.cpp", permuted=True),
+    Arch("chameleon", "norm", "models/chameleon.cpp", permuted=True),
+    Arch("deepseek", "norm", "models/deepseek.cpp", permuted=True),
+    Arch("ernie4_5-moe", "norm", "models/ernie4-5-moe.cpp"),
     # NEOX: pairs (i, i + n_rot/2), transformers' rotate_half on unpermuted weights.
     Arch("qwen", "neox", "models/qwen.cpp"),
     Arch("qwen2", "neox", "models/qwen2.cpp"),
@@ -180,6 +184,17 @@ ARCHES: dict[str, Arch] = _rows(
     Arch("seed_oss", "neox", "models/seed-oss.cpp"),
     Arch("minicpm3", "neox", "models/minicpm3.cpp", factors="long_short"),
     Arch("gpt-oss", "neox", "models/openai-moe.cpp", swa=Swa(2)),
+    Arch("bitnet", "neox", "models/bitnet.cpp"),
+    Arch("dbrx", "neox", "models/dbrx.cpp"),
+    Arch("dots1", "neox", "models/dots1.cpp"),
+    Arch("dream", "neox", "models/dream.cpp"),
+    Arch("grovemoe", "neox", "models/grovemoe.cpp"),
+    Arch("jais2", "neox", "models/jais2.cpp"),
+    Arch("llada-moe", "neox", "models/llada-moe.cpp"),
+    Arch("minimax-m2", "neox", "models/minimax-m2.cpp"),
+    Arch("rnd1", "neox", "models/rnd1.cpp"),
+    Arch("talkie", "neox", "models/talkie.cpp"),
+    Arch("hunyuan-moe", "neox", "models/hunyuan-moe.cpp"),
     # M-RoPE: NEOX pairs whose frequencies turn by temporal, height and width ids in sections
     # (interleaved for IMROPE); on text positions (t = h = w) NEOX's own table.
     Arch("qwen2vl", "mrope", "models/qwen2vl.cpp", sections="required"),
