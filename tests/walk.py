@@ -211,8 +211,8 @@ MAX_FILE_BYTES = 64 * 2**20  # POSENC_MAX_GGUF_BYTES' default
 def _files() -> tuple[tuple[tuple[tuple[str, str], ...], bytes], ...]:
     """Files an operation that reads a file's prefix takes: a GGUF whose rope has every part
     (factors, the longest context), the longest prefix (a 256k-token vocabulary, then the
-    rest of the budget in tensor data), a header claiming 2^60 tokens, and one claiming the
-    widest rope with a factor tensor of 32768 values."""
+    rest of the budget in tensor data), a header claiming 2^60 tokens, one claiming the widest
+    rope with a factor tensor of 32768 values, and 64 MiB of the smallest tensor infos."""
     from tests.gguf.files import STRING, gguf, kv, string
 
     llama = {
@@ -232,8 +232,18 @@ def _files() -> tuple[tuple[tuple[tuple[str, str], ...], bytes], ...]:
     claim += string("tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, STRING, 2**60)
     wide = {**llama, "llama.attention.key_length": 65536, "llama.rope.dimension_count": 65536}
     widest = gguf(wide, [("rope_freqs.weight", np.ones(32768, np.float32))])
+    info = string("t") + struct.pack("<IQIQ", 1, 4, 0, 0)  # the most tensor infos there can be
+    infos = (MAX_FILE_BYTES - 100) // len(info)
+    tensors = b"GGUF" + struct.pack("<IQQ", 3, infos, 1) + kv("general.architecture", STRING, "x")
     top = (("n_ctx", str(2**31 - 1)),)
-    return (((), small), (top, small), ((), longest), ((), claim + bytes(64)), (top, widest))
+    return (
+        ((), small),
+        (top, small),
+        ((), longest),
+        ((), claim + bytes(64)),
+        (top, widest),
+        ((), tensors + info * infos),
+    )
 
 
 def warm_up(schemes: tuple[Scheme, ...] = SCHEMES) -> Iterator[Walked]:
