@@ -206,6 +206,27 @@ MODELS: dict[str, tuple[str, dict[str, Any], str]] = {
         "qwen2vl",
     ),
     "ernie4.5": ("ernie4_5", {"num_hidden_layers": 2}, "ernie4_5"),
+    "llama4": (
+        "llama4_text",
+        {
+            "num_hidden_layers": 8,
+            "head_dim": 16,
+            "num_local_experts": 2,
+            "intermediate_size_mlp": 128,
+            "interleave_moe_layer_step": 1,
+            "attention_chunk_size": 8192,
+            "max_position_embeddings": 262144,
+            "rope_theta": 500000.0,
+            "rope_scaling": {
+                "rope_type": "llama3",
+                "factor": 16.0,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 1.0,
+                "original_max_position_embeddings": 8192,
+            },
+        },
+        "llama4",
+    ),
     "seed-oss": ("seed_oss", {"num_hidden_layers": 2}, "seed_oss"),
 }
 # Models llama.cpp applies another rope to, as its own source says (the finding that names it).

@@ -209,3 +209,13 @@ def test_llama_refuses_a_rope_narrower_than_its_head() -> None:
 def test_a_key_of_the_wrong_type_is_named() -> None:
     with pytest.raises(GGUFError, match=r"qwen2\.block_count is 'four'"):
         answer(header("qwen2", layers="four"))
+
+
+def test_llama4s_chunked_layers_rotate_and_every_fourth_is_nope() -> None:
+    assert answer(header("llama4", 8))["nope_layers"] == [3, 7]
+
+
+def test_llama4_without_chunks_leaves_its_last_layer_nope_as_llama_cpp_does() -> None:
+    # llama4.cpp: "always use rope" sets the step to n_layer, and (il + 1) % n_layer == 0 at
+    # the last layer.
+    assert answer(header("llama4", 8, attention__sliding_window=0))["nope_layers"] == [7]

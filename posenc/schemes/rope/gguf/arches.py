@@ -38,7 +38,8 @@ class Swa:
     dense_first: bool = False
     # When the layers slide at all: always; only with attention.sliding_window > 0 (Gemma 3,
     # OLMo 2); only with this many layers (EXAONE 4.0's 32B).
-    when: Literal["always", "window", "layers"] = "always"
+    # Llama 4: unless attention.sliding_window is present and 0.
+    when: Literal["always", "window", "layers", "unless_zero_window"] = "always"
     when_layers: int = 0
     # The sliding layers' base: the key rope.freq_base_swa, else the full layers' base
     # ("swa_key_or_base", hparams copied first), else llama_hparams' own 10000 ("swa_key_or_10000",
@@ -72,8 +73,11 @@ class Arch:
     # not create).
     factors: Literal["none", "freqs", "long_short", "by_scaling"] = "none"
     swa: Swa | None = None
-    # (il + 1) % step == 0 is NoPE (n_no_rope_layer_step: SmolLM3).
+    # (il + 1) % step == 0 is NoPE (n_no_rope_layer_step: SmolLM3, Llama 4).
     nope_step: int = 0
+    # Llama 4 without sliding layers sets the step to the layer count ("always use rope"),
+    # which leaves its last layer NoPE.
+    nope_step_is_layers_without_swa: bool = False
     # Granite: every layer rotates iff rope.scaling.finetuned (default true), none otherwise.
     rope_if_finetuned: bool = False
     # Reads rope.scaling.yarn_beta_fast / _slow / yarn_log_multiplier (Mistral 3).
@@ -135,6 +139,16 @@ ARCHES: dict[str, Arch] = _rows(
     Arch("deepseek2", "norm", "models/deepseek2.cpp", deepseek_log_mul=True),
     Arch("chatglm", "norm", "models/chatglm.cpp"),
     Arch("smollm3", "norm", "models/smollm3.cpp", permuted=True, nope_step=4),
+    # Llama 4's converter does not permute: its interleaved complex rope is NORM's own pairs.
+    Arch(
+        "llama4",
+        "norm",
+        "models/llama4.cpp",
+        factors="freqs",
+        swa=Swa(4, when="unless_zero_window"),
+        nope_step=4,
+        nope_step_is_layers_without_swa=True,
+    ),
     # ERNIE 4.5 reads rope.dimension_sections (for PaddleOCR) but its rope stays NORM.
     Arch("ernie4_5", "norm", "models/ernie4-5.cpp"),
     Arch("bailingmoe", "norm", "models/bailingmoe.cpp", permuted=True),

@@ -166,6 +166,8 @@ def _swa_layers(row: Arch, keys: _Keys, n_layer: int) -> list[bool]:
         return [False] * n_layer
     if swa.when == "layers" and n_layer != swa.when_layers:
         return [False] * n_layer
+    if swa.when == "unless_zero_window" and keys.integer("attention.sliding_window", 1) == 0:
+        return [False] * n_layer
     pattern = keys.get("attention.sliding_window_pattern")
     if isinstance(pattern, tuple):
         if len(pattern) < n_layer:
@@ -279,10 +281,13 @@ def calls(header: Header, n_ctx: int | None) -> dict[str, Any]:
         fallback = float(base) if row.swa.base == "swa_key_or_base" else 10000.0
         base_swa = _F32(keys.number("rope.freq_base_swa", fallback) if any(swa) else fallback)
 
+    nope_step = row.nope_step
+    if row.nope_step_is_layers_without_swa and not any(swa):
+        nope_step = n_layer
     per_layer: list[Call | None] = []
     for il in range(n_layer):
         sliding = swa[il]
-        rotates = finetuned and not (row.nope_step and (il + 1) % row.nope_step == 0)
+        rotates = finetuned and not (nope_step and (il + 1) % nope_step == 0)
         if row.swa is not None and any(swa) and not sliding and not row.swa.rope_full_layers:
             rotates = False
         if not rotates:
