@@ -205,6 +205,30 @@ MODELS: dict[str, tuple[str, dict[str, Any], str]] = {
         },
         "qwen2vl",
     ),
+    "qwen3-vl": (
+        "qwen3_vl",
+        {
+            "text_config": {
+                **_SMALL,
+                "num_hidden_layers": 2,
+                "head_dim": 16,
+                "rope_scaling": {
+                    "rope_type": "default",
+                    "mrope_section": [2, 3, 3],
+                    "mrope_interleaved": True,
+                },
+            },
+            "vision_config": {
+                "depth": 1,
+                "hidden_size": 32,
+                "intermediate_size": 64,
+                "num_heads": 2,
+                "out_hidden_size": 64,
+                "deepstack_visual_indexes": [0],
+            },
+        },
+        "qwen3vl",
+    ),
     "ernie4.5": ("ernie4_5", {"num_hidden_layers": 2}, "ernie4_5"),
     "llama4": (
         "llama4_text",
@@ -258,16 +282,26 @@ DIVERGENT: dict[str, tuple[str, dict[str, Any], str]] = {
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict[str, Any]]]:
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, Qwen2VLForConditionalGeneration
+    from transformers import (
+        AutoConfig,
+        AutoModelForCausalLM,
+        Qwen2VLForConditionalGeneration,
+        Qwen3VLForConditionalGeneration,
+    )
 
     root = tmp_path_factory.mktemp("converted")
     pairs, configs = [], {}
     torch.manual_seed(0)
     for name, (model_type, keys, _) in {**MODELS, **DIVERGENT}.items():
-        config = AutoConfig.for_model(model_type, **{**_SMALL, **keys})
+        nested = "text_config" in keys  # the sizes are the text model's own
+        config = AutoConfig.for_model(model_type, **(keys if nested else {**_SMALL, **keys}))
         model_dir = root / name
-        if model_type == "qwen2_vl":  # no causal-LM class: the whole model, as the Hub has it
+        # No causal-LM class for these: the whole model, as the Hub has it.
+        model: Any
+        if model_type == "qwen2_vl":
             model = Qwen2VLForConditionalGeneration(config)  # type: ignore[arg-type]
+        elif model_type == "qwen3_vl":
+            model = Qwen3VLForConditionalGeneration(config)  # type: ignore[arg-type]
         else:
             model = AutoModelForCausalLM.from_config(config)  # type: ignore[no-untyped-call]
         model.save_pretrained(model_dir)
@@ -313,6 +347,14 @@ def test_qwen2vls_sections_are_read(converted: dict[str, tuple[Path, dict[str, A
     result = check(*converted["qwen2-vl"])
     assert result["mrope"] == {"section": [2, 3, 3, 0], "interleaved": False}
     assert result["ropes"][0]["ggml"]["mode"] == 8
+
+
+def test_qwen3vls_interleaved_sections_are_read(
+    converted: dict[str, tuple[Path, dict[str, Any]]],
+) -> None:
+    result = check(*converted["qwen3-vl"])
+    assert result["mrope"] == {"section": [2, 3, 3, 0], "interleaved": True}
+    assert result["ropes"][0]["ggml"]["mode"] == 40 and result["ropes"][0]["rope_type"] == "imrope"
 
 
 def test_a_model_relabelled_as_another_family_is_a_rope_type_finding(
