@@ -197,6 +197,8 @@ def _of(scheme: Scheme) -> Iterator[Walked]:
         if extra.binary:
             for query, file in _files():
                 yield Walked("POST", f"{prefix}/{extra.name}", query, file, _FILE)
+            if extra.parts:  # the smallest file beside the parts, each the longest it may be
+                yield _multipart(f"{prefix}/{extra.name}", extra.name, extra.parts, _files()[0][1])
             continue
         for body in _extra_bodies(extra.body_schema):
             yield Walked("POST", f"{prefix}/{extra.name}", (), orjson.dumps(body), _JSON)
@@ -205,6 +207,25 @@ def _of(scheme: Scheme) -> Iterator[Walked]:
 _JSON = (("content-type", "application/json"),)
 _FILE = (("content-type", "application/octet-stream"),)
 MAX_FILE_BYTES = 64 * 2**20  # POSENC_MAX_GGUF_BYTES' default
+
+
+def _multipart(path: str, name: str, parts: tuple[str, ...], file: bytes) -> Walked:
+    """A file and JSON parts of a megabyte each (the most a part takes): a config whose one
+    key holds a long list, which the reader refuses or ignores."""
+    boundary = "walk0boundary"
+    long = orjson.dumps({"model_type": "llama", "layer_types": ["full_attention"] * 61_000})
+    chunks = [(name, file), *((part, long) for part in parts)]
+    body = (
+        b"".join(
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{part}"\r\n\r\n'.encode()
+            + content
+            + b"\r\n"
+            for part, content in chunks
+        )
+        + f"--{boundary}--\r\n".encode()
+    )
+    headers = (("content-type", f"multipart/form-data; boundary={boundary}"),)
+    return Walked("POST", path, (), body, headers)
 
 
 @cache

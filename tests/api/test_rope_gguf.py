@@ -175,3 +175,19 @@ def test_a_part_the_operation_does_not_take_is_named(client: Client) -> None:
     files = {"gguf": ("model.gguf", PHI3_FILE), "tokenizer": ("t.json", b"{}")}
     response = client.post("/v1/rope/gguf", files=files)
     assert response.status_code == 422 and response.json()["errors"][0]["loc"][-1] == "tokenizer"
+
+
+@pytest.mark.parametrize(
+    ("config", "param"),
+    [([], "config.body"), ({**PHI3_CONFIG, "rope_theta": "x"}, "config.rope_theta")],
+)
+def test_a_config_part_the_reader_refuses_is_named_under_config(
+    client: Client, config: Any, param: str
+) -> None:
+    response = with_config(client, PHI3_FILE, config)
+    assert response.status_code == 422 and response.json()["errors"][0]["loc"][-1] == param
+
+
+def test_a_config_of_another_layer_count_is_not_the_files_model(client: Client) -> None:
+    response = with_config(client, PHI3_FILE, {**PHI3_CONFIG, "num_hidden_layers": 7})
+    assert response.status_code == 422 and "the file has 4 layers" in response.text
