@@ -345,7 +345,12 @@ def extra_body(extra: Extra) -> dict[str, Any]:
         content: dict[str, Any] = {"application/octet-stream": {"schema": file}}
         if extra.parts:
             properties = {extra.name: file, **{name: {"type": "object"} for name in extra.parts}}
-            form = {"type": "object", "required": [extra.name], "properties": properties}
+            form = {
+                "type": "object",
+                "required": [extra.name],
+                "properties": properties,
+                "additionalProperties": False,
+            }
             content["multipart/form-data"] = {"schema": form}
         return {
             "required": True,

@@ -95,12 +95,22 @@ def test_a_prefix_too_short_names_the_bytes_to_send(client: Client) -> None:
     assert f"send at least the first {len(PHI3_FILE)} bytes" in problem["detail"]
 
 
-def test_a_hostile_count_is_a_422_naming_it(client: Client) -> None:
+def test_a_hostile_count_is_a_422_naming_it_as_past_the_limit(client: Client) -> None:
     claim = b"GGUF" + struct.pack("<IQQ", 3, 0, 2) + kv("general.architecture", STRING, "x")
     claim += string("tokenizer.ggml.tokens") + struct.pack("<IIQ", ARRAY, STRING, 2**60)
     response = post(client, claim + bytes(64))
     assert response.status_code == 422
     assert "1152921504606846976 strings" in response.json()["detail"]
+    assert response.json()["type"] == "urn:posenc:problem:limit-exceeded"
+
+
+def test_bytes_that_are_not_gguf_break_the_rule_the_body_description_states(
+    client: Client,
+) -> None:
+    # The schema says bytes; only its description says GGUF: the contract's inconsistent kind.
+    response = post(client, b"\x89PNG\r\n" + bytes(64))
+    assert response.status_code == 422 and "GGUF's magic" in response.json()["detail"]
+    assert response.json()["type"] == "urn:posenc:problem:inconsistent-parameters"
 
 
 def test_an_architecture_without_a_row_is_a_422_naming_it(client: Client) -> None:

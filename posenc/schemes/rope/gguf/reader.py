@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc.cancel import checkpoint
-from posenc.errors import ParameterError
+from posenc.errors import InconsistentError, LimitError, ParameterError
 
 MAGIC = b"GGUF"
 VERSIONS = (2, 3)
@@ -114,12 +114,16 @@ _MAX_DIMS = 4  # GGML_MAX_DIMS
 _LONGEST_NAME = 64  # GGML_MAX_NAME
 
 
-class GGUFError(ParameterError):
+class GGUFError(InconsistentError):
     """The body is not a GGUF file llama.cpp would read: the message says what is wrong and at
-    which byte."""
+    which byte. The body's schema (bytes) cannot state GGUF's rules; its description does."""
 
     def __init__(self, message: str) -> None:
-        super().__init__("gguf", message)
+        ParameterError.__init__(self, "gguf", message)
+
+
+class HeaderTooLongError(LimitError, GGUFError):
+    """What the file claims needs more bytes than any prefix the caller reads."""
 
 
 class PrefixTooShortError(GGUFError):
@@ -185,7 +189,7 @@ class _Cursor:
     def need(self, count: int, what: str) -> None:
         if count > self.end - self.at:
             if self.limit is not None and self.at + count > self.limit:
-                raise GGUFError(
+                raise HeaderTooLongError(
                     f"{what} needs {count} bytes at byte {self.at}: a header that long is "
                     f"beyond the {self.limit} bytes of a prefix read here (a count or length "
                     "the file claims is wrong, or its header is too large)"
