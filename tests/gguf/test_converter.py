@@ -230,6 +230,32 @@ MODELS: dict[str, tuple[str, dict[str, Any], str]] = {
         "qwen3vl",
     ),
     "ernie4.5": ("ernie4_5", {"num_hidden_layers": 2}, "ernie4_5"),
+    "ernie4.5-moe": (
+        "ernie4_5_moe",
+        {"num_hidden_layers": 2, "moe_num_experts": 4, "moe_k": 2, "moe_intermediate_size": 32},
+        "ernie4_5-moe",
+    ),
+    "gemma": ("gemma", {"num_hidden_layers": 2, "head_dim": 16}, "gemma"),
+    "olmoe": (
+        "olmoe",
+        {"num_hidden_layers": 2, "num_experts": 4, "num_experts_per_tok": 2},
+        "olmoe",
+    ),
+    "nemotron": ("nemotron", {"num_hidden_layers": 2, "partial_rotary_factor": 0.5}, "nemotron"),
+    "mixtral": ("mixtral", {"num_hidden_layers": 2, "num_local_experts": 4}, "llama"),
+    "falcon": (
+        "falcon",
+        {
+            "num_hidden_layers": 2,
+            "new_decoder_architecture": True,
+            "num_kv_heads": 2,
+            "alibi": False,
+        },
+        "falcon",
+    ),
+    # Apertus: NEOX on unpermuted weights, with Llama 3's factor tensor.
+    "apertus": ("apertus", {"num_hidden_layers": 2}, "apertus"),
+    "arcee": ("arcee", {"num_hidden_layers": 2}, "arcee"),
     "llama4": (
         "llama4_text",
         {
