@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 import types
 import typing
 from collections.abc import Awaitable, Callable, Coroutine
@@ -267,6 +268,10 @@ def _upload(extra: Extra, received: bytearray, content_type: str, query: dict[st
     return Upload(parts[extra.name], query, given)
 
 
+# ASCII digits only: str.isdigit takes "²", which int() then refuses.
+_INTEGER = re.compile(r"-?[0-9]{1,19}")
+
+
 def _extra_query(request: Request, extra: Extra) -> tuple[str, dict[str, int]]:
     """The format (json, or npy where the extra has an array answer) and the extra's own
     (integer) query parameters; the body carries everything else, so any other query parameter
@@ -275,7 +280,7 @@ def _extra_query(request: Request, extra: Extra) -> tuple[str, dict[str, int]]:
     given: dict[str, int] = {}
     for name, value in request.query_params.multi_items():
         if name in own:
-            if name in given or not value.lstrip("-").isdigit() or len(value) > 20:
+            if name in given or not _INTEGER.fullmatch(value):
                 raise ParameterError(name, f"must be one integer, got {value[:40]!r}")
             given[name] = int(value)
             bodies.validate(given[name], own[name].schema, name)

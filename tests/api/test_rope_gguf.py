@@ -126,7 +126,15 @@ def test_a_body_past_posenc_max_gguf_bytes_is_a_413(client: Client) -> None:
 
 
 @pytest.mark.parametrize(
-    ("query", "param"), [("?n_ctx=0", "n_ctx"), ("?n_ctx=x", "n_ctx"), ("?d_model=8", "d_model")]
+    ("query", "param"),
+    [
+        ("?n_ctx=0", "n_ctx"),
+        ("?n_ctx=x", "n_ctx"),
+        ("?n_ctx=--5", "n_ctx"),
+        ("?n_ctx=%C2%B2", "n_ctx"),  # "²", a digit to str.isdigit
+        ("?n_ctx=1&n_ctx=2", "n_ctx"),
+        ("?d_model=8", "d_model"),
+    ],
 )
 def test_a_bad_query_parameter_is_named(client: Client, query: str, param: str) -> None:
     response = post(client, PHI3_FILE, query)
