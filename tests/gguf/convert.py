@@ -34,9 +34,11 @@ def source() -> Path:
     cache().mkdir(parents=True, exist_ok=True)
     archive = cache() / f"{SDIST}.tar.gz"
     if not archive.exists():
+        # pip reads an sdist's metadata before it keeps it: in an isolated build environment
+        # (scikit-build-core, a minute the first time), never the suite's own.
         subprocess.run(
             [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
-             ":all:", "--no-build-isolation", f"llama-cpp-python=={VERSION}", "-d", str(cache())],
+             ":all:", f"llama-cpp-python=={VERSION}", "-d", str(cache())],
             check=True,
         )  # fmt: skip
     with tarfile.open(archive) as tar:

@@ -31,12 +31,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numba
 import numpy as np
 import numpy.typing as npt
 
 from posenc.cancel import checkpoint
 from posenc.errors import InconsistentError, LimitError, ParameterError
+from posenc.schemes.rope.gguf import keys, loops
 
 MAGIC = b"GGUF"
 VERSIONS = (2, 3)
@@ -66,33 +66,6 @@ _ARRAY = 9
 # ggml_type of the rope tensors' data: F32 is what the converter writes; F16 is read too.
 _TENSOR_DTYPES: dict[int, tuple[str, str]] = {0: ("F32", "<f4"), 1: ("F16", "<f2")}
 
-# The keys a rope is read from: general.architecture and general.alignment, and of
-# "{arch}.<suffix>" only these suffixes (any architecture's: the architecture may come later).
-_SUFFIXES = (
-    "context_length",
-    "block_count",
-    "embedding_length",
-    "leading_dense_block_count",
-    "nextn_predict_layers",
-    "expert_count",
-    "interleave_moe_layer_step",
-    "no_rope_layer_step",
-    "n_deepstack_layers",
-    "full_attention_interval",
-    "attention.head_count",
-    "attention.head_count_kv",
-    "attention.key_length",
-    "attention.value_length",
-    "attention.key_length_swa",
-    "attention.key_length_mla",
-    "attention.value_length_mla",
-    "attention.kv_lora_rank",
-    "attention.sliding_window",
-    "attention.sliding_window_pattern",
-    "attention.temperature_length",
-    "attention.temperature_scale",
-)
-_PREFIXES = ("rope.",)
 # A string longer than this is never a rope key's value: stepped over.
 _LONGEST_KEPT_STRING = 256
 # A numeric array longer than this (a vocabulary's scores) is never a rope key's: stepped over
@@ -167,16 +140,6 @@ class Header:
         return arch
 
 
-def wanted(key: str) -> bool:
-    """Whether ``key`` can say something of a rope (so its value is built, not stepped over)."""
-    if key in ("general.architecture", "general.alignment"):
-        return True
-    arch, dot, suffix = key.partition(".")
-    if not dot or arch in ("general", "tokenizer", "split", "adapter", "quantize"):
-        return False
-    return suffix in _SUFFIXES or suffix.startswith(_PREFIXES)
-
-
 class _Cursor:
     __slots__ = ("at", "data", "end", "limit")
 
@@ -237,7 +200,7 @@ class _Cursor:
         while done < count:
             checkpoint()
             chunk = min(count - done, _STRINGS_PER_CHECK)
-            at, failed, needed = _skip(data, self.at, chunk, self.end)
+            at, failed, needed = loops.skip(data, self.at, chunk, self.end)
             self.at = int(at)
             if failed >= 0:
                 index = done + int(failed)
@@ -245,24 +208,6 @@ class _Cursor:
                     self.need(8, f"the length of string {index} of {what}")
                 self.need(int(needed), f"string {index} of {what} ({int(needed)} bytes long)")
             done += chunk
-
-
-@numba.njit(cache=True, nogil=True)
-def _skip(data: npt.NDArray[np.uint8], at: Any, count: int, end: int) -> tuple[Any, Any, Any]:
-    """Step over ``count`` strings from byte ``at``: the byte after them, and -1 and 0; or where
-    string ``index`` fails, its index and its length (-1: its length is cut off)."""
-    for index in range(count):
-        if end - at < 8:
-            return at, index, -1
-        # Unsigned throughout: a length past 2^63 must not turn negative and pass the check.
-        length = np.uint64(0)
-        for k in range(8):
-            length |= np.uint64(data[at + k]) << np.uint64(8 * k)
-        at += 8
-        if length > np.uint64(end - at):
-            return at, index, np.int64(min(length, np.uint64(2**62)))
-        at += np.int64(length)
-    return at, -1, 0
 
 
 def _type_name(kind: int) -> str:
@@ -334,7 +279,7 @@ def _rope_infos(cursor: _Cursor, count: int) -> dict[str, TensorInfo]:
     while done < count:
         checkpoint()
         chunk = min(count - done, _INFOS_PER_CHECK)
-        at, failed, code, value, matches = _infos(
+        at, failed, code, value, matches = loops.infos(
             data, cursor.at, chunk, cursor.end, _NAMES, _NAME_LENGTHS, found
         )
         for start, row in found[:matches]:
@@ -353,61 +298,6 @@ def _rope_infos(cursor: _Cursor, count: int) -> dict[str, TensorInfo]:
             cursor.need(int(value), what)
         done += chunk
     return tensors
-
-
-@numba.njit(cache=True, nogil=True)
-def _infos(
-    data: npt.NDArray[np.uint8],
-    at: Any,
-    count: int,
-    end: int,
-    names: npt.NDArray[np.uint8],
-    lengths: npt.NDArray[np.int64],
-    found: npt.NDArray[np.int64],
-) -> tuple[Any, Any, Any, Any, Any]:
-    """Step over ``count`` tensor infos from byte ``at``: the byte after them, -1, 0, 0 and how
-    many rope tensors' infos start where ``found`` says (their start, their row of ``names``);
-    or where info ``index`` fails, its index, why (1: cut off, needing ``value`` bytes; 2: its
-    name is too long; 3: ``value`` dimensions) and the matches before it."""
-    matches = 0
-    for index in range(count):
-        start = at
-        if end - at < 8:
-            return at, index, 1, 8, matches
-        length = np.uint64(0)
-        for k in range(8):
-            length |= np.uint64(data[at + k]) << np.uint64(8 * k)
-        at += 8
-        if length > np.uint64(names.shape[1]):
-            return at, index, 2, 0, matches
-        size = np.int64(length)
-        if end - at < size + 4:
-            return at, index, 1, size + 4, matches
-        name_at = at
-        at += size
-        n_dims = np.int64(0)
-        for k in range(4):
-            n_dims |= np.int64(data[at + k]) << (8 * k)
-        at += 4
-        if n_dims < 1 or n_dims > 4:
-            return at, index, 3, n_dims, matches
-        rest = 8 * n_dims + 12
-        if end - at < rest:
-            return at, index, 1, rest, matches
-        at += rest
-        for row in range(names.shape[0]):
-            if lengths[row] != size or matches >= found.shape[0]:
-                continue
-            same = True
-            for k in range(size):
-                if data[name_at + k] != names[row, k]:
-                    same = False
-                    break
-            if same:
-                found[matches, 0] = start
-                found[matches, 1] = row
-                matches += 1
-    return at, -1, 0, 0, matches
 
 
 def read(data: bytes | bytearray | memoryview, limit: int | None = None) -> Header:
@@ -439,7 +329,7 @@ def read(data: bytes | bytearray | memoryview, limit: int | None = None) -> Head
         if key is None:
             raise GGUFError(f"key {index} is longer than {_LONGEST_NAME * 4} bytes")
         kind = cursor.u32(f"the type of {key}")
-        keep = wanted(key)
+        keep = keys.wanted(key)
         if keep and key in values:
             raise GGUFError(f"key {key} appears twice")
         value = _value(cursor, kind, key, keep)
