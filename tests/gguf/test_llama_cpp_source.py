@@ -74,6 +74,7 @@ def test_each_row_is_what_its_source_says(src: Path, row: Arch) -> None:
     assert (creates["freqs"], creates["long_short"]) == wanted, row.name
     assert ("load_swa_pattern" in text) == (row.swa is not None), row.name
     assert ("n_no_rope_layer_step" in text) == (row.nope_step > 0), row.name
+    assert ("LLM_KV_ATTENTION_RECURRENT_LAYERS" in text) == row.recurrent, row.name
     reads_yarn = "LLM_KV_ROPE_SCALING_YARN" in text
     assert reads_yarn == (row.yarn_keys or row.deepseek_log_mul), row.name
     assert ("LLM_KV_ROPE_DIMENSION_SECTIONS" in text) == (row.sections != "none") or (

@@ -219,3 +219,12 @@ def test_llama4_without_chunks_leaves_its_last_layer_nope_as_llama_cpp_does() ->
     # llama4.cpp: "always use rope" sets the step to n_layer, and (il + 1) % n_layer == 0 at
     # the last layer.
     assert answer(header("llama4", 8, attention__sliding_window=0))["nope_layers"] == [7]
+
+
+def test_a_hybrids_linear_attention_layers_have_no_rope() -> None:
+    values = header("qwen3next", 8)
+    assert answer(values)["nope_layers"] == [0, 1, 2, 4, 5, 6]  # every fourth is attention
+    values["qwen3next.full_attention_interval"] = 2
+    assert answer(values)["nope_layers"] == [0, 2, 4, 6]
+    values["qwen3next.attention.recurrent_layers"] = [True, False] * 4
+    assert answer(values)["nope_layers"] == [0, 2, 4, 6]

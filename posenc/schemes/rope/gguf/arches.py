@@ -78,6 +78,9 @@ class Arch:
     # Llama 4 without sliding layers sets the step to the layer count ("always use rope"),
     # which leaves its last layer NoPE.
     nope_step_is_layers_without_swa: bool = False
+    # Hybrids of linear attention: the recurrent layers (attention.recurrent_layers, else all
+    # but every full_attention_interval-th, default 4) have no attention and so no rope.
+    recurrent: bool = False
     # Granite: every layer rotates iff rope.scaling.finetuned (default true), none otherwise.
     rope_if_finetuned: bool = False
     # Reads rope.scaling.yarn_beta_fast / _slow / yarn_log_multiplier (Mistral 3).
@@ -214,4 +217,7 @@ ARCHES: dict[str, Arch] = _rows(
     Arch("qwen2vl", "mrope", "models/qwen2vl.cpp", sections="required"),
     Arch("qwen3vl", "imrope", "models/qwen3vl.cpp", sections="required"),
     Arch("qwen3vlmoe", "imrope", "models/qwen3vlmoe.cpp", sections="required"),
+    Arch("qwen35", "imrope", "models/qwen35.cpp", sections="required", recurrent=True),
+    Arch("qwen35moe", "imrope", "models/qwen35moe.cpp", sections="required", recurrent=True),
+    Arch("qwen3next", "neox", "models/qwen3next.cpp", recurrent=True),
 )

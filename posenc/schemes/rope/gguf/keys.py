@@ -24,6 +24,7 @@ _SUFFIXES = (
     "attention.key_length_mla",
     "attention.value_length_mla",
     "attention.kv_lora_rank",
+    "attention.recurrent_layers",
     "attention.sliding_window",
     "attention.sliding_window_pattern",
     "attention.temperature_length",

@@ -158,6 +158,24 @@ def logf(x: np.float32) -> np.float32:
     return _F32(_libm().logf(float(x)))
 
 
+def _recurrent_layers(row: Arch, keys: _Keys, n_layer: int) -> list[bool]:
+    """The layers of linear attention (no rope), as the hybrids' load_arch_hparams mark them."""
+    if not row.recurrent:
+        return [False] * n_layer
+    given = keys.get("attention.recurrent_layers")
+    if isinstance(given, tuple):
+        if len(given) < n_layer:
+            raise GGUFError(
+                f"{keys.arch}.attention.recurrent_layers has {len(given)} flags for {n_layer} "
+                "layers"
+            )
+        return [bool(flag) for flag in given[:n_layer]]
+    interval = keys.integer("full_attention_interval", 4)
+    if interval <= 0:
+        raise GGUFError(f"{keys.arch}.full_attention_interval is {interval}: at least 1")
+    return [(il + 1) % interval != 0 for il in range(n_layer)]
+
+
 def _swa_layers(row: Arch, keys: _Keys, n_layer: int) -> list[bool]:
     swa = row.swa
     if swa is None:
@@ -275,6 +293,7 @@ def calls(header: Header, n_ctx: int | None) -> dict[str, Any]:
         chosen = chosen if chosen in factors else None
 
     swa = _swa_layers(row, keys, n_layer)
+    recurrent = _recurrent_layers(row, keys, n_layer)
     finetuned = keys.flag("rope.scaling.finetuned", True) if row.rope_if_finetuned else True
     base_swa = base
     if row.swa is not None and row.swa.base != "base":
@@ -287,7 +306,8 @@ def calls(header: Header, n_ctx: int | None) -> dict[str, Any]:
     per_layer: list[Call | None] = []
     for il in range(n_layer):
         sliding = swa[il]
-        rotates = finetuned and not (nope_step and (il + 1) % nope_step == 0)
+        rotates = finetuned and not recurrent[il]
+        rotates = rotates and not (nope_step and (il + 1) % nope_step == 0)
         if row.swa is not None and any(swa) and not sliding and not row.swa.rope_full_layers:
             rotates = False
         if not rotates:
