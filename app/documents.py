@@ -345,8 +345,36 @@ SCHEMES_LIST: dict[str, Any] = {
 
 
 def extra_body(extra: Extra) -> dict[str, Any]:
+    if extra.binary:
+        file = {"type": "string", "format": "binary"}
+        content: dict[str, Any] = {"application/octet-stream": {"schema": file}}
+        if extra.parts:
+            properties = {extra.name: file, **{name: {"type": "object"} for name in extra.parts}}
+            form = {
+                "type": "object",
+                "required": [extra.name],
+                "properties": properties,
+                "additionalProperties": False,
+            }
+            content["multipart/form-data"] = {"schema": form}
+        return {
+            "required": True,
+            "description": "the file's first bytes, up to POSENC_MAX_GGUF_BYTES"
+            + (f"; with multipart/form-data, in the part {extra.name}" if extra.parts else ""),
+            "content": content,
+        }
     schema: dict[str, Any] = {"type": "object", **extra.body_schema}
     return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+def extra_parameters(extra: Extra) -> list[dict[str, Any]]:
+    """The query parameters of an extra: its own, and format where it answers an array."""
+    own = [
+        {"name": q.name, "in": "query", "required": False, "description": q.description,
+         "schema": q.schema}
+        for q in extra.query
+    ]  # fmt: skip
+    return own + ([EXTRA_FORMAT] if extra.array is not None else [])
 
 
 def encode_body(scheme: Scheme) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import orjson
-from fastapi import Request, Response
+from fastapi import HTTPException, Request, Response
 from pydantic import BaseModel
 
 from app import bodies, formats, responses, streaming
@@ -44,7 +44,7 @@ from app.serving import (
 from posenc import similarity as similarity_core
 from posenc.cost import Cost
 from posenc.declare import Scheme
-from posenc.errors import InconsistentError, NotApplicableError
+from posenc.errors import InconsistentError, NotApplicableError, ParameterError
 from posenc.numerics import costs
 from posenc.rows import Rows
 
@@ -341,6 +341,30 @@ async def _read_body(request: Request) -> bytearray:
     )
     cost = bodies.body_cost(size, media_type)
     await admit(request, Estimate(cost, 0, False, "body", "reading the body"))
+    received = await bodies.receive(request, size)
+    shrink_last(request, bodies.body_cost(len(received), media_type).bytes)
+    return received
+
+
+async def read_file(request: Request, limit: int, multipart: bool) -> bytearray:
+    """A file's first bytes (``application/octet-stream``, or ``multipart/form-data`` where
+    ``multipart``), at most ``limit``: reserved as :func:`_read_body` reserves a body (by
+    Content-Length, or for the most it may hold), and refused with 413 past ``limit``. The
+    reader views the bytes in place: the binary cost."""
+    settings, _ = state(request)
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    allowed = ("application/octet-stream", "multipart/form-data")[: 2 if multipart else 1]
+    if media_type not in allowed:
+        raise ParameterError(
+            "content-type", f"must be {' or '.join(allowed)} (the file's bytes), got "
+            f"{media_type[:60]!r}"
+        )  # fmt: skip
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise HTTPException(413, f"send at most the first {limit} bytes (POSENC_MAX_GGUF_BYTES)")
+    most = min(limit, bodies.chunked_limit(limit, settings.memory_bytes, media_type))
+    size = int(declared) if declared.isdigit() else most
+    await admit(request, Estimate(bodies.body_cost(size, media_type), 0, False, "body", "the file"))
     received = await bodies.receive(request, size)
     shrink_last(request, bodies.body_cost(len(received), media_type).bytes)
     return received

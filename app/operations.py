@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 import types
 import typing
 from collections.abc import Awaitable, Callable, Coroutine
@@ -28,7 +29,7 @@ from pydantic import BaseModel, ValidationError
 from app import admission, bodies, documents, formats, handlers, responses
 from app.models import Endpoint, list_fields, model
 from app.responses import Body
-from posenc.declare import Extra, Limits, Scheme, Sized, choices, hints, spec
+from posenc.declare import Extra, Limits, Scheme, Sized, Upload, choices, hints, spec
 from posenc.errors import InconsistentError, NotApplicableError, ParameterError
 from posenc.registry import DEFAULT
 
@@ -172,22 +173,35 @@ def _add_post_verify(made: APIRouter, scheme: Scheme) -> None:
 
 
 def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
-    body_schema = documents.extra_body(extra)["content"]["application/json"]["schema"]
-    bodies.check_schema(body_schema)
+    body_schema: dict[str, Any] = {}
+    if not extra.binary:
+        body_schema = documents.extra_body(extra)["content"]["application/json"]["schema"]
+        bodies.check_schema(body_schema)
+    for param in extra.query:
+        bodies.check_schema(param.schema)
 
     async def handle(request: Request) -> Response:
-        fmt = _extra_format(request, extra)
+        fmt, query = _extra_query(request, extra)
         request.state.param_source = "body"
-        body = await bodies.receive_bounded(request, extra.max_body_bytes)
         settings = request.app.state.settings
-        limits = Limits(settings.max_elements, settings.max_work, settings.memory_bytes)
+        limits = Limits(
+            settings.max_elements, settings.max_work, settings.memory_bytes, settings.max_gguf_bytes
+        )
+        if extra.binary:
+            received = await handlers.read_file(request, limits.max_upload_bytes, bool(extra.parts))
+            content_type = request.headers.get("content-type", "")
+        else:
+            body = await bodies.receive_bounded(request, extra.max_body_bytes)
 
         def read() -> tuple[Any, Sized | None]:
-            try:
-                given = orjson.loads(body)
-            except orjson.JSONDecodeError as error:
-                raise ParameterError("body", f"must be a JSON document: {error}") from None
-            bodies.validate(given, body_schema)
+            if extra.binary:
+                given: Any = _upload(extra, received, content_type, query)
+            else:
+                try:
+                    given = orjson.loads(body)
+                except orjson.JSONDecodeError as error:
+                    raise ParameterError("body", f"must be a JSON document: {error}") from None
+                bodies.validate(given, body_schema)
             return given, None if extra.size is None else extra.size(given, limits)
 
         # Parsing, checking and sizing a body of megabytes is CPU work: in the bounded pool,
@@ -218,6 +232,7 @@ def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
         content = await admission.run(request, answer)
         return responses.send(Body.text(content, "json", responses.accepts_gzip(request)), None)
 
+    parameters = extra.query or extra.array is not None
     made.add_api_route(
         f"/{scheme.name}/{extra.name}",
         handle,
@@ -229,20 +244,51 @@ def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
         responses=documents.extra_responses(extra),
         openapi_extra={
             "requestBody": documents.extra_body(extra),
-            **({"parameters": [documents.EXTRA_FORMAT]} if extra.array is not None else {}),
+            **({"parameters": documents.extra_parameters(extra)} if parameters else {}),
         },
     )
 
 
-def _extra_format(request: Request, extra: Extra) -> str:
-    """json, or npy where the extra has an array answer; the body carries everything else, so
-    any other query parameter would go unheard: refused."""
+def _upload(extra: Extra, received: bytearray, content_type: str, query: dict[str, int]) -> Upload:
+    """The file and the JSON parts beside it (multipart), or the body as the file."""
+    if not content_type.lower().startswith("multipart/"):
+        return Upload(received, query)
+    parts = bodies.split(received, content_type, (extra.name, *extra.parts))
+    if extra.name not in parts:
+        raise ParameterError(extra.name, "is the part that holds the file, and is missing")
+    given: dict[str, Any] = {}
+    for name in extra.parts:
+        if name in parts:
+            if len(parts[name]) > extra.max_body_bytes:
+                raise ParameterError(name, f"may hold at most {extra.max_body_bytes} bytes")
+            try:
+                given[name] = orjson.loads(parts[name])
+            except orjson.JSONDecodeError as error:
+                raise ParameterError(name, f"must be a JSON document: {error}") from None
+    return Upload(parts[extra.name], query, given)
+
+
+# ASCII digits only: str.isdigit takes "²", which int() then refuses.
+_INTEGER = re.compile(r"-?[0-9]{1,19}")
+
+
+def _extra_query(request: Request, extra: Extra) -> tuple[str, dict[str, int]]:
+    """The format (json, or npy where the extra has an array answer) and the extra's own
+    (integer) query parameters; the body carries everything else, so any other query parameter
+    would go unheard: refused."""
+    own = {param.name: param for param in extra.query}
+    given: dict[str, int] = {}
     for name, value in request.query_params.multi_items():
-        if name != "format" or extra.array is None:
+        if name in own:
+            if name in given or not _INTEGER.fullmatch(value):
+                raise ParameterError(name, f"must be one integer, got {value[:40]!r}")
+            given[name] = int(value)
+            bodies.validate(given[name], own[name].schema, name)
+        elif name != "format" or extra.array is None:
             raise ParameterError(name, "this operation takes no such query parameter")
-        if value not in ("json", "npy"):
+        elif value not in ("json", "npy"):
             raise ParameterError("format", f"must be json or npy, got {value[:40]!r}")
-    return request.query_params.get("format", "json")
+    return request.query_params.get("format", "json"), given
 
 
 # --- the ?scheme= aliases -------------------------------------------------------------------

@@ -40,6 +40,11 @@ class Settings(BaseSettings):
         65536, ge=1, description="items in one positions list, or ids in one position_ids"
     )
     max_body_bytes: int = Field(64 * _MiB, ge=1, description="bytes in one request body")
+    max_gguf_bytes: int = Field(
+        64 * _MiB,
+        ge=1,
+        description="bytes of a GGUF file's first part (its header), sent to be read",
+    )
     max_work: int = Field(
         2 * 10**9, ge=1, description="work units (≈ ns on one core) one request may cost"
     )

@@ -147,6 +147,8 @@ class Limits:
     max_values: int
     max_work: int
     max_bytes: int
+    # The longest file prefix an extra that takes a file (``Extra.binary``) reads.
+    max_upload_bytes: int = 64 * 2**20
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,27 @@ class Sized:
     cost: Cost
     values: int
     param: str
+
+
+@dataclass(frozen=True)
+class QueryParam:
+    """A query parameter of an extra operation: its name, the JSON Schema of its (integer)
+    value, and what it means."""
+
+    name: str
+    schema: dict[str, Any]
+    description: str
+
+
+@dataclass(frozen=True)
+class Upload:
+    """What an extra that takes a file (``Extra.binary``) is given: the file's first bytes as
+    sent, and its query parameters that were given."""
+
+    data: bytes | bytearray | memoryview
+    query: dict[str, int]
+    # The JSON parts of a multipart/form-data body (Extra.parts), parsed.
+    parts: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -177,6 +200,13 @@ class Extra:
     # The answer as one array, for ``format=npy``, with headers for what the array leaves out;
     # None: JSON only (and no query parameter at all).
     array: Callable[[Any, Limits], tuple[Array, dict[str, str]]] | None = None
+    # True: the body is a file's first bytes (application/octet-stream, at most
+    # Limits.max_upload_bytes) and handle and size get an Upload; False: a JSON document.
+    binary: bool = False
+    query: tuple[QueryParam, ...] = ()
+    # With binary: the JSON parts a multipart/form-data body may hold beside the file, whose
+    # part is named as the extra.
+    parts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import dataclasses
 import itertools
 import math
 import resource
+import struct
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -193,11 +194,77 @@ def _of(scheme: Scheme) -> Iterator[Walked]:
         if "conformance" in scheme.endpoints:
             yield from _conformance(scheme, params(), axes)
     for extra in scheme.extras:
+        if extra.binary:
+            for query, file in _files():
+                yield Walked("POST", f"{prefix}/{extra.name}", query, file, _FILE)
+            if extra.parts:  # the smallest file beside the parts, each the longest it may be
+                yield _multipart(f"{prefix}/{extra.name}", extra.name, extra.parts, _files()[0][1])
+            continue
         for body in _extra_bodies(extra.body_schema):
             yield Walked("POST", f"{prefix}/{extra.name}", (), orjson.dumps(body), _JSON)
 
 
 _JSON = (("content-type", "application/json"),)
+_FILE = (("content-type", "application/octet-stream"),)
+MAX_FILE_BYTES = 64 * 2**20  # POSENC_MAX_GGUF_BYTES' default
+
+
+def _multipart(path: str, name: str, parts: tuple[str, ...], file: bytes) -> Walked:
+    """A file and JSON parts of a megabyte each (the most a part takes): a config whose one
+    key holds a long list, which the reader refuses or ignores."""
+    boundary = "walk0boundary"
+    long = orjson.dumps({"model_type": "llama", "layer_types": ["full_attention"] * 61_000})
+    chunks = [(name, file), *((part, long) for part in parts)]
+    body = (
+        b"".join(
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{part}"\r\n\r\n'.encode()
+            + content
+            + b"\r\n"
+            for part, content in chunks
+        )
+        + f"--{boundary}--\r\n".encode()
+    )
+    headers = (("content-type", f"multipart/form-data; boundary={boundary}"),)
+    return Walked("POST", path, (), body, headers)
+
+
+@cache
+def _files() -> tuple[tuple[tuple[tuple[str, str], ...], bytes], ...]:
+    """Files an operation that reads a file's prefix takes: a GGUF whose rope has every part
+    (factors, the longest context), the longest prefix (a 256k-token vocabulary, then the
+    rest of the budget in tensor data), a header claiming 2^60 tokens, one claiming the widest
+    rope with a factor tensor of 32768 values, and 64 MiB of the smallest tensor infos."""
+    from tests.gguf.files import STRING, gguf, kv, string
+
+    llama = {
+        "general.architecture": "llama",
+        "llama.context_length": 2**31 - 1,
+        "llama.block_count": 512,
+        "llama.embedding_length": 4096,
+        "llama.attention.head_count": 32,
+        "llama.rope.freq_base": 5e5,
+    }
+    factors = np.linspace(1, 8, 64, dtype=np.float32)
+    small = gguf(llama, [("rope_freqs.weight", factors)])
+    tokens = [f"token{i:06d}" for i in range(256_000)]
+    longest = gguf({**llama, "tokenizer.ggml.tokens": tokens}, [("rope_freqs.weight", factors)])
+    longest += bytes(MAX_FILE_BYTES - len(longest))
+    claim = b"GGUF" + struct.pack("<IQQ", 3, 0, 2) + kv("general.architecture", STRING, "llama")
+    claim += string("tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, STRING, 2**60)
+    wide = {**llama, "llama.attention.key_length": 65536, "llama.rope.dimension_count": 65536}
+    widest = gguf(wide, [("rope_freqs.weight", np.ones(32768, np.float32))])
+    info = string("t") + struct.pack("<IQIQ", 1, 4, 0, 0)  # the most tensor infos there can be
+    infos = (MAX_FILE_BYTES - 100) // len(info)
+    tensors = b"GGUF" + struct.pack("<IQQ", 3, infos, 1) + kv("general.architecture", STRING, "x")
+    top = (("n_ctx", str(2**31 - 1)),)
+    return (
+        ((), small),
+        (top, small),
+        ((), longest),
+        ((), claim + bytes(64)),
+        (top, widest),
+        ((), tensors + info * infos),
+    )
 
 
 def warm_up(schemes: tuple[Scheme, ...] = SCHEMES) -> Iterator[Walked]:

@@ -248,6 +248,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/rope/gguf": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** What llama.cpp applies at each layer of a GGUF file, read from the file's first bytes (its header and rope tensors) under llama.cpp's own rules for its architecture */
+        post: operations["rope_gguf_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/alibi/table": {
         parameters: {
             query?: never;
@@ -4271,6 +4288,176 @@ export interface operations {
                 headers: {
                     /** @description identity */
                     "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    rope_gguf_post: {
+        parameters: {
+            query?: {
+                /** @description the context llama.cpp runs with (llama_context_params.n_ctx; default the file's context_length): it chooses Phi-3's long or short factors, once padded to 256 as llama.cpp pads it */
+                n_ctx?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description the file's first bytes, up to POSENC_MAX_GGUF_BYTES; with multipart/form-data, in the part gguf */
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
+                "multipart/form-data": {
+                    /** Format: binary */
+                    gguf: string;
+                    config?: Record<string, never>;
+                };
+            };
+        };
+        responses: {
+            /** @description What llama.cpp applies at each layer of a GGUF file, read from the file's first bytes (its header and rope tensors) under llama.cpp's own rules for its architecture */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description general.architecture */
+                        architecture: string;
+                        /** @description {arch}.block_count less the next-token-prediction layers */
+                        num_hidden_layers: number;
+                        /** @description {arch}.context_length */
+                        context_length: number;
+                        /** @description the context the answer is for */
+                        n_ctx: number;
+                        head_dim: number;
+                        /** @description every rope llama.cpp applies; every layer is in one rope's layers or in nope_layers */
+                        ropes: {
+                            layers: number[];
+                            /** @enum {string} */
+                            rope_type: "norm" | "neox" | "mrope" | "imrope" | "vision";
+                            /** @description the canonical GET parameters of /v1/rope/table whose recipe=ggml is what llama.cpp computes for these layers (freq_factors: the factor tensor llama.cpp divides each pair's angle by) */
+                            params: Record<string, never>;
+                            /** @description the arguments of the layers' ggml_rope_ext (ggml_rope_multi with sections) as llama.cpp passes them, float32 values written exactly; freq_factors names the factor tensor (its values are params.freq_factors) */
+                            ggml: {
+                                n_dims: number;
+                                /** @enum {integer} */
+                                mode: 0 | 2 | 8 | 24 | 40;
+                                n_ctx_orig: number;
+                                freq_base: number;
+                                freq_scale: number;
+                                ext_factor: number;
+                                attn_factor: number;
+                                beta_fast: number;
+                                beta_slow: number;
+                                sections: null | number[];
+                                freq_factors: string | null;
+                            };
+                            read_from: {
+                                keys: string[];
+                                tensors: string[];
+                            };
+                        }[];
+                        nope_layers: number[];
+                        /** @description {arch}.rope.dimension_sections for M-RoPE files (interleaved: IMROPE); null otherwise */
+                        mrope: null | {
+                            section: number[];
+                            interleaved: boolean;
+                        };
+                        /** @description the llama.cpp the per-architecture rules were read from */
+                        llama_cpp_version: {
+                            commit: string;
+                            source: string;
+                        };
+                        /** @description the file of llama.cpp whose graph the architecture's row reads */
+                        llama_cpp_rules: string;
+                        /** @description with a config part: what POST /v1/rope/config answers for it */
+                        model?: Record<string, never>;
+                        /** @description with a config part: llama.cpp applies the model's rope at every layer for n_ctx (same frequencies, scaling, attention factor, layers and pairs) */
+                        conforms?: boolean;
+                        /** @description with a config part: each way the file's rope differs from the model's, with its layers and both sides' values */
+                        findings?: {
+                            /** @enum {string} */
+                            kind: "nope_layers" | "rope_type" | "rotary_width" | "longrope_by_context" | "base" | "sliding_window_pattern" | "factor_tensor_missing" | "factor_tensor_wrong" | "scaling_dropped" | "scaling_changed" | "attention_factor";
+                            detail: string;
+                            layers: number[];
+                            evidence: Record<string, never>;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                    "text/plain": string;
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

@@ -51,18 +51,42 @@ def one_rope(answer: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @click.command(
-    short_help="the rope of a model's config.json",
+    short_help="the rope of a model's config.json, or of a GGUF file",
     epilog="\b\nExample:\n  posenc model config.json          # Llama 3.1 8B: one rope in 5 lines"
-    "\n  posenc model config.json --urls   # and the HTTP URLs of its table and verify",
+    "\n  posenc model config.json --urls   # and the HTTP URLs of its table and verify"
+    "\n  posenc model model.gguf --config config.json   # llama.cpp's rope, checked",
 )
 @click.argument("config", type=click.Path(exists=True, dir_okay=False))
 @click.option("--urls", "with_urls", is_flag=True, help="also print each rope's URLs")
 @click.option("--json", "as_json", is_flag=True, help="print the whole answer as JSON")
 @click.option("--url", metavar="URL", help=URL_HELP)
-def model(config: str, with_urls: bool, as_json: bool, url: str | None) -> None:
+@click.option(
+    "--config",
+    "model_config",
+    type=click.Path(exists=True, dir_okay=False),
+    help="with a GGUF file: the model's config.json, to check the file against (exit 0 "
+    "conforms, 1 not)",
+)
+@click.option("--n-ctx", type=click.IntRange(1), help="with a GGUF file: llama.cpp's context")
+def model(
+    config: str,
+    with_urls: bool,
+    as_json: bool,
+    url: str | None,
+    model_config: str | None,
+    n_ctx: int | None,
+) -> None:
     """The rope of every layer of a model, read from its CONFIG (its config.json, as the Hub
     publishes it): each distinct rope once, with its layers, its parameters and the commands
-    that build and check its cache."""
+    that build and check its cache. Given a GGUF file instead (model.gguf), what llama.cpp
+    applies at each of its layers, read from the file's header and rope tensors only."""
+    from posenc.cli import gguf
+
+    if gguf.is_gguf(config):
+        gguf.run(config, model_config, n_ctx, as_json, url)
+        return
+    if model_config is not None or n_ctx is not None:
+        raise click.UsageError("--config and --n-ctx take a GGUF file")
     scheme, answer = describe(config, url)
     click.echo(
         json.dumps(answer, indent=2) if as_json else render(scheme, answer, config, with_urls)

@@ -44,6 +44,8 @@ class Call:
     path_params: Mapping[str, Json] = field(default_factory=dict)
     body: Json = None
     parse_as: str = "json"
+    # The bytes of a file body (application/octet-stream), for an operation that takes one.
+    file: bytes | None = None
 
     @property
     def label(self) -> str:
@@ -204,7 +206,34 @@ def base_call(op: Operation, document: Mapping[str, Json]) -> Call:
     body = None
     if "application/json" in op.body_content and NPY not in op.body_content:
         body = example(op.body_content["application/json"].get("schema", {}), document)
-    return Call(op.method, op.path, op.operation_id, query, path_params, body, _parse_as(op))
+    file = None
+    if "application/octet-stream" in op.body_content and not (
+        {"application/json", NPY} & set(op.body_content)
+    ):
+        file = example_file(op.path)
+    return Call(op.method, op.path, op.operation_id, query, path_params, body, _parse_as(op), file)
+
+
+def example_file(path: str) -> bytes:
+    """The file an operation that takes one is sent: the one body whose example a document
+    cannot hold (its schema says bytes; its description says which format)."""
+    from tests.gguf.files import gguf
+
+    files = {
+        "/v1/rope/gguf": lambda: gguf(
+            {
+                "general.architecture": "llama",
+                "llama.context_length": 8192,
+                "llama.block_count": 2,
+                "llama.embedding_length": 64,
+                "llama.attention.head_count": 4,
+                "llama.rope.freq_base": 500000.0,
+            }
+        ),
+    }
+    if path not in files:
+        raise KeyError(f"{path} takes a file: tests/clients/plan.py needs an example of it")
+    return files[path]()
 
 
 def _parse_as(op: Operation) -> str:

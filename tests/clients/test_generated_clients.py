@@ -238,6 +238,8 @@ class PythonRun:
             arguments[python_name] = _convert(signature.parameters[python_name].annotation, value)
         if call.body is not None:
             arguments["body"] = _convert(signature.parameters["body"].annotation, call.body)
+        if call.file is not None:
+            arguments["body"] = self.file(payload=io.BytesIO(call.file))
         client = arguments.pop("client", self.client)
         return function(client=client, **arguments)
 

@@ -49,6 +49,11 @@ def _call(call: Call, extra: Mapping[str, str] | None = None) -> str:
         init["params"] = "{ " + ", ".join(f"{k}: {v}" for k, v in params.items()) + " }"
     if call.body is not None:
         init["body"] = _literal(call.body)
+    if call.file is not None:
+        octets = f"new Uint8Array({_literal(list(call.file))})"
+        init["body"] = f'new Blob([{octets}], {{ type: "application/octet-stream" }})'
+        init["bodySerializer"] = "(body) => body"
+        init["headers"] = '{ "Content-Type": "application/octet-stream" }'
     if call.parse_as != "json":
         init["parseAs"] = _literal(call.parse_as)
     init.update(extra or {})

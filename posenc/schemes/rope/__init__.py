@@ -12,6 +12,8 @@ from posenc.conformance import Conformance
 from posenc.cost import Cost
 from posenc.declare import Extra, Scheme
 from posenc.schemes.rope import config_answer, conformance, maths, verify
+from posenc.schemes.rope.gguf import operation as gguf_operation
+from posenc.schemes.rope.gguf import schemas as gguf_schemas
 from posenc.schemes.rope.mrope import answer as mrope_answer
 from posenc.schemes.rope.mrope import given as mrope_given
 from posenc.schemes.rope.mrope import schemas as mrope_schemas
@@ -81,6 +83,19 @@ _VISION = Extra(
     size=vision_answer.size,
 )
 
+_GGUF = Extra(
+    "gguf",
+    "What llama.cpp applies at each layer of a GGUF file, read from the file's first bytes "
+    "(its header and rope tensors) under llama.cpp's own rules for its architecture",
+    gguf_operation.handle,
+    {},
+    gguf_schemas.ANSWER_SCHEMA,
+    size=gguf_operation.size,
+    binary=True,
+    query=(gguf_schemas.N_CTX,),
+    parts=("config",),
+)
+
 declaration = Scheme(
     "rope",
     "RoFormer rotary embedding with the long-context scalings of Hugging Face transformers",
@@ -117,7 +132,7 @@ declaration = Scheme(
     conformance_cost=_conformance_cost,
     components=COMPONENTS,
     rotate=maths.rotate,
-    extras=(_CONFIG, _POSITIONS, _POSITIONS_VERIFY, _VISION),
+    extras=(_CONFIG, _POSITIONS, _POSITIONS_VERIFY, _VISION, _GGUF),
     magnitude=maths.magnitude,
     ids=mrope_given.IDS,
 )

@@ -1,0 +1,45 @@
+"""A ``multipart/form-data`` body's parts, as views of the received bytes (no copy): a file
+part beside small JSON ones. Every part must be one the operation names, once."""
+
+from __future__ import annotations
+
+import re
+
+from posenc.errors import ParameterError
+
+_BOUNDARY = re.compile(r'boundary="?([^";]{1,70})"?', re.IGNORECASE)
+_NAME = re.compile(rb'\bname="([^"]{1,64})"', re.IGNORECASE)
+
+
+def split(body: bytearray, content_type: str, names: tuple[str, ...]) -> dict[str, memoryview]:
+    """The parts of ``body`` by name; a part not in ``names``, given twice, or a body that is
+    not multipart is a :class:`ParameterError` naming it."""
+    found = _BOUNDARY.search(content_type)
+    if found is None:
+        raise ParameterError("content-type", "multipart/form-data needs its boundary parameter")
+    delimiter = b"--" + found.group(1).encode("latin-1")
+    view = memoryview(body)
+    parts: dict[str, memoryview] = {}
+    at = body.find(delimiter)
+    if at < 0:
+        raise ParameterError("body", "holds no part: its boundary never appears")
+    while True:
+        at += len(delimiter)
+        if body[at : at + 2] == b"--":
+            break
+        head_end = body.find(b"\r\n\r\n", at)
+        following = body.find(b"\r\n" + delimiter, at)
+        if head_end < 0 or following < 0 or head_end > following:
+            raise ParameterError("body", f"a part at byte {at} is not terminated by the boundary")
+        name = _NAME.search(bytes(view[at:head_end]))
+        if name is None:
+            raise ParameterError("body", f"the part at byte {at} has no name")
+        key = name.group(1).decode("latin-1")
+        if key not in names or key in parts:
+            raise ParameterError(
+                key, f"is {'given twice' if key in parts else 'not a part'}: the parts are "
+                f"{', '.join(names)}"
+            )  # fmt: skip
+        parts[key] = view[head_end + 4 : following]
+        at = following + 2
+    return parts

@@ -1,0 +1,128 @@
+"""``posenc model model.gguf [--config config.json]``: what ``POST /v1/rope/gguf`` answers for a
+local GGUF file, reading only its header and rope tensors (the file is memory-mapped: the
+weights are never read). Exit 0, or with ``--config`` 0 when the file conforms to the model, 1
+when it does not; 2 on bad input."""
+
+from __future__ import annotations
+
+import json
+import mmap
+import uuid
+from typing import Any
+
+import click
+
+from posenc.cli import read_json
+from posenc.schemes.rope.gguf import reader
+
+MAGIC = reader.MAGIC
+
+
+def is_gguf(path: str) -> bool:
+    """A ``.gguf`` name, or GGUF's magic at the start of the file."""
+    if path.lower().endswith(".gguf"):
+        return True
+    try:
+        with open(path, "rb") as file:
+            return file.read(4) == MAGIC
+    except OSError:
+        return False
+
+
+def _prefix_end(view: memoryview) -> int:
+    """How many first bytes of the file hold its header and rope tensors."""
+    header = reader.read(view)
+    ends = [header.data_start]
+    for info in header.tensors.values():
+        size = 4 if info.ggml_type == 0 else 2
+        ends.append(header.data_start + info.offset + size * info.dims[0])
+    return max(ends)
+
+
+def describe(path: str, config: str | None, n_ctx: int | None, url: str | None) -> dict[str, Any]:
+    """The answer for the file at ``path`` (and the model's config at ``config``): computed
+    here under a default service's limits, or asked of the service at ``url`` with the file's
+    first bytes alone."""
+    from posenc.cli.budget import SERVICE_DEFAULTS
+    from posenc.declare import Upload
+    from posenc.schemes.rope.gguf import operation
+
+    parts = {} if config is None else {"config": read_json(config)}
+    query = {} if n_ctx is None else {"n_ctx": n_ctx}
+    try:
+        with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            view = memoryview(mm)
+            try:
+                if url is None:
+                    return operation.handle(Upload(view, query, parts), SERVICE_DEFAULTS)
+                prefix = bytes(view[: _prefix_end(view)])
+            finally:
+                view.release()
+    except (OSError, ValueError) as error:
+        if isinstance(error, reader.GGUFError):
+            raise
+        raise click.ClickException(f"{path}: not a readable file: {error}") from None
+    return _ask(url, prefix, parts, query)
+
+
+def _ask(url: str, prefix: bytes, parts: dict[str, Any], query: dict[str, int]) -> dict[str, Any]:
+    from posenc.cli import remote
+
+    if not parts:
+        headers = {"Content-Type": "application/octet-stream"}
+        answer: dict[str, Any] = remote.post_bytes(url, "/v1/rope/gguf", query, prefix, headers)
+        return answer
+    boundary = uuid.uuid4().hex
+    body = (
+        b"".join(
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'.encode()
+            + content
+            + b"\r\n"
+            for name, content in (
+                ("gguf", prefix),
+                ("config", json.dumps(parts["config"]).encode()),
+            )
+        )
+        + f"--{boundary}--\r\n".encode()
+    )
+    headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
+    answer = remote.post_bytes(url, "/v1/rope/gguf", query, body, headers)
+    return answer
+
+
+def run(path: str, config: str | None, n_ctx: int | None, as_json: bool, url: str | None) -> None:
+    """Print the answer (as JSON with ``as_json``) and exit as ``posenc check`` does."""
+    answer = describe(path, config, n_ctx, url)
+    if as_json:
+        click.echo(json.dumps(answer, indent=2))
+    else:
+        click.echo(_text(answer))
+    if config is not None:
+        click.get_current_context().exit(0 if answer["conforms"] else 1)
+
+
+def _text(answer: dict[str, Any]) -> str:
+    lines = [
+        f"{answer['architecture']}: {answer['num_hidden_layers']} layers, context "
+        f"{answer['context_length']} (answered for n_ctx {answer['n_ctx']}; llama.cpp "
+        f"{answer['llama_cpp_version']['commit'][:9]}, {answer['llama_cpp_rules']})"
+    ]
+    for rope in answer["ropes"]:
+        params = {k: v for k, v in rope["params"].items() if k != "freq_factors"}
+        factors = rope["ggml"]["freq_factors"]
+        lines.append(f"  layers {_layers(rope['layers'])}: {rope['rope_type']} {params}")
+        if factors:
+            lines.append(f"    factors from {factors}")
+    if answer["nope_layers"]:
+        lines.append(f"  no rope: layers {_layers(answer['nope_layers'])}")
+    if "conforms" in answer:
+        lines.append("conforms" if answer["conforms"] else "does not conform:")
+        for finding in answer["findings"]:
+            lines.append(f"  {finding['kind']} (layers {_layers(finding['layers'])}): "
+                         f"{finding['detail']}")  # fmt: skip
+    return "\n".join(lines)
+
+
+def _layers(layers: list[int]) -> str:
+    return ", ".join(map(str, layers)) if len(layers) <= 8 else f"{layers[0]}…{layers[-1]} " \
+        f"({len(layers)})"  # fmt: skip

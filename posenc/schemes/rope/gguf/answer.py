@@ -1,0 +1,133 @@
+"""What ``POST /v1/rope/gguf`` answers: llama.cpp's rope calls (:mod:`.rules`) as the canonical
+parameters of ``/v1/rope/table``, grouped by layer, in the shape of ``/v1/rope/config``'s answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from posenc.schemes.rope.gguf.arches import LLAMA_CPP_SOURCE, LLAMA_CPP_VERSION, Arch
+from posenc.schemes.rope.gguf.reader import Header
+from posenc.schemes.rope.gguf.rules import Call, calls, fused, logf
+
+_F32 = np.float32
+_LAYOUTS: dict[str, str] = {
+    "norm": "interleaved",
+    "neox": "split",
+    "mrope": "split",
+    "imrope": "split",
+}
+
+
+_LONG_SHORT = ("rope_factors_long.weight", "rope_factors_short.weight")
+
+
+def params_of(
+    call: Call,
+    factors: Mapping[str, Any],
+    padded_n_ctx: int,
+    mscale_all_dim: float | None = None,
+) -> dict[str, Any]:
+    """The canonical GET parameters of ``/v1/rope/table`` whose ``recipe=ggml`` is ``call``.
+
+    One function, so the mapping follows RopeParams: NORM pairs are ``interleaved``, NEOX
+    (and M-RoPE on text positions) ``split``; ``freq_scale ≠ 1`` is ``linear`` with
+    ``factor = 1/freq_scale``, or ``yarn`` with ``ext_factor = 1`` (DeepSeek-V2's
+    ``yarn_log_multiplier`` as its ``mscale`` and ``mscale_all_dim``); ``rope_freqs`` is
+    ``freq_factors``; the long and short factors are ``longrope``'s, with the ``n_ctx`` that
+    chooses between them (padded to 256 as llama.cpp pads it) and the file's attention factor;
+    ``attention_factor`` is otherwise the multiplier of cos and sin where it differs from the
+    scaling's own (1, or YaRN's ``1 + 0.1·ln(factor)``).
+    """
+    params: dict[str, Any] = {
+        "d_model": call.n_dims,
+        "base": call.freq_base,
+        "layout": _LAYOUTS[call.rope_type],
+    }
+    scale = _F32(call.freq_scale)
+    factor = float(_F32(1) / scale)
+    # ggml multiplies cos and sin by attn_factor, and with ext_factor ≠ 0 by
+    # 1 + 0.1·ln(1/freq_scale) too (rope_yarn's mscale).
+    total = _F32(call.attn_factor)
+    if call.ext_factor != 0:
+        total = _F32(total * fused(_F32(0.1), logf(_F32(1) / scale), _F32(1)))
+    default = _F32(1)
+    both = all(name in factors for name in _LONG_SHORT)
+    if call.factors in _LONG_SHORT and both and scale == 1 and call.ext_factor == 0:
+        short, long = (factors[name] for name in reversed(_LONG_SHORT))
+        params["scaling"] = "longrope"
+        params["short_factor"] = [float(x) for x in short]
+        params["long_factor"] = [float(x) for x in long]
+        params["original_max_position_embeddings"] = call.n_ctx_orig
+        params["attention_factor"] = float(total)
+        params["n_ctx"] = padded_n_ctx
+        return params
+    if call.ext_factor != 0 and scale != 1:
+        params["scaling"] = "yarn"
+        params["factor"] = factor
+        params["original_max_position_embeddings"] = call.n_ctx_orig
+        if call.beta_fast != 32:
+            params["beta_fast"] = call.beta_fast
+        if call.beta_slow != 1:
+            params["beta_slow"] = call.beta_slow
+        default = fused(_F32(0.1), logf(_F32(factor)), _F32(1))
+        if mscale_all_dim is not None:
+            params["mscale"] = params["mscale_all_dim"] = mscale_all_dim
+            default = total  # the ratio of equal mscales: transformers' and llama.cpp's 1
+    elif scale != 1:
+        params["scaling"] = "linear"
+        params["factor"] = factor
+    else:
+        params["scaling"] = "none"
+    if total != default:
+        params["attention_factor"] = float(total)
+    if call.factors is not None:
+        params["freq_factors"] = [float(x) for x in factors[call.factors]]
+    return params
+
+
+def answer(header: Header, n_ctx: int | None) -> dict[str, Any]:
+    """What ``POST /v1/rope/gguf`` answers for a file's header."""
+    read = calls(header, n_ctx)
+    row: Arch = read["row"]
+    per_layer: list[Call | None] = read["per_layer"]
+    groups: dict[Call, list[int]] = {}
+    for il, call in enumerate(per_layer):
+        if call is not None:
+            groups.setdefault(call, []).append(il)
+    ropes = []
+    for call, layers in groups.items():
+        tensors = [] if call.factors is None else [call.factors]
+        ropes.append(
+            {
+                "layers": layers,
+                "rope_type": call.rope_type,
+                "params": params_of(
+                    call, header.rope_tensors, read["padded_n_ctx"], read["mscale_all_dim"]
+                ),
+                "ggml": call.ggml(),
+                "read_from": {"keys": list(read["keys"]), "tensors": tensors},
+            }
+        )
+    sections = next((c.sections for c in groups if c.sections is not None), None)
+    mrope = None
+    if sections is not None:
+        mrope = {
+            "section": list(sections),
+            "interleaved": any(c.rope_type == "imrope" for c in groups),
+        }
+    return {
+        "architecture": row.name,
+        "num_hidden_layers": read["n_layer"],
+        "context_length": read["n_ctx_train"],
+        "n_ctx": read["n_ctx"],
+        "head_dim": read["head_dim"],
+        "ropes": ropes,
+        "nope_layers": [il for il, call in enumerate(per_layer) if call is None],
+        "mrope": mrope,
+        "llama_cpp_version": {"commit": LLAMA_CPP_VERSION, "source": LLAMA_CPP_SOURCE},
+        "llama_cpp_rules": row.source,
+    }

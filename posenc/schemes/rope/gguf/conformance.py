@@ -1,0 +1,244 @@
+"""A GGUF file against the model it was converted from: does llama.cpp apply the rope the
+model's ``config.json`` states (as ``/v1/rope/config`` reads it), at every layer, for ``n_ctx``?
+
+Both sides become, layer by layer, the frequency of each pair and the factor cos and sin are
+multiplied by: the model's from its canonical parameters (:func:`..scaling.scaled`, exact), the
+file's from its ``ggml_rope_ext`` call (ggml's formulas in float64: ``θ_i = base^(−2i/n) / f_i``,
+YaRN's ramp between ``freq_scale·θ_i`` and ``θ_i``, ``attn_factor`` times YaRN's
+``1 + 0.1·ln(1/freq_scale)``). Frequencies agree within :data:`TOLERANCE` (float32's rounding
+of llama.cpp's parameters, not a finding); what differs is a finding, named by its likeliest
+cause and listing its layers and the two sides' values.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from posenc.declare import Limits
+from posenc.errors import InconsistentError, ParameterError
+from posenc.schemes.rope import config_answer
+from posenc.schemes.rope.gguf.answer import answer
+from posenc.schemes.rope.gguf.reader import Header
+from posenc.schemes.rope.gguf.rules import Call, calls
+from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.rope.scaling import frequencies
+
+# Relative difference of a frequency or attention factor that float32 parameters explain.
+TOLERANCE = 1e-5
+_SPLIT_TYPES = ("neox", "mrope", "imrope")
+
+
+def ggml_frequencies(
+    call: Call, factors: npt.NDArray[np.float32] | None
+) -> tuple[npt.NDArray[np.float64], float]:
+    """Each pair's angle per position and the factor of cos/sin, as ggml-cpu's rope forms them
+    (``ggml_rope_cache_init``, ``rope_yarn``), in float64."""
+    n = call.n_dims
+    i = np.arange(n // 2, dtype=np.float64)
+    extrap = call.freq_base ** (-2.0 * i / n)
+    if factors is not None:
+        extrap = extrap / factors.astype(np.float64)
+    interp = call.freq_scale * extrap
+    mscale = call.attn_factor
+    if call.ext_factor == 0:
+        return interp, mscale
+
+    def corr_dim(rotations: float) -> float:
+        return (
+            n
+            * math.log(call.n_ctx_orig / (rotations * 2 * math.pi))
+            / (2 * math.log(call.freq_base))
+        )
+
+    low = max(0.0, math.floor(corr_dim(call.beta_fast)))
+    high = min(n - 1.0, math.ceil(corr_dim(call.beta_slow)))
+    y = (i - low) / max(0.001, high - low)
+    ramp = (1 - np.clip(y, 0, 1)) * call.ext_factor
+    mscale *= 1 + 0.1 * math.log(1 / call.freq_scale)
+    return interp * (1 - ramp) + extrap * ramp, mscale
+
+
+def _model_params(params: dict[str, Any]) -> RopeParams:
+    given: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
+    return RopeParams(**given)
+
+
+def _differs(a: npt.NDArray[np.float64] | float, b: npt.NDArray[np.float64] | float) -> bool:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.shape != b.shape:
+        return True
+    return bool(np.any(np.abs(a - b) > TOLERANCE * np.maximum(np.abs(a), np.abs(b))))
+
+
+def _per_layer(model: dict[str, Any], n_layer: int) -> list[dict[str, Any] | None]:
+    layers: list[dict[str, Any] | None] = [None] * n_layer
+    for rope in model["ropes"]:
+        for il in rope["layers"] if rope["layers"] is not None else range(n_layer):
+            if 0 <= il < n_layer:
+                layers[il] = rope
+    return layers
+
+
+_Found = tuple[str, str, dict[str, Any]]  # kind, detail, evidence
+
+
+class _Findings:
+    def __init__(self) -> None:
+        self.found: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def add(self, layer: int, found: _Found) -> None:
+        kind, detail, evidence = found
+        entry = self.found.setdefault(
+            (kind, detail), {"kind": kind, "detail": detail, "layers": [], "evidence": evidence}
+        )
+        entry["layers"].append(layer)
+
+    def listed(self) -> list[dict[str, Any]]:
+        return list(self.found.values())
+
+
+def check(header: Header, config: Any, n_ctx: int | None, limits: Limits) -> dict[str, Any]:
+    """The answer for a file and its model: the file's ropes, ``model``, ``conforms`` and
+    ``findings``."""
+    result = answer(header, n_ctx)
+    try:
+        model = config_answer.describe(config, config_answer.servable_rows(limits))
+    except ParameterError as error:
+        raise type(error)(f"config.{error.param}", error.message) from None
+    read = calls(header, n_ctx)
+    row = read["row"]
+    per_layer: list[Call | None] = read["per_layer"]
+    n_layer = len(per_layer)
+    if model["num_hidden_layers"] not in (None, n_layer):
+        raise InconsistentError(
+            "config.num_hidden_layers",
+            f"is {model['num_hidden_layers']}, the file has {n_layer} layers: not its model",
+        )
+    findings = _Findings()
+    # Layers share one or two ropes on each side: each pair is compared once (4096 layers of
+    # 32768 pairs took 1.2 s compared layer by layer).
+    compared: dict[tuple[int, Call, tuple[bool, bool] | None], list[_Found]] = {}
+    for il, (mine, theirs) in enumerate(zip(_per_layer(model, n_layer), per_layer, strict=True)):
+        if (mine is None) != (theirs is None):
+            findings.add(
+                il,
+                (
+                    "nope_layers",
+                    "a layer rotates in one and not in the other",
+                    {"model_rotates": mine is not None, "file_rotates": theirs is not None},
+                ),
+            )
+            continue
+        if mine is None or theirs is None:
+            continue
+        # A rope of one layer type says whether its layers slide; of several, it cannot.
+        types = set(mine["layer_types"])
+        slides = None if len(types) != 1 else ("sliding_attention" in types, read["sliding"][il])
+        key = (id(mine), theirs, slides)
+        if key not in compared:
+            compared[key] = _compare(mine, theirs, header, row.permuted, read["n_ctx"], slides)
+        for found in compared[key]:
+            findings.add(il, found)
+    return {
+        **result,
+        "model": model,
+        "conforms": not findings.found,
+        "findings": findings.listed(),
+    }
+
+
+def _compare(
+    rope: dict[str, Any],
+    call: Call,
+    header: Header,
+    permuted: bool,
+    n_ctx: int,
+    slides: tuple[bool, bool] | None,
+) -> list[_Found]:
+    """What differs between a model's rope and a file's call, as (kind, detail, evidence)."""
+    found: list[_Found] = []
+    evidence: dict[str, Any]
+    params = _model_params(rope["params"])
+    # The pairs the model's q and k turn: its cache's layout, unless its apply re-lays them.
+    model_layout = params.layout
+    if rope.get("apply") in ("interleaved", "interleaved_to_rotate_half"):
+        model_layout = "interleaved"
+    file_layout = "split" if call.rope_type in _SPLIT_TYPES or permuted else "interleaved"
+    if model_layout != file_layout:
+        detail = (
+            f"llama.cpp's {call.rope_type.upper()} rope on the converter's Q/K weights turns "
+            f"{file_layout} pairs; the model turns {model_layout} pairs"
+        )
+        evidence = {"model_layout": model_layout, "rope_type": call.rope_type, "permuted": permuted}
+        found.append(("rope_type", detail, evidence))
+    if params.d_model != call.n_dims:
+        evidence = {"model": params.d_model, "file": call.n_dims}
+        found.append(("rotary_width", "another number of dimensions rotates", evidence))
+        return found
+    factors = None if call.factors is None else header.rope_tensors[call.factors]
+    theirs, their_attention = ggml_frequencies(call, factors)
+    turns, attention = frequencies(params, n_ctx)
+    mine = np.asarray(turns.radians, np.float64)
+    if params.scaling == "longrope" and call.factors is not None:
+        original = params.original_max_position_embeddings or 0
+        if n_ctx > original:
+            detail = (
+                f"llama.cpp applies {call.factors} at every position for n_ctx={n_ctx}; the "
+                f"model applies its short factors to sequences up to {original} tokens"
+            )
+            evidence = {"n_ctx": n_ctx, "original_max_position_embeddings": original}
+            found.append(("longrope_by_context", detail, evidence))
+    if _differs(mine, theirs):
+        kind, detail = _frequency_cause(params, call)
+        if slides is not None and slides[0] != slides[1]:
+            kind = "sliding_window_pattern"
+            detail = (
+                f"a {'sliding' if slides[0] else 'full'} layer of the model is a "
+                f"{'sliding' if slides[1] else 'full'} one in the file ({detail})"
+            )
+        worst = int(np.argmax(np.abs(mine - theirs) / np.maximum(np.abs(mine), 1e-300)))
+        evidence = {
+            "model": {"base": params.base, "scaling": params.scaling, "factor": params.factor},
+            "file": {
+                "freq_base": call.freq_base,
+                "freq_scale": call.freq_scale,
+                "ext_factor": call.ext_factor,
+                "freq_factors": call.factors,
+            },
+            "pair": worst,
+            "model_frequency": float(mine[worst]),
+            "file_frequency": float(theirs[worst]),
+        }
+        found.append((kind, detail, evidence))
+    if _differs(attention, their_attention):
+        evidence = {"model": attention, "file": their_attention}
+        found.append(("attention_factor", "cos and sin are multiplied by another factor", evidence))
+    return found
+
+
+def _frequency_cause(params: RopeParams, call: Call) -> tuple[str, str]:
+    if not math.isclose(float(np.float32(params.base)), call.freq_base, rel_tol=TOLERANCE):
+        return "base", f"another base: the model's {params.base}, the file's {call.freq_base}"
+    needs_factors = params.scaling in ("llama3", "longrope")
+    if needs_factors and call.factors is None:
+        return "factor_tensor_missing", (
+            f"the model's {params.scaling} scaling needs a factor tensor; llama.cpp gets none"
+        )
+    if call.factors is not None:
+        return "factor_tensor_wrong", f"{call.factors} does not hold the model's factors"
+    file_scaling = "yarn" if call.ext_factor else ("linear" if call.freq_scale != 1 else "none")
+    if file_scaling == "none":
+        return "scaling_dropped", f"the model's {params.scaling} scaling is not in the file"
+    untruncated = (
+        "; ggml always rounds YaRN's ramp ends outwards, the model's truncate is false"
+        if params.scaling == "yarn" and file_scaling == "yarn" and params.truncate is False
+        else ""
+    )
+    return "scaling_changed", (
+        f"the model's {params.scaling} scaling (factor {params.factor}) is the file's "
+        f"{file_scaling} (freq_scale {call.freq_scale}){untruncated}"
+    )

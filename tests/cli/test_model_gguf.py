@@ -1,0 +1,105 @@
+"""`posenc model model.gguf [--config config.json]`: a local GGUF file's ropes as llama.cpp
+applies them, read from its header alone; with the model's config, exit 0 when it conforms and
+1 when it does not, as `posenc check` exits."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from posenc.cli.budget import SERVICE_DEFAULTS
+from posenc.declare import Upload
+from posenc.schemes.rope.gguf import operation
+from tests.cli.conftest import posenc
+from tests.gguf.files import gguf
+from tests.live.conftest import LiveServer, start_server, stop_server
+
+LLAMA = {
+    "general.architecture": "llama",
+    "llama.context_length": 8192,
+    "llama.block_count": 2,
+    "llama.embedding_length": 64,
+    "llama.attention.head_count": 4,
+    "llama.rope.freq_base": 500000.0,
+}
+CONFIG = {
+    "model_type": "llama",
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "num_hidden_layers": 2,
+    "max_position_embeddings": 8192,
+    "rope_theta": 500000.0,
+}
+# Weights after the header, as a real file has them; the command must not need them.
+WEIGHTS = np.zeros(1 << 16, np.float32)
+
+
+def write(tmp_path: Path, name: str = "model.gguf") -> Path:
+    path = tmp_path / name
+    path.write_bytes(gguf(LLAMA, [("token_embd.weight", WEIGHTS)]))
+    return path
+
+
+def test_json_is_the_operations_answer(tmp_path: Path) -> None:
+    path = write(tmp_path)
+    ran = posenc("model", path, "--json")
+    assert ran.code == 0, ran.stderr
+    expected = operation.handle(Upload(path.read_bytes(), {}), SERVICE_DEFAULTS)
+    assert json.loads(ran.stdout) == json.loads(json.dumps(expected))
+
+
+def test_the_text_names_the_architecture_and_each_ropes_layers(tmp_path: Path) -> None:
+    ran = posenc("model", write(tmp_path))
+    assert ran.stdout.startswith("llama: 2 layers, context 8192")
+    assert "layers 0, 1: norm" in ran.stdout and "'base': 500000.0" in ran.stdout
+
+
+def test_a_file_is_known_by_its_magic_whatever_its_name(tmp_path: Path) -> None:
+    ran = posenc("model", write(tmp_path, "model.bin"), "--json")
+    assert ran.code == 0 and json.loads(ran.stdout)["architecture"] == "llama"
+
+
+def test_with_its_config_a_conforming_file_exits_0_and_another_1(tmp_path: Path) -> None:
+    path, config = write(tmp_path), tmp_path / "config.json"
+    config.write_text(json.dumps(CONFIG))
+    ran = posenc("model", path, "--config", config)
+    assert ran.code == 0 and "conforms" in ran.stdout
+    config.write_text(json.dumps({**CONFIG, "rope_theta": 10000.0}))
+    ran = posenc("model", path, "--config", config)
+    assert ran.code == 1 and "base (layers 0, 1)" in ran.stdout
+
+
+def test_a_file_llama_cpp_would_refuse_is_exit_2_naming_why(tmp_path: Path) -> None:
+    path = tmp_path / "model.gguf"
+    path.write_bytes(gguf({**LLAMA, "general.architecture": "mamba"}))
+    ran = posenc("model", path)
+    assert ran.code == 2 and "'mamba' has no row" in ran.stderr
+
+
+def test_config_options_are_refused_for_a_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(CONFIG))
+    assert posenc("model", config, "--n-ctx", "8").code == 2
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LiveServer]:
+    live = start_server({"POSENC_CACHE_BYTES": str(8 * 2**20)})
+    yield live
+    stop_server(live)
+
+
+@pytest.mark.live
+def test_the_service_says_what_the_command_says_given_the_header_alone(
+    server: LiveServer, tmp_path: Path
+) -> None:
+    path, config = write(tmp_path), tmp_path / "config.json"
+    config.write_text(json.dumps({**CONFIG, "rope_theta": 10000.0}))
+    for extra in ((), ("--config", str(config)), ("--n-ctx", "4096")):
+        here = posenc("model", path, "--json", *extra)
+        there = posenc("model", path, "--json", *extra, "--url", server.url)
+        assert there.code == here.code and json.loads(there.stdout) == json.loads(here.stdout)

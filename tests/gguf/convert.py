@@ -1,0 +1,93 @@
+"""llama.cpp's own converter (``convert_hf_to_gguf.py`` of the llama-cpp-python 0.3.36 sdist,
+llama.cpp 0c1e57098) on tiny random transformers models, for the tests that hold the service's
+reading of a GGUF to the file the real converter writes.
+
+The sdist is downloaded once with pip into ``~/.cache/posenc`` (or ``$POSENC_CACHE``) and
+unpacked beside it; a second run finds it there. The converter runs in a subprocess with its own
+``gguf-py`` first on the path (``python -m tests.gguf.convert MODEL_DIR OUT``), since the
+``gguf`` the suite imports is PyPI's and may be older.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+VERSION = "0.3.36"
+SDIST = f"llama_cpp_python-{VERSION}"
+
+
+def cache() -> Path:
+    return Path(os.environ.get("POSENC_CACHE", Path.home() / ".cache" / "posenc"))
+
+
+def source() -> Path:
+    """vendor/llama.cpp of the sdist, downloaded and unpacked on first use."""
+    root = cache() / SDIST / "vendor" / "llama.cpp"
+    if (root / "convert_hf_to_gguf.py").exists():
+        return root
+    cache().mkdir(parents=True, exist_ok=True)
+    archive = cache() / f"{SDIST}.tar.gz"
+    if not archive.exists():
+        # pip reads an sdist's metadata before it keeps it: in an isolated build environment
+        # (scikit-build-core, a minute the first time), never the suite's own.
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
+             ":all:", f"llama-cpp-python=={VERSION}", "-d", str(cache())],
+            check=True,
+        )  # fmt: skip
+    with tarfile.open(archive) as tar:
+        members = [m for m in tar.getmembers() if m.name.startswith(f"{SDIST}/vendor/llama.cpp/")]
+        tar.extractall(cache(), members=members, filter="data")
+    return root
+
+
+def convert(pairs: list[tuple[Path, Path]]) -> None:
+    """Each ``(model_dir, out)``: a saved transformers model written as the GGUF llama.cpp's
+    converter writes, all in one subprocess (it imports torch and transformers once)."""
+    root = source()
+    here = Path(__file__).resolve().parents[2]
+    path = os.pathsep.join([str(root / "gguf-py"), str(root), str(here)])
+    arguments = [str(p) for pair in pairs for p in pair]
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.gguf.convert", *arguments],
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode:
+        raise RuntimeError(f"the converter failed:\n{done.stderr[-4000:]}")
+
+
+def _no_vocabulary(self: object) -> None:
+    # A tiny random model has no tokenizer: the converter writes none, and the size llama.cpp
+    # checks token_embd against.
+    writer = self.gguf_writer  # type: ignore[attr-defined]
+    writer.add_tokenizer_model("none")
+    writer.add_vocab_size(self.hparams["vocab_size"])  # type: ignore[attr-defined]
+
+
+def _main(pairs: list[str]) -> None:
+    import conversion  # the converter's own package, on PYTHONPATH
+
+    for module in pkgutil.iter_modules(conversion.__path__):
+        importlib.import_module(f"conversion.{module.name}")
+    pending = [conversion.ModelBase]
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if "set_vocab" in vars(cls) or cls is conversion.ModelBase:
+            cls.set_vocab = _no_vocabulary
+    converter = importlib.import_module("convert_hf_to_gguf")
+    for model_dir, out in zip(pairs[::2], pairs[1::2], strict=True):
+        sys.argv = ["convert_hf_to_gguf.py", model_dir, "--outfile", out, "--outtype", "f32"]
+        converter.main()
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])

@@ -1,0 +1,78 @@
+"""GGUF files built by hand, byte by byte, for the reader's tests: what a converter writes,
+and what a hostile client might claim."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+STRING, ARRAY = 8, 9
+_FORMATS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
+            10: "<Q", 11: "<q", 12: "<d"}  # fmt: skip
+
+
+def string(text: str | bytes) -> bytes:
+    raw = text.encode() if isinstance(text, str) else text
+    return struct.pack("<Q", len(raw)) + raw
+
+
+def value(kind: int, item: Any) -> bytes:
+    if kind == STRING:
+        return string(item)
+    return struct.pack(_FORMATS[kind], item)
+
+
+def kv(key: str, kind: int, item: Any) -> bytes:
+    return string(key) + struct.pack("<I", kind) + value(kind, item)
+
+
+def array(key: str, element: int, items: Sequence[Any]) -> bytes:
+    body = b"".join(value(element, item) for item in items)
+    return string(key) + struct.pack("<IIQ", ARRAY, element, len(items)) + body
+
+
+def infer(key: str, item: Any) -> bytes:
+    """A key/value with the type the converter gives a Python value of that kind."""
+    if isinstance(item, bool):
+        return kv(key, 7, item)
+    if isinstance(item, int):
+        return kv(key, 4, item)
+    if isinstance(item, float):
+        return kv(key, 6, item)
+    if isinstance(item, str):
+        return kv(key, STRING, item)
+    items = list(item)
+    if items and isinstance(items[0], str):
+        return array(key, STRING, items)
+    if items and isinstance(items[0], float):
+        return array(key, 6, items)
+    return array(key, 5, items)
+
+
+def gguf(
+    values: dict[str, Any],
+    tensors: Iterable[tuple[str, np.ndarray[Any, Any]]] = (),
+    version: int = 3,
+    alignment: int = 32,
+    raw_kvs: Sequence[bytes] = (),
+) -> bytes:
+    """A whole GGUF file: ``values`` as the converter types them, then ``tensors`` (1-D F32 or
+    F16) in order, each aligned, as llama.cpp's writer lays them out."""
+    tensors = list(tensors)
+    kvs = [infer(key, item) for key, item in values.items()] + list(raw_kvs)
+    head = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kvs)) + b"".join(kvs)
+    data = b""
+    infos = b""
+    for name, tensor in tensors:
+        ggml_type = {np.dtype("<f4"): 0, np.dtype("<f2"): 1}[tensor.dtype]
+        infos += string(name) + struct.pack("<I", tensor.ndim)
+        infos += b"".join(struct.pack("<Q", d) for d in reversed(tensor.shape))
+        infos += struct.pack("<IQ", ggml_type, len(data))
+        data += tensor.tobytes()
+        data += b"\0" * (-len(data) % alignment)
+    header = head + infos
+    header += b"\0" * (-len(header) % alignment)
+    return header + data
