@@ -102,27 +102,34 @@ def run(path: str, config: str | None, n_ctx: int | None, as_json: bool, url: st
 
 
 def _text(answer: dict[str, Any]) -> str:
+    """The answer as ``posenc model`` shows a config's: each rope once, its layers as runs, its
+    parameters on one line (the factor tensor named, not listed), and with a config the verdict
+    and each rope's recipe noise."""
+    from posenc.cli.model import runs
+    from posenc.cli.schemes import shown
+
     lines = [
         f"{answer['architecture']}: {answer['num_hidden_layers']} layers, context "
-        f"{answer['context_length']} (answered for n_ctx {answer['n_ctx']}; llama.cpp "
+        f"{answer['context_length']}, n_ctx {answer['n_ctx']} (llama.cpp "
         f"{answer['llama_cpp_version']['commit'][:9]}, {answer['llama_cpp_rules']})"
     ]
     for rope in answer["ropes"]:
+        lines.append(f"{rope['rope_type']}  layers {runs(rope['layers'])}")
         params = {k: v for k, v in rope["params"].items() if k != "freq_factors"}
         factors = rope["ggml"]["freq_factors"]
-        lines.append(f"  layers {_layers(rope['layers'])}: {rope['rope_type']} {params}")
-        if factors:
-            lines.append(f"    factors from {factors}")
+        named = f" freq_factors={factors}" if factors else ""
+        lines.append("  " + " ".join(f"{k}={shown(v)}" for k, v in params.items()) + named)
+        noise = rope.get("max_abs_difference")
+        if noise:
+            lines.append(
+                f"  llama.cpp's float32 table near n_ctx: {noise['exact']:.2g} from exact, "
+                f"{noise['transformers']:.2g} from transformers'"
+            )
     if answer["nope_layers"]:
-        lines.append(f"  no rope: layers {_layers(answer['nope_layers'])}")
+        lines.append(f"no rope  layers {runs(answer['nope_layers'])}")
     if "conforms" in answer:
         lines.append("conforms" if answer["conforms"] else "does not conform:")
         for finding in answer["findings"]:
-            lines.append(f"  {finding['kind']} (layers {_layers(finding['layers'])}): "
+            lines.append(f"  {finding['kind']} (layers {runs(finding['layers'])}): "
                          f"{finding['detail']}")  # fmt: skip
     return "\n".join(lines)
-
-
-def _layers(layers: list[int]) -> str:
-    return ", ".join(map(str, layers)) if len(layers) <= 8 else f"{layers[0]}…{layers[-1]} " \
-        f"({len(layers)})"  # fmt: skip

@@ -236,3 +236,16 @@ def test_the_ggml_link_of_a_config_leaves_out_the_yarn_betas_llama_cpp_ignores(
     urls = client.post("/v1/rope/config", json=config).json()["urls"]
     assert "beta_fast=16" in urls["table_framework"]
     assert "beta_fast" not in urls["table_ggml"] and "beta_slow" not in urls["table_ggml"]
+
+
+@pytest.mark.parametrize("recipe", ["exact", "framework", "ggml", "mlx"])
+def test_llama_4_s_rope_without_a_smooth_band_is_served_by_every_recipe(
+    client: Client, recipe: str
+) -> None:
+    """low_freq_factor = high_freq_factor: transformers', llama.cpp's and MLX's formulas divide
+    by zero in values they then leave unchosen; the framework recipe raised (a 500) before."""
+    response = client.get(
+        f"/v1/rope/table?d_model=128&base=500000&seq_len=4&recipe={recipe}&scaling=llama3"
+        "&factor=16&low_freq_factor=1&high_freq_factor=1&original_max_position_embeddings=8192"
+    )
+    assert response.status_code == 200, response.text

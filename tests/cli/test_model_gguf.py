@@ -55,7 +55,10 @@ def test_json_is_the_operations_answer(tmp_path: Path) -> None:
 def test_the_text_names_the_architecture_and_each_ropes_layers(tmp_path: Path) -> None:
     ran = posenc("model", write(tmp_path))
     assert ran.stdout.startswith("llama: 2 layers, context 8192")
-    assert "layers 0, 1: norm" in ran.stdout and "'base': 500000.0" in ran.stdout
+    assert ran.stdout.splitlines()[1:] == [
+        "norm  layers 0, 1",
+        "  d_model=16 base=500000 layout=interleaved scaling=none",
+    ]
 
 
 def test_a_file_is_known_by_its_magic_whatever_its_name(tmp_path: Path) -> None:

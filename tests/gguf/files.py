@@ -76,3 +76,27 @@ def gguf(
     header = head + infos
     header += b"\0" * (-len(header) % alignment)
     return header + data
+
+
+def llama_31_prefix() -> bytes:
+    """The first bytes of a Llama 3.1 8B GGUF as llama.cpp's converter writes them, less its
+    vocabulary: the keys a rope is read from and the ``rope_freqs`` tensor (the converter's
+    factors). What the documentation's examples read as ``model.gguf``."""
+    from posenc.schemes.rope.params import RopeParams
+    from posenc.schemes.rope.recipes import ggml
+
+    rope = RopeParams(d_model=128, base=500000.0, scaling="llama3", factor=8.0, recipe="ggml")
+    values = {
+        "general.architecture": "llama",
+        "general.name": "Meta Llama 3.1 8B",
+        "llama.block_count": 32,
+        "llama.context_length": 131072,
+        "llama.embedding_length": 4096,
+        "llama.feed_forward_length": 14336,
+        "llama.attention.head_count": 32,
+        "llama.attention.head_count_kv": 8,
+        "llama.rope.freq_base": 500000.0,
+        "llama.rope.dimension_count": 128,
+        "llama.vocab_size": 128256,
+    }
+    return gguf(values, [("rope_freqs.weight", ggml.llama3_factors(rope))])

@@ -358,6 +358,12 @@ def test_each_converted_model_conforms_at_every_layer(
     assert result["findings"] == [] and result["conforms"] is True
     layers = sorted([il for r in result["ropes"] for il in r["layers"]] + result["nope_layers"])
     assert layers == list(range(result["model"]["num_hidden_layers"]))
+    for rope in result["ropes"]:  # recipe noise, reported beside the verdict
+        noise = rope["max_abs_difference"]
+        assert noise["positions"][1] == result["n_ctx"] - 1
+        # float32 angles: ~16 ulps of the position at most (2^-24 each)
+        bound = result["n_ctx"] * 2**-20 + 1e-5
+        assert 0 <= noise["exact"] < bound and 0 <= noise["transformers"] < 2 * bound
 
 
 @pytest.mark.parametrize("name", DIVERGENT)

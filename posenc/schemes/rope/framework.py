@@ -166,12 +166,14 @@ def _llama3(params: RopeParams, inv_freq: Float32Array) -> Float32Array:
     scaled = np.where(
         wavelength > scalar(low_wavelength), (inv_freq / factor).astype(F32), inv_freq
     )
-    smooth = (reciprocal(wavelength) * scalar(original)).astype(F32)
-    smooth = ((smooth - scalar(low_factor)).astype(F32) / scalar(high_factor - low_factor)).astype(
-        F32
-    )
-    blended = ((F32(1) - smooth).astype(F32) * scaled).astype(F32) / factor
-    blended = (blended.astype(F32) + (smooth * scaled).astype(F32)).astype(F32)
+    # Llama 4 gives low_freq_factor = high_freq_factor: no smooth band, and the division by
+    # zero fills only values the band would have chosen (inf and nan, as in torch).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        smooth = (reciprocal(wavelength) * scalar(original)).astype(F32)
+        smooth = (smooth - scalar(low_factor)).astype(F32) / scalar(high_factor - low_factor)
+        smooth = smooth.astype(F32)
+        blended = ((F32(1) - smooth).astype(F32) * scaled).astype(F32) / factor
+        blended = (blended.astype(F32) + (smooth * scaled).astype(F32)).astype(F32)
     medium = ~(wavelength < scalar(high_wavelength)) & ~(wavelength > scalar(low_wavelength))
     return np.where(medium, blended, scaled).astype(F32)
 

@@ -13,6 +13,7 @@ cause and listing its layers and the two sides' values.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -20,11 +21,11 @@ import numpy.typing as npt
 
 from posenc.declare import Limits
 from posenc.errors import InconsistentError, ParameterError
-from posenc.schemes.rope import config_answer
+from posenc.schemes.rope import config_answer, maths
 from posenc.schemes.rope.gguf.answer import answer
 from posenc.schemes.rope.gguf.reader import Header
 from posenc.schemes.rope.gguf.rules import Call, calls
-from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.rope.params import Recipe, RopeParams
 from posenc.schemes.rope.scaling import frequencies
 
 # Relative difference of a frequency or attention factor that float32 parameters explain.
@@ -143,12 +144,46 @@ def check(header: Header, config: Any, n_ctx: int | None, limits: Limits) -> dic
             compared[key] = _compare(mine, theirs, header, row.permuted, read["n_ctx"], slides)
         for found in compared[key]:
             findings.add(il, found)
+    layer_ropes = _per_layer(model, n_layer)
+    for rope in result["ropes"]:
+        mine = layer_ropes[rope["layers"][0]]
+        rope["max_abs_difference"] = (
+            None if mine is None else recipe_noise(rope["params"], mine["params"], read["n_ctx"])
+        )
     return {
         **result,
         "model": model,
         "conforms": not findings.found,
         "findings": findings.listed(),
     }
+
+
+# Positions the recipe noise is measured at: the last before n_ctx, where float32 angles are
+# coarsest. A pair's error at position p is bounded by ~p·2^-24; the largest positions bound
+# the rest up to n_ctx.
+NOISE_POSITIONS = 16
+
+
+def recipe_noise(
+    file_params: dict[str, Any], model_params: dict[str, Any], n_ctx: int
+) -> dict[str, Any] | None:
+    """llama.cpp's cos and sin (recipe=ggml of the file's rope) against the model's exact table
+    and transformers' float32 recipe, at the :data:`NOISE_POSITIONS` positions before n_ctx."""
+    try:
+        ported = _model_params({**file_params, "recipe": "ggml", "layout": "split"})
+        truth = replace(_model_params(model_params), layout="split", recipe="exact")
+    except ParameterError:
+        return None
+    if ported.d_model != truth.d_model:
+        return None
+    positions = np.arange(max(0, n_ctx - NOISE_POSITIONS), n_ctx, dtype=np.int64)
+    ggml = maths.encode(ported, positions, "float64", "cos_sin")
+    differences = {}
+    against: tuple[tuple[str, Recipe], ...] = (("exact", "exact"), ("transformers", "framework"))
+    for name, recipe in against:
+        table = maths.encode(replace(truth, recipe=recipe), positions, "float64", "cos_sin")
+        differences[name] = float(np.abs(ggml - table).max())
+    return {"positions": [int(positions[0]), int(positions[-1])], **differences}
 
 
 def _compare(

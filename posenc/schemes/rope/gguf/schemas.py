@@ -63,6 +63,21 @@ _ROPE: dict[str, Any] = {
             "llama.cpp divides each pair's angle by)",
         },
         "ggml": _GGML,
+        "max_abs_difference": {
+            "type": ["object", "null"],
+            "required": ["positions", "exact", "transformers"],
+            "additionalProperties": False,
+            "properties": {
+                "positions": {"type": "array", "items": {"type": "integer"}},
+                "exact": {"type": "number"},
+                "transformers": {"type": "number"},
+            },
+            "description": "with a config: the largest |cos − cos′| and |sin − sin′| of "
+            "llama.cpp's table (recipe=ggml) against the model's exact table and transformers' "
+            "float32 recipe for these layers, at the positions listed (the last before n_ctx, "
+            "where float32 angles are coarsest): recipe noise, reported, not a finding; null "
+            "where the two ropes differ in width",
+        },
         "read_from": {
             "type": "object",
             "required": ["keys", "tensors"],
