@@ -7,8 +7,10 @@ from typing import Any
 
 from posenc.cost import Cost
 from posenc.declare import Limits, Sized, Upload
+from posenc.schemes.rope import maths
 from posenc.schemes.rope.gguf import conformance, reader
 from posenc.schemes.rope.gguf.answer import answer
+from posenc.schemes.rope.params import RopeParams
 
 # What an answer holds at most, whatever the file: two distinct calls (full and sliding layers),
 # each with up to 32768 factors as Python floats and JSON, 4096 layer numbers, 256 keys.
@@ -18,9 +20,24 @@ ANSWER_BYTES = 8 * 2**20
 WORK_PER_BODY_BYTE = 25
 
 
+def _noise_cost() -> Cost:
+    """Beside a config, each of up to two ropes measures its recipe noise: three tables (exact,
+    framework, ggml) of NOISE_POSITIONS rows at the widest head a file may state."""
+    widest = RopeParams(d_model=65536)  # rules.py refuses a wider rope
+    one = maths.cost(widest, conformance.NOISE_POSITIONS, "float64", "cos_sin")
+    return Cost(one.bytes, 2 * 3 * one.work)
+
+
+NOISE_COST = _noise_cost()
+
+
 def size(given: Upload, limits: Limits) -> Sized:
-    """What reading ``given`` and answering costs beyond the body itself, from its length."""
-    return Sized(Cost(ANSWER_BYTES, WORK_PER_BODY_BYTE * len(given.data)), 0, "gguf")
+    """What reading ``given`` and answering costs beyond the body itself, from its length (and,
+    beside a config, the recipe noise of each rope)."""
+    cost = Cost(ANSWER_BYTES, WORK_PER_BODY_BYTE * len(given.data))
+    if "config" in given.parts:
+        cost = cost + NOISE_COST
+    return Sized(cost, 0, "gguf")
 
 
 def handle(given: Upload, limits: Limits) -> dict[str, Any]:
