@@ -2022,8 +2022,12 @@ export interface operations {
                 long_factor?: number[] | null;
                 /** @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair) */
                 rotary_pairs?: number | null;
-                /** @description exact: correctly rounded; framework: transformers' own float32 computation */
-                recipe?: "exact" | "framework";
+                /** @description exact: correctly rounded; framework (or transformers): transformers' own float32 computation; ggml: llama.cpp's (ggml-cpu), with the parameters llama.cpp derives from this rope; mlx: MLX's mx.fast.rope on its CPU backend, with mlx-lm's frequencies */
+                recipe?: "exact" | "framework" | "transformers" | "ggml" | "mlx";
+                /** @description recipe=ggml: d_model/2 factors that divide each pair's angle, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own); they replace the factors llama.cpp's converter would compute for llama3 or longrope */
+                freq_factors?: number[] | null;
+                /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor (default: factor × original_max_position_embeddings, the model's own context) */
+                n_ctx?: number | null;
                 /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it */
                 framework_precision?: ("float32" | "float64") | null;
                 /** @description the served type; computed exactly, rounded once */
@@ -2219,8 +2223,12 @@ export interface operations {
                 long_factor?: number[] | null;
                 /** @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair) */
                 rotary_pairs?: number | null;
-                /** @description exact: correctly rounded; framework: transformers' own float32 computation */
-                recipe?: "exact" | "framework";
+                /** @description exact: correctly rounded; framework (or transformers): transformers' own float32 computation; ggml: llama.cpp's (ggml-cpu), with the parameters llama.cpp derives from this rope; mlx: MLX's mx.fast.rope on its CPU backend, with mlx-lm's frequencies */
+                recipe?: "exact" | "framework" | "transformers" | "ggml" | "mlx";
+                /** @description recipe=ggml: d_model/2 factors that divide each pair's angle, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own); they replace the factors llama.cpp's converter would compute for llama3 or longrope */
+                freq_factors?: number[] | null;
+                /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor (default: factor × original_max_position_embeddings, the model's own context) */
+                n_ctx?: number | null;
                 /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it */
                 framework_precision?: ("float32" | "float64") | null;
                 /** @description the served type; computed exactly, rounded once */
@@ -2482,11 +2490,21 @@ export interface operations {
                     rotary_pairs?: number | null;
                     /**
                      * Recipe
-                     * @description exact: correctly rounded; framework: transformers' own float32 computation
+                     * @description exact: correctly rounded; framework (or transformers): transformers' own float32 computation; ggml: llama.cpp's (ggml-cpu), with the parameters llama.cpp derives from this rope; mlx: MLX's mx.fast.rope on its CPU backend, with mlx-lm's frequencies
                      * @default exact
                      * @enum {string}
                      */
-                    recipe?: "exact" | "framework";
+                    recipe?: "exact" | "framework" | "transformers" | "ggml" | "mlx";
+                    /**
+                     * Freq Factors
+                     * @description recipe=ggml: d_model/2 factors that divide each pair's angle, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own); they replace the factors llama.cpp's converter would compute for llama3 or longrope
+                     */
+                    freq_factors?: number[] | null;
+                    /**
+                     * N Ctx
+                     * @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor (default: factor × original_max_position_embeddings, the model's own context)
+                     */
+                    n_ctx?: number | null;
                     /**
                      * Framework Precision
                      * @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it
@@ -2610,11 +2628,21 @@ export interface operations {
                     rotary_pairs?: number | null;
                     /**
                      * Recipe
-                     * @description exact: correctly rounded; framework: transformers' own float32 computation
+                     * @description exact: correctly rounded; framework (or transformers): transformers' own float32 computation; ggml: llama.cpp's (ggml-cpu), with the parameters llama.cpp derives from this rope; mlx: MLX's mx.fast.rope on its CPU backend, with mlx-lm's frequencies
                      * @default exact
                      * @enum {string}
                      */
-                    recipe?: "exact" | "framework";
+                    recipe?: "exact" | "framework" | "transformers" | "ggml" | "mlx";
+                    /**
+                     * Freq Factors
+                     * @description recipe=ggml: d_model/2 factors that divide each pair's angle, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own); they replace the factors llama.cpp's converter would compute for llama3 or longrope
+                     */
+                    freq_factors?: number[] | null;
+                    /**
+                     * N Ctx
+                     * @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor (default: factor × original_max_position_embeddings, the model's own context)
+                     */
+                    n_ctx?: number | null;
                     /**
                      * Framework Precision
                      * @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it
@@ -2836,8 +2864,12 @@ export interface operations {
                 long_factor?: number[] | null;
                 /** @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair) */
                 rotary_pairs?: number | null;
-                /** @description exact: correctly rounded; framework: transformers' own float32 computation */
-                recipe?: "exact" | "framework";
+                /** @description exact: correctly rounded; framework (or transformers): transformers' own float32 computation; ggml: llama.cpp's (ggml-cpu), with the parameters llama.cpp derives from this rope; mlx: MLX's mx.fast.rope on its CPU backend, with mlx-lm's frequencies */
+                recipe?: "exact" | "framework" | "transformers" | "ggml" | "mlx";
+                /** @description recipe=ggml: d_model/2 factors that divide each pair's angle, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own); they replace the factors llama.cpp's converter would compute for llama3 or longrope */
+                freq_factors?: number[] | null;
+                /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor (default: factor × original_max_position_embeddings, the model's own context) */
+                n_ctx?: number | null;
                 /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it */
                 framework_precision?: ("float32" | "float64") | null;
                 /** @description the served type; computed exactly, rounded once */
@@ -3039,8 +3071,12 @@ export interface operations {
                 long_factor?: number[] | null;
                 /** @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair) */
                 rotary_pairs?: number | null;
-                /** @description exact: correctly rounded; framework: transformers' own float32 computation */
-                recipe?: "exact" | "framework";
+                /** @description exact: correctly rounded; framework (or transformers): transformers' own float32 computation; ggml: llama.cpp's (ggml-cpu), with the parameters llama.cpp derives from this rope; mlx: MLX's mx.fast.rope on its CPU backend, with mlx-lm's frequencies */
+                recipe?: "exact" | "framework" | "transformers" | "ggml" | "mlx";
+                /** @description recipe=ggml: d_model/2 factors that divide each pair's angle, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own); they replace the factors llama.cpp's converter would compute for llama3 or longrope */
+                freq_factors?: number[] | null;
+                /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor (default: factor × original_max_position_embeddings, the model's own context) */
+                n_ctx?: number | null;
                 /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it */
                 framework_precision?: ("float32" | "float64") | null;
                 /** @description the served type; computed exactly, rounded once */
@@ -3228,8 +3264,12 @@ export interface operations {
                 long_factor?: number[] | null;
                 /** @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair) */
                 rotary_pairs?: number | null;
-                /** @description exact: correctly rounded; framework: transformers' own float32 computation */
-                recipe?: "exact" | "framework";
+                /** @description exact: correctly rounded; framework (or transformers): transformers' own float32 computation; ggml: llama.cpp's (ggml-cpu), with the parameters llama.cpp derives from this rope; mlx: MLX's mx.fast.rope on its CPU backend, with mlx-lm's frequencies */
+                recipe?: "exact" | "framework" | "transformers" | "ggml" | "mlx";
+                /** @description recipe=ggml: d_model/2 factors that divide each pair's angle, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own); they replace the factors llama.cpp's converter would compute for llama3 or longrope */
+                freq_factors?: number[] | null;
+                /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor (default: factor × original_max_position_embeddings, the model's own context) */
+                n_ctx?: number | null;
                 /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it */
                 framework_precision?: ("float32" | "float64") | null;
                 /** @description the served type; computed exactly, rounded once */
@@ -3530,6 +3570,7 @@ export interface operations {
                                 table: number;
                                 verify: number;
                             };
+                            /** @description table (exact), table_framework (transformers' float32), table_ggml and table_mlx (llama.cpp's and MLX's, where that runtime implements the rope), verify, and their /v1/table and /v1/verify aliases; each as many rows as the service's limits serve */
                             urls: {
                                 [key: string]: string;
                             };
@@ -3558,6 +3599,7 @@ export interface operations {
                             table: number;
                             verify: number;
                         };
+                        /** @description table (exact), table_framework (transformers' float32), table_ggml and table_mlx (llama.cpp's and MLX's, where that runtime implements the rope), verify, and their /v1/table and /v1/verify aliases; each as many rows as the service's limits serve */
                         urls?: {
                             [key: string]: string;
                         };
@@ -4403,6 +4445,12 @@ export interface operations {
                                 sections: null | number[];
                                 freq_factors: string | null;
                             };
+                            /** @description with a config: the largest |cos − cos′| and |sin − sin′| of llama.cpp's table (recipe=ggml) against the model's exact table and transformers' float32 recipe for these layers, at the positions listed (the last before n_ctx, where float32 angles are coarsest): recipe noise, reported, not a finding; null where the two ropes differ in width */
+                            max_abs_difference?: {
+                                positions: number[];
+                                exact: number;
+                                transformers: number;
+                            } | null;
                             read_from: {
                                 keys: string[];
                                 tensors: string[];
@@ -4458,6 +4506,26 @@ export interface operations {
             /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
