@@ -31,10 +31,21 @@ def _split(y: npt.NDArray[np.float32], interleaved: bool) -> Halves:
     return y[:, :half].copy(), y[:, half:].copy()
 
 
+def _computed(ctx: Any, out: Any, n: int, d: int) -> npt.NDArray[np.float32]:
+    """The rows of ``out`` once ggml-cpu has computed its graph, on one thread."""
+    from ggml import ggml
+    from ggml.utils import to_numpy
+
+    graph = ggml.ggml_new_graph(ctx)
+    ggml.ggml_build_forward_expand(graph, out)
+    ggml.ggml_graph_compute_with_ctx(ctx, graph, 1)
+    return np.array(to_numpy(out)).reshape(n, d)
+
+
 def ggml_halves(params: RopeParams, positions: npt.NDArray[np.int64]) -> Halves:
     """cos and sin ``(n, d/2)`` from ggml's ``ggml_rope_ext``, given llama.cpp's parameters."""
     from ggml import ggml
-    from ggml.utils import from_numpy, to_numpy
+    from ggml.utils import from_numpy
 
     rope = ggml_recipe.derive(params)
     n, d = len(positions), rope.n_dims
@@ -51,10 +62,7 @@ def ggml_halves(params: RopeParams, positions: npt.NDArray[np.int64]) -> Halves:
             ctx, a, b, c, d, rope.mode, rope.n_ctx_orig, rope.freq_base, rope.freq_scale,
             rope.ext_factor, rope.attn_factor, rope.beta_fast, rope.beta_slow,
         )  # fmt: skip
-        graph = ggml.ggml_new_graph(ctx)
-        ggml.ggml_build_forward_expand(graph, out)
-        ggml.ggml_graph_compute_with_ctx(ctx, graph, 1)
-        y = np.array(to_numpy(out)).reshape(n, d)
+        y = _computed(ctx, out, n, d)
     finally:
         ggml.ggml_free(ctx)
     return _split(y, interleaved)
@@ -116,7 +124,7 @@ def ggml_multi_halves(
     import ctypes
 
     from ggml import ggml
-    from ggml.utils import from_numpy, to_numpy
+    from ggml.utils import from_numpy
 
     rope = ggml_recipe.derive(params)
     n, d = ids.shape[1], rope.n_dims
@@ -133,10 +141,7 @@ def ggml_multi_halves(
             ctx, a, b, None, d, sections_c, mode, rope.n_ctx_orig, rope.freq_base,
             rope.freq_scale, rope.ext_factor, rope.attn_factor, rope.beta_fast, rope.beta_slow,
         )  # fmt: skip
-        graph = ggml.ggml_new_graph(ctx)
-        ggml.ggml_build_forward_expand(graph, out)
-        ggml.ggml_graph_compute_with_ctx(ctx, graph, 1)
-        y = np.array(to_numpy(out)).reshape(n, d)
+        y = _computed(ctx, out, n, d)
     finally:
         ggml.ggml_free(ctx)
     return _split(y, False)
