@@ -262,19 +262,19 @@ function createClient(clientOptions) {
     }
   };
 }
-function serializePrimitiveParam(name, value, options) {
-  if (value === void 0 || value === null) {
+function serializePrimitiveParam(name, value2, options) {
+  if (value2 === void 0 || value2 === null) {
     return "";
   }
-  if (typeof value === "object") {
+  if (typeof value2 === "object") {
     throw new Error(
       "Deeply-nested arrays/objects aren\u2019t supported. Provide your own `querySerializer()` to handle these."
     );
   }
-  return `${name}=${options?.allowReserved === true ? value : encodeURIComponent(value)}`;
+  return `${name}=${options?.allowReserved === true ? value2 : encodeURIComponent(value2)}`;
 }
-function serializeObjectParam(name, value, options) {
-  if (!value || typeof value !== "object") {
+function serializeObjectParam(name, value2, options) {
+  if (!value2 || typeof value2 !== "object") {
     return "";
   }
   const values = [];
@@ -284,8 +284,8 @@ function serializeObjectParam(name, value, options) {
     matrix: ";"
   }[options.style] || "&";
   if (options.style !== "deepObject" && options.explode === false) {
-    for (const k in value) {
-      values.push(k, options.allowReserved === true ? value[k] : encodeURIComponent(value[k]));
+    for (const k in value2) {
+      values.push(k, options.allowReserved === true ? value2[k] : encodeURIComponent(value2[k]));
     }
     const final2 = values.join(",");
     switch (options.style) {
@@ -303,20 +303,20 @@ function serializeObjectParam(name, value, options) {
       }
     }
   }
-  for (const k in value) {
+  for (const k in value2) {
     const finalName = options.style === "deepObject" ? `${name}[${k}]` : k;
-    values.push(serializePrimitiveParam(finalName, value[k], options));
+    values.push(serializePrimitiveParam(finalName, value2[k], options));
   }
   const final = values.join(joiner);
   return options.style === "label" || options.style === "matrix" ? `${joiner}${final}` : final;
 }
-function serializeArrayParam(name, value, options) {
-  if (!Array.isArray(value)) {
+function serializeArrayParam(name, value2, options) {
+  if (!Array.isArray(value2)) {
     return "";
   }
   if (options.explode === false) {
     const joiner2 = { form: ",", spaceDelimited: "%20", pipeDelimited: "|" }[options.style] || ",";
-    const final = (options.allowReserved === true ? value : value.map((v) => encodeURIComponent(v))).join(joiner2);
+    const final = (options.allowReserved === true ? value2 : value2.map((v) => encodeURIComponent(v))).join(joiner2);
     switch (options.style) {
       case "simple": {
         return final;
@@ -336,7 +336,7 @@ function serializeArrayParam(name, value, options) {
   }
   const joiner = { simple: ",", label: ".", matrix: ";" }[options.style] || "&";
   const values = [];
-  for (const v of value) {
+  for (const v of value2) {
     if (options.style === "simple" || options.style === "label") {
       values.push(options.allowReserved === true ? v : encodeURIComponent(v));
     } else {
@@ -350,16 +350,16 @@ function createQuerySerializer(options) {
     const search = [];
     if (queryParams && typeof queryParams === "object") {
       for (const name in queryParams) {
-        const value = queryParams[name];
-        if (value === void 0 || value === null) {
+        const value2 = queryParams[name];
+        if (value2 === void 0 || value2 === null) {
           continue;
         }
-        if (Array.isArray(value)) {
-          if (value.length === 0) {
+        if (Array.isArray(value2)) {
+          if (value2.length === 0) {
             continue;
           }
           search.push(
-            serializeArrayParam(name, value, {
+            serializeArrayParam(name, value2, {
               style: "form",
               explode: true,
               ...options?.array,
@@ -368,9 +368,9 @@ function createQuerySerializer(options) {
           );
           continue;
         }
-        if (typeof value === "object") {
+        if (typeof value2 === "object") {
           search.push(
-            serializeObjectParam(name, value, {
+            serializeObjectParam(name, value2, {
               style: "deepObject",
               explode: true,
               ...options?.object,
@@ -379,7 +379,7 @@ function createQuerySerializer(options) {
           );
           continue;
         }
-        search.push(serializePrimitiveParam(name, value, options));
+        search.push(serializePrimitiveParam(name, value2, options));
       }
     }
     return search.join("&");
@@ -405,20 +405,20 @@ function defaultPathSerializer(pathname, pathParams) {
     if (!pathParams || pathParams[name] === void 0 || pathParams[name] === null) {
       continue;
     }
-    const value = pathParams[name];
-    if (Array.isArray(value)) {
-      nextURL = nextURL.replace(match, serializeArrayParam(name, value, { style, explode }));
+    const value2 = pathParams[name];
+    if (Array.isArray(value2)) {
+      nextURL = nextURL.replace(match, serializeArrayParam(name, value2, { style, explode }));
       continue;
     }
-    if (typeof value === "object") {
-      nextURL = nextURL.replace(match, serializeObjectParam(name, value, { style, explode }));
+    if (typeof value2 === "object") {
+      nextURL = nextURL.replace(match, serializeObjectParam(name, value2, { style, explode }));
       continue;
     }
     if (style === "matrix") {
-      nextURL = nextURL.replace(match, `;${serializePrimitiveParam(name, value)}`);
+      nextURL = nextURL.replace(match, `;${serializePrimitiveParam(name, value2)}`);
       continue;
     }
-    nextURL = nextURL.replace(match, style === "label" ? `.${encodeURIComponent(value)}` : encodeURIComponent(value));
+    nextURL = nextURL.replace(match, style === "label" ? `.${encodeURIComponent(value2)}` : encodeURIComponent(value2));
   }
   return nextURL;
 }
@@ -540,6 +540,23 @@ var Api = class {
       signal
     );
   }
+  ggufUrl(scheme) {
+    return `${location.origin}/v1/${scheme}/gguf`;
+  }
+  /** What a GGUF prefix (the bytes alone, or multipart with its model's config) says, or the
+   * service's refusal. */
+  async gguf(scheme, body, signal) {
+    const headers = body instanceof FormData ? {} : { "Content-Type": "application/octet-stream" };
+    return this.settle(
+      (s) => client.POST(`/v1/${scheme}/gguf`, {
+        body,
+        bodySerializer: (b) => b,
+        headers,
+        signal: s
+      }),
+      signal
+    );
+  }
   positionsUrl(scheme, verify2 = false) {
     return `${location.origin}/v1/${scheme}/positions${verify2 ? "/verify" : ""}`;
   }
@@ -589,7 +606,7 @@ var PAGE_DEFAULTS = {
   position: "10"
 };
 var INLINE = 6;
-var serviceDefault = (p, value) => p.default !== null && p.default !== void 0 && String(p.default) === value;
+var serviceDefault = (p, value2) => p.default !== null && p.default !== void 0 && String(p.default) === value2;
 var form = () => document.getElementById("controls");
 function defaultFor(p) {
   if (p.name in PAGE_DEFAULTS) return PAGE_DEFAULTS[p.name];
@@ -598,7 +615,7 @@ function defaultFor(p) {
   return p.default === null || p.default === void 0 ? "" : String(p.default);
 }
 var hints = 0;
-function field(p, value) {
+function field(p, value2) {
   const label = document.createElement("label");
   const name = Object.assign(document.createElement("span"), { textContent: p.name });
   let input;
@@ -620,7 +637,7 @@ function field(p, value) {
     if (p.default === null && /required/.test(p.rule) && !/\(required\)/.test(p.rule)) input.required = true;
   }
   input.name = p.name;
-  input.value = value;
+  input.value = value2;
   const hint = Object.assign(document.createElement("small"), { id: `hint-${++hints}`, textContent: p.rule });
   input.setAttribute("aria-describedby", hint.id);
   label.append(name, input, hint);
@@ -666,19 +683,19 @@ function read(schemes2) {
   const scheme = schemes2.find((s) => s.name === chosen) ?? schemes2[0];
   const all = [...scheme.parameters, ...rowParameters(scheme), ...viewParameters(scheme)];
   for (const element of Array.from(form().elements)) {
-    const value = (element.value ?? "").trim();
+    const value2 = (element.value ?? "").trim();
     const p = all.find((q) => q.name === element.name);
-    if (!element.name || element.name === "scheme" || value === "") continue;
-    if (p && p.default !== null && serviceDefault(p, value)) continue;
-    values[element.name] = value;
+    if (!element.name || element.name === "scheme" || value2 === "") continue;
+    if (p && p.default !== null && serviceDefault(p, value2)) continue;
+    values[element.name] = value2;
   }
   return { scheme: scheme.name, values };
 }
 function fromUrl() {
   const query = new URLSearchParams(location.search);
   const values = {};
-  query.forEach((value, key) => {
-    if (key !== "scheme") values[key] = value;
+  query.forEach((value2, key) => {
+    if (key !== "scheme") values[key] = value2;
   });
   return { scheme: query.get("scheme") ?? "", values };
 }
@@ -710,14 +727,14 @@ function layout(title, x, y, extra = {}) {
     ...extra
   };
 }
-function writeFindings(list, diagnosis, passed, value, title) {
+function writeFindings(list, diagnosis, passed, value2, title) {
   list.className = "report findings";
   for (const finding of diagnosis) {
     const item = document.createElement("li");
     item.dataset.finding = finding.name;
     const evidence = document.createElement("dl");
     for (const [k, v] of Object.entries(finding.evidence)) {
-      evidence.append(Object.assign(document.createElement("dt"), { textContent: k.replaceAll("_", " ") }), Object.assign(document.createElement("dd"), { textContent: value(v) }));
+      evidence.append(Object.assign(document.createElement("dt"), { textContent: k.replaceAll("_", " ") }), Object.assign(document.createElement("dd"), { textContent: value2(v) }));
     }
     item.append(Object.assign(document.createElement("strong"), { textContent: title(finding.name) }), Object.assign(document.createElement("p"), { textContent: finding.summary }), evidence);
     list.append(item);
@@ -1232,14 +1249,14 @@ async function unpack(code) {
   const chunks = [];
   let size = 0;
   for (; ; ) {
-    const { done, value } = await reader.read();
+    const { done, value: value2 } = await reader.read();
     if (done) break;
-    size += value.length;
+    size += value2.length;
     if (size > MAX_TEXT) {
       await reader.cancel();
       throw new Error(`it inflates past ${MAX_TEXT} bytes`);
     }
-    chunks.push(value);
+    chunks.push(value2);
   }
   const whole = new Uint8Array(size);
   let at = 0;
@@ -1260,14 +1277,14 @@ function ranges(layers) {
   }
   return parts.join(", ");
 }
-var text = (value) => Array.isArray(value) ? value.map(String).join(",") : String(value);
-function shown(value) {
-  if (Array.isArray(value)) return value.length > 6 ? `${value.length} numbers: ${value.slice(0, 4).join(", ")}, \u2026, ${value.at(-1)}` : value.join(", ");
-  return value === null || value === void 0 ? "\u2014" : String(value);
+var text = (value2) => Array.isArray(value2) ? value2.map(String).join(",") : String(value2);
+function shown(value2) {
+  if (Array.isArray(value2)) return value2.length > 6 ? `${value2.length} numbers: ${value2.slice(0, 4).join(", ")}, \u2026, ${value2.at(-1)}` : value2.join(", ");
+  return value2 === null || value2 === void 0 ? "\u2014" : String(value2);
 }
 function terms(list, entries) {
-  for (const [term, value] of entries) {
-    list.append(Object.assign(document.createElement("dt"), { textContent: term }), Object.assign(document.createElement("dd"), { textContent: shown(value) }));
+  for (const [term, value2] of entries) {
+    list.append(Object.assign(document.createElement("dt"), { textContent: term }), Object.assign(document.createElement("dd"), { textContent: shown(value2) }));
   }
 }
 async function drawInto(view, ctx, slot) {
@@ -1489,7 +1506,7 @@ var ModelPanel = class _ModelPanel {
       ...Object.entries(rope.params),
       ...typeof apply === "string" && apply !== layout2 ? [["q and k turn in", `${apply} pairs (the cache is ${String(layout2)})`]] : [],
       ["rotary_dim", rope.rotary_dim === answer.head_dim ? rope.rotary_dim : `${rope.rotary_dim} of head_dim ${answer.head_dim} (partial_rotary_factor ${rope.partial_rotary_factor})`],
-      ...Object.entries(rope.query_scaling ?? {}).map(([name, value]) => [`query scaling ${name}`, value]),
+      ...Object.entries(rope.query_scaling ?? {}).map(([name, value2]) => [`query scaling ${name}`, value2]),
       ["positions in the links", `table ${rope.seq_len.table}, verify ${rope.seq_len.verify}`]
     ]);
     const link = Object.assign(document.createElement("a"), { className: "rope-link", textContent: "show this rope in every view above" });
@@ -1520,11 +1537,11 @@ var ModelPanel = class _ModelPanel {
   /** A rope's parameters as the controls' query: strings, the service's defaults left out. */
   query(params) {
     const query = {};
-    for (const [name, value] of Object.entries(params)) {
+    for (const [name, value2] of Object.entries(params)) {
       const p = this.scheme.parameters.find((q) => q.name === name);
-      if (!p || value === null || value === void 0) continue;
-      if (p.default !== null && p.default !== void 0 && text(p.default) === text(value)) continue;
-      query[name] = text(value);
+      if (!p || value2 === null || value2 === void 0) continue;
+      if (p.default !== null && p.default !== void 0 && text(p.default) === text(value2)) continue;
+      query[name] = text(value2);
     }
     return query;
   }
@@ -1553,6 +1570,222 @@ var ModelPanel = class _ModelPanel {
         if (!signal.aborted) slot.fail(error);
       }
     }));
+  }
+};
+
+// app/static/src/gguf.ts
+var FIRST_SLICE = 1 << 20;
+var MAX_CONFIG = 1 << 20;
+var MORE = /send at least the first (\d+) bytes/;
+function bytesAskedFor(error) {
+  if (!(error instanceof ApiError) || error.status !== 422 || typeof error.problem.detail !== "string") return null;
+  const asked = MORE.exec(error.problem.detail);
+  return asked ? Number(asked[1]) : null;
+}
+function nextSlice(sent, asked, size) {
+  if (asked <= sent || sent >= size) return null;
+  return Math.min(size, Math.max(asked, 2 * sent));
+}
+var isMagic = async (file) => new TextDecoder("latin1").decode(await file.slice(0, 4).arrayBuffer()) === "GGUF";
+function value(v) {
+  if (Array.isArray(v)) return v.length > 6 ? `${v.length} numbers` : v.join(",");
+  if (typeof v === "object" && v !== null) return Object.entries(v).map(([k, w]) => `${k}=${value(w)}`).join(" ");
+  return String(v);
+}
+function paramsLine(rope) {
+  const ggml = rope.ggml;
+  return Object.entries(rope.params).filter(([, v]) => v !== null && v !== void 0).map(([k, v]) => `${k}=${Array.isArray(v) && typeof ggml[k] === "string" ? ggml[k] : value(v)}`).join(" ");
+}
+var fmt2 = (v) => typeof v === "number" ? Number.isInteger(v) ? String(v) : v.toPrecision(2) : value(v);
+var GgufPanel = class _GgufPanel {
+  constructor(api2, scheme) {
+    this.api = api2;
+    this.scheme = scheme;
+    this.section = Object.assign(document.createElement("section"), { id: "view-gguf", className: "view" });
+    this.section.setAttribute("aria-labelledby", "view-gguf-title");
+    const title = Object.assign(document.createElement("h2"), { id: "view-gguf-title", textContent: _GgufPanel.title });
+    const blurb = Object.assign(document.createElement("p"), {
+      textContent: "Choose or drop a GGUF file of any size: the page sends only its first bytes (the header and the rope tensors, which the converter writes first), never the weights, and the service says which rope llama.cpp applies at each layer. Paste the model's config.json beside it for the verdict: does the file make llama.cpp apply the model's rope at every layer?"
+    });
+    const zone = Object.assign(document.createElement("div"), { className: "dropzone", id: "gguf-drop" });
+    this.input = Object.assign(document.createElement("input"), { type: "file", id: "gguf-file", accept: ".gguf" });
+    this.config = Object.assign(document.createElement("textarea"), { id: "gguf-config", rows: 5, spellcheck: false, placeholder: '{"model_type": "llama", "rope_theta": 500000.0, \u2026}' });
+    const send = Object.assign(document.createElement("button"), { type: "button", id: "gguf-send", textContent: "check the file against this config" });
+    zone.append(
+      Object.assign(document.createElement("label"), { htmlFor: "gguf-file", textContent: "The GGUF file (drop it here, or choose it):" }),
+      this.input,
+      Object.assign(document.createElement("label"), { htmlFor: "gguf-config", textContent: "The model's config.json (optional; paste it, or drop it here):" }),
+      this.config,
+      send
+    );
+    this.input.addEventListener("change", () => {
+      if (this.input.files?.[0]) void this.choose(this.input.files[0]);
+    });
+    send.addEventListener("click", () => {
+      if (this.file) void this.show(this.file);
+      else this.refuse("Choose or drop the GGUF file first.");
+    });
+    const files = (event) => event.dataTransfer?.types.includes("Files") ?? false;
+    zone.addEventListener("dragover", (event) => {
+      if (files(event)) {
+        event.preventDefault();
+        zone.classList.add("over");
+      }
+    });
+    zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+    zone.addEventListener("drop", (event) => {
+      zone.classList.remove("over");
+      const dropped = event.dataTransfer?.files?.[0];
+      if (!dropped) return;
+      event.preventDefault();
+      void this.dropped(dropped);
+    });
+    this.section.append(title, blurb, zone, Object.assign(document.createElement("div"), { className: "api" }));
+    this.slot = new Slot(this.section);
+    this.slot.done("waiting");
+  }
+  api;
+  scheme;
+  section;
+  slot;
+  input;
+  config;
+  file = null;
+  sent = 0;
+  // the prefix of `file` that sufficed: sent again beside a config
+  reading = new AbortController();
+  static title = "A GGUF file's ropes, as llama.cpp applies them";
+  /** A dropped config.json goes beside the file; anything else is the file. */
+  async dropped(file) {
+    if (file.size <= MAX_CONFIG && !await isMagic(file) && /\.json$/i.test(file.name)) {
+      this.config.value = await file.text();
+      if (this.file) await this.show(this.file);
+      return;
+    }
+    await this.choose(file);
+  }
+  async choose(file) {
+    this.file = file;
+    this.sent = 0;
+    await this.show(file);
+  }
+  begin() {
+    this.reading.abort();
+    this.reading = new AbortController();
+    this.slot.reset();
+    for (const key of ["sent", "requests", "conforms", "findings", "layers"]) delete this.section.dataset[key];
+    return this.reading.signal;
+  }
+  refuse(message) {
+    this.begin();
+    this.slot.fail(new ApiError(message, 0));
+  }
+  /** The service's answer for the shortest prefix of `file` it reads, sliced as it asks. */
+  async show(file) {
+    const signal = this.begin();
+    const config = this.config.value.trim() ? this.config.value : null;
+    let size = this.sent || Math.min(file.size, FIRST_SLICE);
+    let requests = 0;
+    for (; ; ) {
+      this.slot.replaceUrls();
+      this.slot.command(config === null ? `head -c ${size} ${file.name} | curl -X POST ${this.api.ggufUrl(this.scheme.name)} -H 'Content-Type: application/octet-stream' --data-binary @-` : `curl -X POST ${this.api.ggufUrl(this.scheme.name)} -F gguf=@<(head -c ${size} ${file.name}) -F config=@config.json`);
+      let answer;
+      try {
+        const bytes = await file.slice(0, size).arrayBuffer();
+        let body = bytes;
+        if (config !== null) {
+          body = new FormData();
+          body.append("gguf", new Blob([bytes], { type: "application/octet-stream" }), file.name);
+          body.append("config", new Blob([config], { type: "application/json" }), "config.json");
+        }
+        requests++;
+        answer = await this.api.gguf(this.scheme.name, body, signal);
+      } catch (error) {
+        if (signal.aborted) return;
+        const next = nextSlice(size, bytesAskedFor(error) ?? 0, file.size);
+        if (next !== null) {
+          size = next;
+          continue;
+        }
+        this.section.dataset.sent = String(size);
+        this.section.dataset.requests = String(requests);
+        this.slot.fail(error);
+        return;
+      }
+      if (signal.aborted) return;
+      this.sent = size;
+      this.section.dataset.sent = String(size);
+      this.section.dataset.requests = String(requests);
+      this.render(answer, file, size, requests);
+      this.slot.done();
+      return;
+    }
+  }
+  render(answer, file, sent, requests) {
+    const read2 = this.slot.block("p");
+    read2.className = "report sent";
+    read2.textContent = `Read from the first ${sent.toLocaleString("en")} bytes of ${file.name} (${file.size.toLocaleString("en")} bytes), in ${requests} request${requests === 1 ? "" : "s"}.`;
+    if (answer.conforms !== void 0) {
+      const verdict = this.slot.block("p");
+      const findings = answer.findings ?? [];
+      verdict.className = `report verdict ${answer.conforms ? "pass" : "fail"}`;
+      verdict.textContent = answer.conforms ? `Conforms: llama.cpp applies the model's rope at every layer, for n_ctx ${answer.n_ctx}.` : `Does not conform: ${findings.length} finding${findings.length === 1 ? "" : "s"}, for n_ctx ${answer.n_ctx}.`;
+      this.section.dataset.conforms = String(answer.conforms);
+      this.section.dataset.findings = findings.map((f) => f.kind).join(" ");
+      writeFindings(this.slot.block("ul"), findings.map((f) => ({
+        name: f.kind,
+        summary: `${f.detail} (layers ${ranges(f.layers)})`,
+        evidence: f.evidence
+      })), answer.conforms, value, (kind) => kind.replaceAll("_", " "));
+    }
+    const summary = this.slot.block("dl");
+    summary.className = "report model";
+    const rules = answer.llama_cpp_version;
+    for (const [term, v] of [
+      ["architecture", answer.architecture],
+      ["layers", answer.num_hidden_layers],
+      ["context_length", answer.context_length],
+      ["n_ctx", answer.n_ctx],
+      ["head_dim", answer.head_dim],
+      ["llama.cpp's rules", `${answer.llama_cpp_rules} at ${rules.commit.slice(0, 9)}`],
+      ...answer.mrope ? [["M-RoPE sections", `${answer.mrope.section.join(", ")}${answer.mrope.interleaved ? " (interleaved)" : ""}`]] : []
+    ]) {
+      summary.append(Object.assign(document.createElement("dt"), { textContent: term }), Object.assign(document.createElement("dd"), { textContent: value(v) }));
+    }
+    const nope = this.slot.block("p");
+    nope.className = "report nope";
+    nope.dataset.layers = answer.nope_layers.join(",");
+    nope.textContent = answer.nope_layers.length ? `NoPE layers (no rotary embedding): ${ranges(answer.nope_layers)} (${answer.nope_layers.length} of ${answer.num_hidden_layers})` : "NoPE layers: none \u2014 every layer rotates.";
+    this.section.dataset.layers = String(answer.num_hidden_layers);
+    answer.ropes.forEach((rope, k) => this.rope(answer, rope, k));
+  }
+  rope(answer, rope, k) {
+    const article = this.slot.block("article");
+    article.classList.add("rope");
+    article.dataset.layers = rope.layers.join(",");
+    article.dataset.ropeType = rope.rope_type;
+    const heading = Object.assign(document.createElement("h3"), { textContent: `Rope ${k + 1} of ${answer.ropes.length}: ${rope.rope_type}` });
+    const layers = Object.assign(document.createElement("p"), { className: "layers", textContent: `Applied by layers ${ranges(rope.layers)} (${rope.layers.length} of ${answer.num_hidden_layers}).` });
+    const params = Object.assign(document.createElement("p"), { className: "params" });
+    params.append(Object.assign(document.createElement("code"), { textContent: paramsLine(rope) }));
+    const ggml = rope.ggml;
+    const call = Object.assign(document.createElement("p"), { className: "ggml" });
+    call.append("llama.cpp's call: ", Object.assign(document.createElement("code"), {
+      textContent: `ggml_rope_ext(${Object.entries(ggml).filter(([, v]) => v !== null).map(([name, v]) => `${name}=${value(v)}`).join(", ")})`
+    }));
+    const from = Object.assign(document.createElement("p"), {
+      className: "read-from",
+      textContent: `Read from ${[...rope.read_from.keys, ...rope.read_from.tensors].join(", ")}.`
+    });
+    article.append(heading, layers, params, call, from);
+    const noise = rope.max_abs_difference;
+    if (noise) {
+      const line = Object.assign(document.createElement("p"), {
+        className: "noise",
+        textContent: `llama.cpp's float32 table near n_ctx (positions ${noise.positions[0]}\u2013${noise.positions.at(-1)}): ${fmt2(noise.exact)} from exact, ${fmt2(noise.transformers)} from transformers' \u2014 recipe noise, reported, not a finding.`
+      });
+      article.append(line);
+    }
   }
 };
 
@@ -1622,12 +1855,12 @@ function readNpy(bytes) {
   return Array.from({ length: rows }, (_, r) => Array.from({ length: columns }, (_2, c) => values[fortran ? c * rows + r : r * columns + c]));
 }
 function parseIds(text2) {
-  const value = JSON.parse(text2);
-  if (value !== null && typeof value === "object" && !Array.isArray(value)) {
-    const holder = value;
+  const value2 = JSON.parse(text2);
+  if (value2 !== null && typeof value2 === "object" && !Array.isArray(value2)) {
+    const holder = value2;
     return holder.position_ids ?? holder.data;
   }
-  return value;
+  return value2;
 }
 function theirsAt(ids, k) {
   if (!Array.isArray(ids)) return null;
@@ -1637,7 +1870,7 @@ function theirsAt(ids, k) {
     return typeof v === "number" ? v : void 0;
   });
 }
-var shown2 = (value) => typeof value === "object" && value !== null ? JSON.stringify(value) : String(value);
+var shown2 = (value2) => typeof value2 === "object" && value2 !== null ? JSON.stringify(value2) : String(value2);
 var segmentText = (segments) => `[
 ${segments.map((s) => `  ${JSON.stringify(s)}`).join(",\n")}
 ]`;
@@ -1823,9 +2056,9 @@ var LayoutPanel = class _LayoutPanel {
     const signal = this.begin().signal;
     let layout2;
     try {
-      const value = JSON.parse(await unpack(code));
-      if (typeof value?.config !== "object" || !Array.isArray(value.segments)) throw new Error("it holds no config and segments");
-      layout2 = value;
+      const value2 = JSON.parse(await unpack(code));
+      if (typeof value2?.config !== "object" || !Array.isArray(value2.segments)) throw new Error("it holds no config and segments");
+      layout2 = value2;
     } catch (error) {
       if (!signal.aborted) this.slot.fail(new ApiError(`The link's layout could not be read (${error.message}): write it again.`, 0));
       return;
@@ -2046,6 +2279,14 @@ function sections() {
     main.append(panel.section);
     const item = document.createElement("li");
     item.append(Object.assign(document.createElement("a"), { href: `#${panel.section.id}`, textContent: ModelPanel.title }));
+    nav.append(item);
+  }
+  const gguf = schemes.find((s) => s.endpoints?.includes("gguf"));
+  if (gguf) {
+    const ggufPanel = new GgufPanel(api, gguf);
+    main.append(ggufPanel.section);
+    const item = document.createElement("li");
+    item.append(Object.assign(document.createElement("a"), { href: `#${ggufPanel.section.id}`, textContent: GgufPanel.title }));
     nav.append(item);
   }
   const positions = schemes.find((s) => s.endpoints?.includes("positions"));

@@ -5,9 +5,11 @@
 // a pasted config.json shows every rope of the model with its layers, its link (the config in the
 // fragment) restores the view in a fresh page, and a refused config names the field. Issue 23: a
 // multimodal layout is drawn cell by cell with the service's ids, and dropped ids are diagnosed.
+// Issue 33: a GGUF file of 4 GiB is read from its first bytes alone, and checked beside its config.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -645,6 +647,183 @@ test("dropped ids that resume text at max + 1 are diagnosed beside the drawing, 
   assert.equal(await layoutState(page, "#layout-verify"), "error");
   assert.match(await page.locator("#layout-verify .state").textContent(), /^The service refused \(4\d\d\): \S/);
   assert.equal(await page.locator("#view-layout .cell").count(), 6, "the drawing stays");
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+// Issue 33: a GGUF file of any size read from its first bytes (File.slice), its ropes layer by
+// layer and, beside its model's config.json, the verdict. The files are the Python fixtures' bytes
+// at the start of a sparse file of 4 GiB: the page must never read, let alone send, the rest.
+const PYTHON = process.env.POSENC_PYTHON ?? ".venv/bin/python";
+const GIB4 = 4 * 2 ** 30;
+const scratch = mkdtempSync(join(tmpdir(), "posenc-gguf-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+/** A sparse file of `size` bytes starting with the bytes the Python `script` writes. */
+function sparse(name, script, size = GIB4) {
+  const path = join(scratch, name);
+  writeFileSync(path, execFileSync(PYTHON, ["-c", script], { maxBuffer: 64 * 2 ** 20 }));
+  truncateSync(path, size);
+  return path;
+}
+const LLAMA31_PREFIX = "import sys; from tests.gguf.files import llama_31_prefix; sys.stdout.buffer.write(llama_31_prefix())";
+// Llama 3.1's prefix with a vocabulary of 200000 tokens before its rope tensor (3.7 MB), as a
+// converter writes one: the first slice stops inside it.
+const LLAMA31_VOCABULARY = `import sys
+from tests.gguf import files
+plain = files.gguf
+tokens = [f"token{i}" for i in range(200_000)]
+files.gguf = lambda values, tensors=(), **kw: plain(values, tensors, raw_kvs=[files.array("tokenizer.ggml.tokens", files.STRING, tokens)], **kw)
+sys.stdout.buffer.write(files.llama_31_prefix())`;
+// Llama 3.1 8B's config.json, as docs/gguf.md shows it.
+const LLAMA31 = JSON.stringify({
+  model_type: "llama", hidden_size: 4096, num_attention_heads: 32, num_hidden_layers: 32,
+  max_position_embeddings: 131072, rope_theta: 500000.0,
+  rope_scaling: { rope_type: "llama3", factor: 8.0, low_freq_factor: 1.0, high_freq_factor: 4.0, original_max_position_embeddings: 8192 },
+}, null, 2);
+const ggufState = (page) => page.waitForSelector("#view-gguf:not([data-state=loading])", { timeout: 60000 })
+  .then(() => page.getAttribute("#view-gguf", "data-state"));
+
+/** The page's requests to the gguf operation: each body's size, and each answer's status and detail. */
+function ggufTraffic(page) {
+  const sent = [];
+  const answers = [];
+  // The body's size as chromium sent it (a multipart body of Blob parts has no postData to read).
+  page.on("request", (request) => {
+    if (new URL(request.url()).pathname !== "/v1/rope/gguf") return;
+    const entry = { bytes: null, type: request.headers()["content-type"] };
+    sent.push(entry);
+    void request.allHeaders().then((headers) => { entry.bytes = Number(headers["content-length"]); });
+  });
+  page.on("response", async (response) => {
+    if (new URL(response.url()).pathname !== "/v1/rope/gguf") return;
+    const body = await response.json().catch(() => ({}));
+    answers.push({ status: response.status(), detail: body.detail });
+  });
+  return { sent, answers };
+}
+
+test("a GGUF file of 4 GiB is read from its first MiB: llama's 32 layers, one rope, no NoPE layer", async () => {
+  const path = sparse("llama-3.1-8b.gguf", LLAMA31_PREFIX);
+  assert.equal(statSync(path).size, GIB4);
+  const { page, problems } = await open("/?scheme=rope&d_model=16&seq_len=32");
+  assert.equal(await page.getAttribute("#view-gguf", "data-state"), "waiting");
+  const { sent } = ggufTraffic(page);
+  await page.setInputFiles("#gguf-file", path);
+  assert.equal(await ggufState(page), "drawn");
+  assert.deepEqual(sent, [{ bytes: 2 ** 20, type: "application/octet-stream" }], "one request, of the first MiB");
+  assert.equal(await page.getAttribute("#view-gguf", "data-sent"), String(2 ** 20));
+  assert.equal(await page.getAttribute("#view-gguf", "data-layers"), "32");
+  const ropes = page.locator("#view-gguf article.rope");
+  assert.equal(await ropes.count(), 1);
+  assert.equal(await ropes.getAttribute("data-layers"), Array.from({ length: 32 }, (_, i) => i).join(","));
+  assert.equal(await ropes.getAttribute("data-rope-type"), "norm");
+  const text = await ropes.innerText();
+  assert.match(text, /Applied by layers 0–31 \(32 of 32\)\./);
+  assert.match(text, /^d_model=128 base=500000 layout=interleaved scaling=none freq_factors=rope_freqs\.weight$/m);
+  assert.equal(await page.getAttribute("#view-gguf p.nope", "data-layers"), "");
+  assert.match(await page.locator("#view-gguf p.sent").textContent(), /^Read from the first 1,048,576 bytes of llama-3\.1-8b\.gguf \(4,294,967,296 bytes\), in 1 request\.$/);
+  assert.equal(await page.locator("#view-gguf .verdict").count(), 0, "no config, no verdict");
+  await page.locator("#view-gguf").screenshot({ path: join(ARTIFACTS, "views", "1200-gguf.png") });
+
+  // Beside Llama 3.1's config: the verdict, and each rope's recipe noise; the same prefix is sent.
+  await page.fill("#gguf-config", LLAMA31);
+  await page.click("#gguf-send");
+  assert.equal(await ggufState(page), "drawn");
+  assert.equal(sent.length, 2);
+  assert.match(sent[1].type, /^multipart\/form-data; boundary=/);
+  assert.ok(sent[1].bytes > 2 ** 20 && sent[1].bytes < 2 ** 20 + 4096, `multipart body of ${sent[1].bytes} bytes`);
+  assert.equal(await page.getAttribute("#view-gguf", "data-conforms"), "true");
+  assert.match(await page.locator("#view-gguf .verdict").textContent(), /^Conforms: llama\.cpp applies the model's rope at every layer, for n_ctx 131072\.$/);
+  assert.match(await ropes.locator("p.noise").textContent(), /^llama\.cpp's float32 table near n_ctx \(positions \d+–131071\): 0\.0\d+ from exact, 0\.0\d+ from transformers' — recipe noise, reported, not a finding\.$/);
+  assert.equal(await page.getAttribute("#view-gguf", "data-findings"), "");
+
+  // Another base in the config: a finding naming both, for all 32 layers.
+  await page.fill("#gguf-config", LLAMA31.replace("500000", "10000"));
+  await page.click("#gguf-send");
+  assert.equal(await ggufState(page), "drawn");
+  assert.equal(await page.getAttribute("#view-gguf", "data-conforms"), "false");
+  assert.match(await page.locator("#view-gguf .verdict").textContent(), /^Does not conform: 1 finding/);
+  assert.equal(await page.getAttribute("#view-gguf", "data-findings"), "base");
+  const finding = await page.locator("#view-gguf li[data-finding=base]").innerText();
+  assert.match(finding, /another base: the model's 10000(\.0)?, the file's 500000(\.0)? \(layers 0–31\)/);
+  await page.locator("#view-gguf").screenshot({ path: join(ARTIFACTS, "views", "1200-gguf-finding.png") });
+  await page.setViewportSize({ width: 375, height: 900 });
+  // The views above were drawn at 1200 px and redraw on their own time: this view alone is measured.
+  const wide = await page.evaluate(() => [...document.querySelectorAll("#view-gguf *")]
+    .filter((node) => node.getBoundingClientRect().right > window.innerWidth).map((node) => `${node.tagName}.${node.className}`));
+  assert.deepEqual(wide, [], "the GGUF view at 375 px is wider than the window");
+  await page.locator("#view-gguf").screenshot({ path: join(ARTIFACTS, "views", "375-gguf-finding.png") });
+  await page.addScriptTag({ path: AXE });
+  const audit = await page.evaluate(() => globalThis.axe.run("#view-gguf", { runOnly: ["wcag2a", "wcag2aa", "best-practice"] }));
+  const bad = audit.violations.filter((v) => ["serious", "critical"].includes(v.impact));
+  assert.deepEqual(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.length}) ${v.nodes[0].target}`), []);
+  assert.ok(sent.every((s) => s.bytes !== null && s.bytes < 4 * 2 ** 20), JSON.stringify(sent));
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("a GGUF file whose rope tensor lies past the first MiB is sent as far as the service asks, no further", async () => {
+  const path = sparse("llama-3.1-vocabulary.gguf", LLAMA31_VOCABULARY);
+  const { page, problems } = await open("/?scheme=rope&d_model=16&seq_len=32");
+  const { sent, answers } = ggufTraffic(page);
+  await page.setInputFiles("#gguf-file", path);
+  assert.equal(await ggufState(page), "drawn");
+  assert.equal(await page.getAttribute("#view-gguf", "data-layers"), "32");
+  // Each refusal names the bytes it needs: the next request sends at least those, and at least
+  // twice the last (the reader names one token at a time), never the file.
+  assert.deepEqual(answers.map((a) => a.status), [422, 422, 200]);
+  assert.equal(sent[0].bytes, 2 ** 20);
+  for (let k = 1; k < sent.length; k++) {
+    const asked = Number(/send at least the first (\d+) bytes/.exec(answers[k - 1].detail)[1]);
+    assert.equal(sent[k].bytes, Math.max(asked, 2 * sent[k - 1].bytes), `request ${k + 1}`);
+  }
+  assert.deepEqual(sent.map((s) => s.bytes), [2 ** 20, 2 ** 21, 2 ** 22]);
+  assert.equal(await page.getAttribute("#view-gguf", "data-requests"), "3");
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("a file that is not GGUF, or stops too soon, shows the service's message", async () => {
+  const { page, problems } = await open("/?scheme=rope&d_model=16&seq_len=32");
+  const { sent } = ggufTraffic(page);
+  await page.setInputFiles("#gguf-file", { name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("hello, world") });
+  assert.equal(await ggufState(page), "error");
+  assert.match(await page.locator("#view-gguf .state").textContent(), /^The service refused \(422\): gguf: the file starts with b'hell', not GGUF's magic b'GGUF'$/);
+  assert.equal(await page.locator("#view-gguf article.rope").count(), 0);
+
+  // Llama 3.1's header cut at 300 bytes: the service asks for more than the file holds, and the
+  // page says so after sending the whole file once.
+  const prefix = execFileSync(PYTHON, ["-c", LLAMA31_PREFIX]);
+  await page.setInputFiles("#gguf-file", { name: "cut.gguf", mimeType: "application/octet-stream", buffer: prefix.subarray(0, 300) });
+  assert.equal(await ggufState(page), "error");
+  assert.match(await page.locator("#view-gguf .state").textContent(), /^The service refused \(422\): gguf: .* send at least the first 304 bytes of the file$/);
+  assert.deepEqual(sent.map((s) => s.bytes), [12, 300]);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("a GGUF file and its config.json dropped on the GGUF view: the ropes, then the verdict", async () => {
+  const { page, problems } = await open("/?scheme=rope&d_model=16&seq_len=32");
+  const dropFile = async (bytes, name) => {
+    const transfer = await page.evaluateHandle(([data, named]) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([new Uint8Array(data)], named, { type: "application/octet-stream" }));
+      return dt;
+    }, [[...bytes], name]);
+    await page.dispatchEvent("#gguf-drop", "drop", { dataTransfer: transfer });
+  };
+  await dropFile(execFileSync(PYTHON, ["-c", LLAMA31_PREFIX]), "model.gguf");
+  assert.equal(await ggufState(page), "drawn");
+  assert.equal(await page.getAttribute("#view-gguf article.rope", "data-rope-type"), "norm");
+  assert.equal(await page.locator("#view-gguf .verdict").count(), 0);
+  // The config is read by its name, not sent as a GGUF file: it goes beside the dropped file.
+  await dropFile(Buffer.from(LLAMA31), "config.json");
+  await page.waitForSelector("#view-gguf .verdict");
+  assert.equal(await ggufState(page), "drawn");
+  assert.equal(await page.inputValue("#gguf-config"), LLAMA31);
+  assert.equal(await page.getAttribute("#view-gguf", "data-conforms"), "true");
+  assert.equal(await page.getAttribute("#view-gguf", "data-sent"), "768", "a file smaller than the first slice is sent whole");
   assert.deepEqual(problems, []);
   await page.close();
 });

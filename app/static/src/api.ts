@@ -56,6 +56,11 @@ export type PositionsAnswer = paths[PositionsPath]["post"]["responses"][200]["co
 export type ClientIds = paths[IdsPath]["post"]["requestBody"]["content"]["application/json"]["position_ids"];
 export type IdsReport = paths[IdsPath]["post"]["responses"][200]["content"]["application/json"];
 
+// What llama.cpp applies at each layer of a GGUF file, from the file's first bytes
+// (`/v1/{scheme}/gguf`); beside the model's config.json, the verdict.
+type GgufPath = Extract<keyof paths, `/v1/${string}/gguf`>;
+export type GgufAnswer = paths[GgufPath]["post"]["responses"][200]["content"]["application/json"];
+
 const TIMEOUT_MS = 20000;
 
 // Commas stay commas: the copied URLs read like the README's (`positions=0,5,17`).
@@ -127,6 +132,25 @@ export class Api {
         body: text as never,
         bodySerializer: (b: unknown) => b as BodyInit,
         headers: { "Content-Type": "application/json" },
+        signal: s,
+      }),
+    signal);
+  }
+
+  ggufUrl(scheme: string): string {
+    return `${location.origin}/v1/${scheme}/gguf`;
+  }
+
+  /** What a GGUF prefix (the bytes alone, or multipart with its model's config) says, or the
+   * service's refusal. */
+  async gguf(scheme: string, body: ArrayBuffer | FormData, signal: AbortSignal): Promise<GgufAnswer> {
+    // A FormData's Content-Type (with its boundary) is the browser's to write.
+    const headers: Record<string, string> = body instanceof FormData ? {} : { "Content-Type": "application/octet-stream" };
+    return this.settle<GgufAnswer>((s) =>
+      client.POST(`/v1/${scheme}/gguf` as GgufPath, {
+        body: body as never,
+        bodySerializer: (b: unknown) => b as BodyInit,
+        headers,
         signal: s,
       }),
     signal);

@@ -2,6 +2,7 @@
 // view drawn from the API.
 import { Api, loadSchemes, type Scheme } from "./api";
 import { apiParameters, build, fromUrl, read, type State, toUrl } from "./controls";
+import { GgufPanel } from "./gguf";
 import { LayoutPanel } from "./layout";
 import { ModelPanel } from "./model";
 import { type Context, drop, rotation, Slot, VIEWS } from "./views";
@@ -61,6 +62,15 @@ function sections(): void {
     main.append(panel.section);
     const item = document.createElement("li");
     item.append(Object.assign(document.createElement("a"), { href: `#${panel.section.id}`, textContent: ModelPanel.title }));
+    nav.append(item);
+  }
+  // The scheme that reads a GGUF file's prefix, if one does.
+  const gguf = schemes.find((s) => s.endpoints?.includes("gguf"));
+  if (gguf) {
+    const ggufPanel = new GgufPanel(api, gguf);
+    main.append(ggufPanel.section);
+    const item = document.createElement("li");
+    item.append(Object.assign(document.createElement("a"), { href: `#${ggufPanel.section.id}`, textContent: GgufPanel.title }));
     nav.append(item);
   }
   // The scheme that gives a multimodal layout's ids, if one does.
