@@ -300,7 +300,6 @@ def test_roformer_is_its_float64_table_of_the_head_whatever_else_the_config_says
             "rope_parameters.mrope_section",
         ),
         ({"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12}, "model_type"),
-        ({"model_type": "hrm_text", "head_dim": 64}, "model_type"),
         ({"head_dim": 64, "num_hidden_layers": 10**6}, "num_hidden_layers"),
         (
             {"head_dim": 64, "num_hidden_layers": 4, "cross_attention_layers": [1, 9]},

@@ -1,9 +1,9 @@
 """POST /v1/rope/config for families whose config keeps its sizes, its text model or its rope's
-switch under keys of its own (Dia, Moonshine, MiniMax-M3-VL, Wav2Vec2-Conformer) or its base
-where transformers does not read it (DBRX), whose layer types may have no rope (Beam,
-Cohere-Compass), and for the text models of M-RoPE families read alone (GLM-4V,
-Cosmos-3-Edge): configs as the Hub publishes them, and the default configs their own models
-cannot run."""
+switch under keys of its own (Dia, Moonshine, MiniMax-M3-VL, Wav2Vec2-Conformer, SeamlessM4T),
+its count of layers (HRM) or its base where transformers does not read it (DBRX), whose layer
+types may have no rope (Beam, Cohere-Compass), and for the text models of M-RoPE families read
+alone (GLM-4V, Cosmos-3-Edge): configs as the Hub publishes them, and the default configs their
+own models cannot run."""
 
 from __future__ import annotations
 
@@ -62,6 +62,29 @@ def test_dbrx_is_refused_with_or_without_the_base_transformers_does_not_read(
         assert _refused_at(client, config) == ["body", "model_type"]
 
 
+def test_hrm_turns_one_rope_in_every_layer_of_its_stacks(client: Client) -> None:
+    # As transformers saves it: num_hidden_layers counts the cache slots of its cycles
+    # (16 · H_cycles 2 · (L_cycles 3 + 1)); each of its two stacks has 16 layers, whose
+    # attention turns the whole 128-wide head by the model's one rope, in every cycle.
+    saved = {
+        "model_type": "hrm_text",
+        "hidden_size": 1536,
+        "num_attention_heads": 12,
+        "num_hidden_layers": 128,
+        "num_layers_per_stack": 16,
+        "H_cycles": 2,
+        "L_cycles": 3,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+    }
+    # As written before its config class splits it: num_hidden_layers is a stack's.
+    written = {**saved, "num_hidden_layers": 16, "num_layers_per_stack": None}
+    for config in (saved, written):
+        answer = client.post("/v1/rope/config", json=config).json()
+        (rope,) = answer["ropes"]
+        assert answer["head_dim"] == 128 and rope["rotary_dim"] == 128
+        assert rope["layers"] == list(range(16)) and answer["nope_layers"] == []
+
+
 def test_dia_is_read_from_its_decoder_config(client: Client) -> None:
     decoder = {
         "model_type": "dia_decoder",
@@ -107,6 +130,23 @@ def test_wav2vec2_conformer_has_a_rope_only_when_its_position_embeddings_are(
         "hidden_size": 768,
         "num_attention_heads": 12,
         "num_hidden_layers": 3,
+    }
+    for relative in ({}, {"position_embeddings_type": "relative"}):
+        answer = client.post("/v1/rope/config", json={**config, **relative}).json()
+        assert answer["ropes"] == [] and answer["nope_layers"] == [0, 1, 2]
+    rotary = {**config, "position_embeddings_type": "rotary"}
+    assert _refused_at(client, rotary) == ["body", "position_embeddings_type"]
+
+
+def test_seamless_m4t_has_no_rope_unless_its_speech_encoder_turns_one(client: Client) -> None:
+    # Its text decoder's positions are sinusoidal; only its speech encoder turns a rope, with
+    # position_embeddings_type="rotary" (relative by default). Its layers are its decoder's.
+    config = {
+        "model_type": "seamless_m4t",
+        "hidden_size": 1024,
+        "decoder_layers": 3,
+        "decoder_attention_heads": 16,
+        "speech_encoder_attention_heads": 16,
     }
     for relative in ({}, {"position_embeddings_type": "relative"}):
         answer = client.post("/v1/rope/config", json={**config, **relative}).json()

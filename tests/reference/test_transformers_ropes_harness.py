@@ -132,6 +132,23 @@ def test_a_default_config_the_model_itself_cannot_run_is_its_own_refusal() -> No
     assert reference_model("llama").rejected is None
 
 
+def test_dbrx_s_own_model_cannot_be_built_from_its_default_config() -> None:
+    # What docs/models.md says of DBRX's refusal: its rotary module builds from its default
+    # config, but its attention reads attn_config.rope_theta, which that config lacks; given
+    # the key, the model builds and turns by rope_parameters' base, not that key's.
+    from tests.reference.transformers_ropes import _constructor_error, build_config
+
+    default = build_config("dbrx", None)
+    assert _constructor_error(default) == (
+        "AttributeError: 'DbrxAttentionConfig' object has no attribute 'rope_theta'"
+    )
+    config = {"model_type": "dbrx", "d_model": 256, "n_heads": 4, "n_layers": 2}
+    hub = {**config, "attn_config": {"kv_n_heads": 4, "rope_theta": 500000}}
+    assert _constructor_error(build_config("dbrx", hub)) is None
+    (rope,) = reference_model("dbrx", hub).ropes
+    assert rope.inv_freq[1] == np.float32(1 / 10000 ** (2 / 64))
+
+
 def test_an_audio_encoder_runs_on_its_own_inputs() -> None:
     # Wav2Vec2-Conformer takes a waveform, no token ids nor position ids; its default config
     # has relative position embeddings, so no layer applies a rope.

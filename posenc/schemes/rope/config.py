@@ -195,6 +195,8 @@ def _as_family_reads(
         },
         **{ours: text[theirs] for ours, theirs in family.overrides if theirs in text},
     }
+    if family.layer_count_key is not None and text.get(family.layer_count_key) is not None:
+        read["num_hidden_layers"] = text[family.layer_count_key]
     mrope = None
     if family.mrope is not None and not sectioned:
         # The text model of an M-RoPE family, read alone: its rotary module still splits

@@ -121,6 +121,9 @@ class Family:
     # Keys its config class reads under names of its own that win over the reader's where both
     # are given (transformers' attribute_map, set after the field): (the reader's, the config's).
     overrides: tuple[tuple[str, str], ...] = ()
+    # The key that counts its layers in place of num_hidden_layers, where the config gives it
+    # (null: its config class derives it from num_hidden_layers, read then).
+    layer_count_key: str | None = None
     # HunYuan's rotary module: rope_type "dynamic" with a nonzero alpha is no dynamic scaling
     # but a fixed stretch of the base, rope_theta · alpha^(head_dim/(head_dim − 2)), its other
     # scaling keys unread (transformers' ntk_alpha).
@@ -229,8 +232,11 @@ FAMILIES: dict[str, Family] = {
     # Its linear-attention layers turn q/k too.
     **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"), Family(attention_free=frozenset())),
     "gpt_neox": Family(partial_rotary_factor=0.25),
-    # Some layers have no rope, by a rule of the family's own.
-    "hrm_text": Family(unanswered=PER_LAYER),
+    # One rope, turned by every attention of its two stacks (the same layer_idx in each, for
+    # every cycle): its layers are those of a stack. transformers rewrites num_hidden_layers as
+    # the cache slots of its cycles (num_layers_per_stack · H_cycles · (L_cycles + 1)) and keeps
+    # the count of a stack's layers in num_layers_per_stack, which it saves.
+    "hrm_text": Family(layer_count_key="num_layers_per_stack"),
     # No rope in every fourth layer unless no_rope_layers says otherwise (SmolLM3's convention).
     "smollm3": Family(nope_interval=4),
     # Its Hub configs (Scout, Maverick) say "no_rope_layers": [], read as the interval's.
@@ -341,10 +347,11 @@ FAMILIES: dict[str, Family] = {
     # Its default config, with no rope per layer type, is one its model cannot run (refused).
     "cohere_compass_text": Family(mrope="cohere_compass", null_ropes=True),
     "beam": Family(null_ropes=True),
+    # Its default config lacks attn_config.rope_theta, so its own model cannot be built from it.
     "dbrx": Family(
-        unanswered="its attention cannot be built without attn_config.rope_theta, which "
-        "transformers 5 then ignores, turning by rope_parameters (default 10000): the "
-        "checkpoint's base and transformers' differ"
+        unanswered="its attention cannot be built without attn_config.rope_theta (its default "
+        "config lacks it), which transformers 5 then ignores, turning by rope_parameters "
+        "(default 10000): the checkpoint's base and transformers' differ"
     ),
     # One rotary module, sized by the decoder's heads, for the encoder's layers and the
     # decoder's; the apply call repeats the cache's first half pairwise.
@@ -363,9 +370,15 @@ FAMILIES: dict[str, Family] = {
         ("wav2vec2-bert", "wav2vec2-conformer"),
         Family(rope_switch=RopeSwitch("position_embeddings_type", "rotary")),
     ),
+    # Its text model has no rope (sinusoidal positions); its speech encoder turns one only where
+    # position_embeddings_type="rotary" (relative by default), over the speech encoder's heads,
+    # not the text model's: refused then. Its layers are its decoder's (num_hidden_layers).
     "seamless_m4t": Family(
-        unanswered="its text model has no rope; its speech encoder turns one, computed from the "
-        'sequence length, where position_embeddings_type="rotary": not answered yet'
+        rope_switch=RopeSwitch("position_embeddings_type", "rotary"),
+        aliases=(
+            ("num_hidden_layers", "decoder_layers"),
+            ("num_attention_heads", "decoder_attention_heads"),
+        ),
     ),
     # Its shared attention blocks turn q/k only with use_mem_rope, over a width of their own.
     "zamba2": Family(rope_switch=RopeSwitch("use_mem_rope")),
