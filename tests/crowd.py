@@ -41,8 +41,9 @@ import numpy as np
 
 from app.settings import Settings
 
-# What a replica may answer to anything at all; everything else is a wrong answer.
-ANSWERS = frozenset({200, 304, 413, 422, 429, 503})
+# What a replica may answer to anything at all; everything else is a wrong answer. 415: a body
+# in a content coding (the gzip bombs) is refused before a byte of it is read.
+ANSWERS = frozenset({200, 304, 413, 415, 422, 429, 503})
 # Kinds where the service may close the connection on a request it refuses before the client
 # has finished sending it (a 413 for a body that is still coming): a reset then is no failure,
 # as long as the kind also saw its 413 at least once.

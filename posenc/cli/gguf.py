@@ -105,8 +105,7 @@ def _text(answer: dict[str, Any]) -> str:
     """The answer as ``posenc model`` shows a config's: each rope once, its layers as runs, its
     parameters on one line (the factor tensor named, not listed), and with a config the verdict
     and each rope's recipe noise."""
-    from posenc.cli.model import runs
-    from posenc.cli.schemes import shown
+    from posenc.cli.schemes import runs, shown
 
     lines = [
         f"{answer['architecture']}: {answer['num_hidden_layers']} layers, context "

@@ -8,13 +8,13 @@ come with ``--urls``; ``--json`` is the whole answer, aliases and all.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import click
 
 from posenc.cli import URL_HELP, read_json
-from posenc.cli.schemes import flags, shown, takes_config
+from posenc.cli.schemes import flags, runs, shown, takes_config
 
 # The URLs worth a reader's eye; the alias forms are in --json.
 _URLS = ("table", "table_framework", "verify")
@@ -144,23 +144,6 @@ def render(scheme: str, answer: Mapping[str, Any], config: str, with_urls: bool 
     if answer.get("mrope"):
         lines.append(f"mrope  {_inline(answer['mrope'])}")
     return "\n".join(lines)
-
-
-def runs(layers: Iterable[int]) -> str:
-    """Layer numbers as runs, as the page shows them.
-
-    >>> runs([0, 1, 2, 3, 4, 6, 7, 8, 24, 25])
-    '0-4, 6-8, 24, 25'
-    """
-    spans: list[list[int]] = []
-    for layer in sorted(layers):
-        if spans and layer == spans[-1][-1] + 1:
-            spans[-1].append(layer)
-        else:
-            spans.append([layer])
-    return ", ".join(
-        f"{span[0]}-{span[-1]}" if len(span) > 2 else ", ".join(map(str, span)) for span in spans
-    )
 
 
 def _inline(value: Any) -> str:

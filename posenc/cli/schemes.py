@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import click
@@ -159,3 +159,20 @@ class SchemeGroup(click.Group):
             "or give a model's --config",
             ctx,
         )
+
+
+def runs(layers: Iterable[int]) -> str:
+    """Layer numbers as runs, as the page shows them.
+
+    >>> runs([0, 1, 2, 3, 4, 6, 7, 8, 24, 25])
+    '0-4, 6-8, 24, 25'
+    """
+    spans: list[list[int]] = []
+    for layer in sorted(layers):
+        if spans and layer == spans[-1][-1] + 1:
+            spans[-1].append(layer)
+        else:
+            spans.append([layer])
+    return ", ".join(
+        f"{span[0]}-{span[-1]}" if len(span) > 2 else ", ".join(map(str, span)) for span in spans
+    )

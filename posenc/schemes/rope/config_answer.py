@@ -10,47 +10,17 @@ from typing import Any
 
 from posenc.cost import Cost
 from posenc.declare import Limits, spec
-from posenc.errors import ParameterError, PosencError
+from posenc.errors import ParameterError
 from posenc.numerics import costs
-from posenc.schemes.rope import maths, recipes
+from posenc.schemes.rope import maths
 from posenc.schemes.rope.config import LayerRope, read
 from posenc.schemes.rope.config_params import NUMBERS, PROPORTIONAL, SCALINGS
+from posenc.schemes.rope.config_urls import urls
 from posenc.schemes.rope.mrope import config as mrope_config
 from posenc.schemes.rope.mrope.families import MROPE_FAMILIES
 from posenc.schemes.rope.mrope.schemas import MROPE_SCHEMA
-from posenc.schemes.rope.params import RUNTIMES, RopeParams
-from posenc.schemes.rope.recipes import ggml
+from posenc.schemes.rope.params import RopeParams
 from posenc.schemes.rope.verify import verify_rope_cost
-
-
-def query(params: RopeParams) -> str:
-    """The canonical query string of ``params``: every parameter that differs from its default.
-
-    >>> query(RopeParams(d_model=128, base=500000.0))
-    'd_model=128&base=500000'
-    """
-    defaults = RopeParams(d_model=params.d_model)
-    parts = [f"d_model={params.d_model}"]
-    # Every field but d_model, in the dataclass's order: the URL cannot drift from the params.
-    for name in (f.name for f in dataclasses.fields(RopeParams)[1:]):
-        value = getattr(params, name)
-        if value is None or value == getattr(defaults, name):
-            continue
-        if isinstance(value, tuple):
-            text = ",".join(_number_text(v) for v in value)
-        elif isinstance(value, bool):
-            text = str(value).lower()
-        elif isinstance(value, float):
-            text = _number_text(value)
-        else:
-            text = str(value)
-        parts.append(f"{name}={text}")
-    return "&".join(parts)
-
-
-def _number_text(value: float) -> str:
-    """The shortest text that reads back as the same float: ``500000``, ``0.25``, ``1e-05``."""
-    return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
 
 
 def servable_rows(limits: Limits) -> Any:
@@ -142,40 +112,8 @@ def _rope(
         "apply": rope.apply,
         "query_scaling": None if rope.query_scaling is None else dict(rope.query_scaling),
         "seq_len": {"table": table_rows, "verify": verify_rows},
-        "urls": _urls(params, table_rows, verify_rows),
+        "urls": urls(params, table_rows, verify_rows),
     }
-
-
-def _runtimes(params: RopeParams) -> list[str]:
-    """The runtimes whose recipe serves this rope (llama.cpp has no dynamic scaling, …)."""
-    served: list[str] = []
-    for runtime in RUNTIMES:
-        try:
-            recipes.check(dataclasses.replace(params, recipe=runtime))
-        except PosencError:
-            continue
-        served.append(runtime)
-    return served
-
-
-def _urls(params: RopeParams, table_rows: int, verify_rows: int) -> dict[str, str]:
-    given = query(params)
-    rows, checked = f"seq_len={table_rows}", f"seq_len={verify_rows}"
-    urls: dict[str, str] = {}
-    if table_rows:
-        urls["table"] = f"/v1/rope/table?{given}&{rows}&format=npy"
-        urls["table_framework"] = f"/v1/rope/table?{given}&recipe=framework&{rows}&format=npy"
-        for runtime in _runtimes(params):
-            ported = query(ggml.as_converted(params)) if runtime == "ggml" else given
-            urls[f"table_{runtime}"] = f"/v1/rope/table?{ported}&recipe={runtime}&{rows}&format=npy"
-        urls["alias_table"] = f"/v1/table?scheme=rope&{given}&{rows}&format=npy"
-        urls["alias_table_framework"] = (
-            f"/v1/table?scheme=rope&{given}&recipe=framework&{rows}&format=npy"
-        )
-    if verify_rows:
-        urls["verify"] = f"/v1/rope/verify?{given}&{checked}"
-        urls["alias_verify"] = f"/v1/verify?scheme=rope&{given}&{checked}"
-    return urls
 
 
 _NUMBER = {"type": "number"}
