@@ -1266,6 +1266,23 @@ async function unpack(code) {
   }
   return new TextDecoder("utf-8", { fatal: true }).decode(whole);
 }
+function acceptDrops(zone, onFile) {
+  const files = (event) => event.dataTransfer?.types.includes("Files") ?? false;
+  zone.addEventListener("dragover", (event) => {
+    if (files(event)) {
+      event.preventDefault();
+      zone.classList.add("over");
+    }
+  });
+  zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+  zone.addEventListener("drop", (event) => {
+    zone.classList.remove("over");
+    const dropped = event.dataTransfer?.files?.[0];
+    if (!dropped) return;
+    event.preventDefault();
+    onFile(dropped);
+  });
+}
 function ranges(layers) {
   const sorted = [...layers].sort((a, b) => a - b);
   const parts = [];
@@ -1324,21 +1341,7 @@ var ModelPanel = class _ModelPanel {
     file.addEventListener("change", () => {
       if (file.files?.[0]) void this.read(file.files[0]);
     });
-    const files = (event) => event.dataTransfer?.types.includes("Files") ?? false;
-    zone.addEventListener("dragover", (event) => {
-      if (files(event)) {
-        event.preventDefault();
-        zone.classList.add("over");
-      }
-    });
-    zone.addEventListener("dragleave", () => zone.classList.remove("over"));
-    zone.addEventListener("drop", (event) => {
-      zone.classList.remove("over");
-      const dropped = event.dataTransfer?.files?.[0];
-      if (!dropped) return;
-      event.preventDefault();
-      void this.read(dropped);
-    });
+    acceptDrops(zone, (dropped) => void this.read(dropped));
     const label = Object.assign(document.createElement("label"), { className: "slider", hidden: true });
     this.slider = Object.assign(document.createElement("input"), { type: "range", id: "config-position", min: "0", max: String(MAX_POSITION), step: "1" });
     const output = document.createElement("output");
@@ -1625,21 +1628,7 @@ var GgufPanel = class _GgufPanel {
       if (this.file) void this.show(this.file);
       else this.refuse("Choose or drop the GGUF file first.");
     });
-    const files = (event) => event.dataTransfer?.types.includes("Files") ?? false;
-    zone.addEventListener("dragover", (event) => {
-      if (files(event)) {
-        event.preventDefault();
-        zone.classList.add("over");
-      }
-    });
-    zone.addEventListener("dragleave", () => zone.classList.remove("over"));
-    zone.addEventListener("drop", (event) => {
-      zone.classList.remove("over");
-      const dropped = event.dataTransfer?.files?.[0];
-      if (!dropped) return;
-      event.preventDefault();
-      void this.dropped(dropped);
-    });
+    acceptDrops(zone, (dropped) => void this.dropped(dropped));
     this.section.append(title, blurb, zone, Object.assign(document.createElement("div"), { className: "api" }));
     this.slot = new Slot(this.section);
     this.slot.done("waiting");

@@ -4,7 +4,7 @@
 // most. Beside the model's config.json (pasted, or dropped here), the service's verdict: whether
 // the file makes llama.cpp apply the model's rope at every layer, and each way it does not.
 import { type Api, ApiError, type GgufAnswer, type Scheme } from "./api";
-import { ranges } from "./model";
+import { acceptDrops, ranges } from "./model";
 import { Slot, writeFindings } from "./views";
 
 type Rope = GgufAnswer["ropes"][number];
@@ -82,16 +82,7 @@ export class GgufPanel {
       if (this.file) void this.show(this.file);
       else this.refuse("Choose or drop the GGUF file first.");
     });
-    const files = (event: DragEvent) => event.dataTransfer?.types.includes("Files") ?? false;
-    zone.addEventListener("dragover", (event) => { if (files(event)) { event.preventDefault(); zone.classList.add("over"); } });
-    zone.addEventListener("dragleave", () => zone.classList.remove("over"));
-    zone.addEventListener("drop", (event) => {
-      zone.classList.remove("over");
-      const dropped = event.dataTransfer?.files?.[0];
-      if (!dropped) return;
-      event.preventDefault();
-      void this.dropped(dropped);
-    });
+    acceptDrops(zone, (dropped) => void this.dropped(dropped));
     this.section.append(title, blurb, zone, Object.assign(document.createElement("div"), { className: "api" }));
     this.slot = new Slot(this.section);
     this.slot.done("waiting");

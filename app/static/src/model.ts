@@ -54,6 +54,21 @@ export async function unpack(code: string): Promise<string> {
 }
 
 /** Layers as runs: `0–4, 6–10, 12`. */
+// A zone that takes a dropped file: highlighted while a file is over it, the first file given
+// to onFile (the page's two drop zones, a config.json's and a GGUF's).
+export function acceptDrops(zone: HTMLElement, onFile: (file: File) => void): void {
+  const files = (event: DragEvent) => event.dataTransfer?.types.includes("Files") ?? false;
+  zone.addEventListener("dragover", (event) => { if (files(event)) { event.preventDefault(); zone.classList.add("over"); } });
+  zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+  zone.addEventListener("drop", (event) => {
+    zone.classList.remove("over");
+    const dropped = event.dataTransfer?.files?.[0];
+    if (!dropped) return;
+    event.preventDefault();
+    onFile(dropped);
+  });
+}
+
 export function ranges(layers: readonly number[]): string {
   const sorted = [...layers].sort((a, b) => a - b);
   const parts: string[] = [];
@@ -123,16 +138,7 @@ export class ModelPanel {
     );
     send.addEventListener("click", () => void this.submit(this.textarea.value));
     file.addEventListener("change", () => { if (file.files?.[0]) void this.read(file.files[0]); });
-    const files = (event: DragEvent) => event.dataTransfer?.types.includes("Files") ?? false;
-    zone.addEventListener("dragover", (event) => { if (files(event)) { event.preventDefault(); zone.classList.add("over"); } });
-    zone.addEventListener("dragleave", () => zone.classList.remove("over"));
-    zone.addEventListener("drop", (event) => {
-      zone.classList.remove("over");
-      const dropped = event.dataTransfer?.files?.[0];
-      if (!dropped) return;
-      event.preventDefault();
-      void this.read(dropped);
-    });
+    acceptDrops(zone, (dropped) => void this.read(dropped));
 
     const label = Object.assign(document.createElement("label"), { className: "slider", hidden: true });
     this.slider = Object.assign(document.createElement("input"), { type: "range", id: "config-position", min: "0", max: String(MAX_POSITION), step: "1" });
