@@ -1,9 +1,10 @@
-"""POST /v1/rope/config for families whose config keeps its sizes, its text model or its rope's
-switch under keys of its own (Dia, Moonshine, MiniMax-M3-VL, Wav2Vec2-Conformer, SeamlessM4T),
-its count of layers (HRM) or its base where transformers does not read it (DBRX), whose layer
-types may have no rope (Beam, Cohere-Compass), and for the text models of M-RoPE families read
-alone (GLM-4V, Cosmos-3-Edge): configs as the Hub publishes them, and the default configs their
-own models cannot run."""
+"""POST /v1/rope/config for families whose config keeps its sizes, its text model (or, without
+one, the model its rope turns) or its rope's switch under keys of its own (Dia,
+Nemotron3-Diarization, Moonshine, MiniMax-M3-VL, Wav2Vec2-Conformer, SeamlessM4T), its count of
+layers (HRM) or its base where transformers does not read it (DBRX), whose layer types may have
+no rope (Beam, Cohere-Compass), and for the text models of M-RoPE families read alone (GLM-4V,
+Cosmos-3-Edge): configs as the Hub publishes them, and the default configs their own models
+cannot run."""
 
 from __future__ import annotations
 
@@ -99,6 +100,25 @@ def test_dia_is_read_from_its_decoder_config(client: Client) -> None:
     answer = client.post("/v1/rope/config", json=config).json()
     assert answer["text_config"] == "decoder_config" and answer["head_dim"] == 128
     assert answer["ropes"][0]["layers"] == list(range(18))
+
+
+def test_nemotron3_diarization_is_read_from_its_audio_encoder(client: Client) -> None:
+    # No text model: the one rope turns the frames of its audio encoder, the sub-config its
+    # model passes its rotary module (before issue 34 was closed, refused naming model_type).
+    audio = {
+        "model_type": "nemotron3_diarization_audio",
+        "hidden_size": 512,
+        "num_attention_heads": 8,
+        "num_hidden_layers": 31,
+        "max_position_embeddings": 5000,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+    }
+    head = {"hidden_size": 192, "num_speakers": 8, "audio_hidden_size": 512}
+    config = {"model_type": "nemotron3_diarization", "audio_config": audio, "head_config": head}
+    answer = client.post("/v1/rope/config", json=config).json()
+    assert answer["text_config"] == "audio_config" and answer["head_dim"] == 64
+    (rope,) = answer["ropes"]
+    assert rope["layers"] == list(range(31)) and rope["params"]["d_model"] == 64
 
 
 def test_moonshine_turns_ninety_percent_of_its_decoder_heads_in_pairs(client: Client) -> None:

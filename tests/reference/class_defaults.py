@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from posenc.schemes.rope.families import OWN_TEXT_CONFIGS
+
 MODULE = Path(__file__).resolve().parents[2] / "posenc/schemes/rope/class_defaults.py"
 # What the reader assumes when a key is missing and its family says nothing else.
 _READER = {"rope_theta": 10000.0, "partial_rotary_factor": 1.0}
@@ -27,6 +29,9 @@ def text_config(model_type: str) -> Any:
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     config = CONFIG_MAPPING[model_type]()
+    own = OWN_TEXT_CONFIGS.get(model_type)
+    if own is not None:  # where the reader looks, whatever get_text_config says
+        return getattr(config, own)
     return config.get_text_config() if hasattr(config, "get_text_config") else config
 
 

@@ -135,6 +135,7 @@ CLASS_DEFAULTS: dict[str, dict[str, float]] = {
     "nanochat": {},
     "nemotron": {"partial_rotary_factor": 0.5},
     "nemotron3_5_transcribe_word_timestamp": {"partial_rotary_factor": 0.5},
+    "nemotron3_diarization_audio": {},
     "nemotron_h": {"head_dim": 128},
     "neomme": {"per_layer_type": 1, "head_dim": 64},
     "neucodec": {"head_dim": 64},

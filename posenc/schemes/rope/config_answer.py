@@ -322,7 +322,8 @@ ANSWER_SCHEMA: dict[str, Any] = {
         "model_type": {"type": ["string", "null"]},
         "text_config": {
             "type": ["string", "null"],
-            "description": "where the text model's config was found, for a multimodal model",
+            "description": "where the config of the model the rope turns was found, for a "
+            "multimodal model (its text model's; an audio encoder's where it has no text model)",
         },
         "num_hidden_layers": {"type": ["integer", "null"]},
         "head_dim": {"type": "integer"},

@@ -407,10 +407,6 @@ FAMILIES: dict[str, Family] = {
         "global_config, decoder_config) and its entropy patcher (patcher_config) each turn a "
         "rope of their own, of other bases and head widths: not answered yet"
     ),
-    "nemotron3_diarization": Family(
-        unanswered="has no text model: its rope turns the frames of its audio encoder "
-        "(audio_config): not answered yet"
-    ),
     # Every layer turns pairs (2i, 2i+1) of the trailing qk_rope_head_dim of its 512-wide
     # heads, by the rope labelled main (sliding_attention layers) or compress (the compressed
     # ones); K=V, so its attention output is turned back by −θ, and its compressor and indexer
@@ -456,8 +452,9 @@ UNANSWERED_KEYS: dict[str, str] = {
 }
 
 # Where a config class's get_text_config finds its text model, where that is not one of
-# TEXT_CONFIGS (Dia's decoder).
-OWN_TEXT_CONFIGS = {"dia": "decoder_config"}
+# TEXT_CONFIGS (Dia's decoder); or, for a model with no text model, the sub-config it passes
+# its rotary module (Nemotron3-Diarization's audio encoder, whose rope turns its frames).
+OWN_TEXT_CONFIGS = {"dia": "decoder_config", "nemotron3_diarization": "audio_config"}
 
 # Multimodal configs whose text model's keys may sit at their top (checkpoints written before
 # the text config was nested): transformers folds them into that text model's config, read as
