@@ -33,6 +33,7 @@ from posenc.numerics.float32 import (
     sincos,
 )
 from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.rope.yarn_ramp import ramp_ends
 
 
 def _exponents(dim: int) -> Float32Array:
@@ -128,16 +129,14 @@ def _yarn(params: RopeParams, pos_freqs: Float32Array) -> tuple[Float32Array, fl
     extrapolation = reciprocal(pos_freqs)
     interpolation = reciprocal((scalar(factor) * pos_freqs).astype(F32))
 
-    def correction_dim(rotations: float) -> float:
-        return (dim * math.log(original / (rotations * 2 * math.pi))) / (2 * math.log(params.base))
-
-    low: float = correction_dim(params.beta_fast or 32)
-    high: float = correction_dim(params.beta_slow or 1)
-    if params.truncate is not False:
-        low, high = math.floor(low), math.ceil(high)
-    low, high = max(low, 0), min(high, dim - 1)
-    if low == high:
-        high += 0.001  # transformers' guard against a zero-width ramp
+    low, high = ramp_ends(
+        dim,
+        original,
+        params.base,
+        params.beta_fast or 32,
+        params.beta_slow or 1,
+        truncate=params.truncate is not False,
+    )
     linear = (np.arange(dim // 2, dtype=F32) - scalar(low)).astype(F32) / scalar(high - low)
     ramp = np.clip(linear.astype(F32), F32(0), F32(1))
     keep = (F32(1) - ramp).astype(F32)  # 1 where ω is extrapolated (kept), 0 where interpolated

@@ -35,6 +35,7 @@ from posenc.numerics.exact import (
     radians_and_turns,
 )
 from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.rope.yarn_ramp import ramp_ends
 
 
 def frequencies(params: RopeParams, seq_len: int) -> tuple[Turns, float]:
@@ -109,20 +110,14 @@ def _yarn(params: RopeParams, h: int) -> tuple[dd.Triple, float]:
     """The factor of each frequency, ``ramp/factor + (1 − ramp)``, and the attention factor."""
     factor = params.factor
     assert factor is not None and params.original_max_position_embeddings is not None
-    beta_fast = params.beta_fast or 32.0
-    beta_slow = params.beta_slow or 1.0
-    d, original = params.d_model, params.original_max_position_embeddings
-
-    def correction_dim(rotations: float) -> float:
-        # In float64, as transformers decides the ramp's ends.
-        return d * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(params.base))
-
-    low, high = correction_dim(beta_fast), correction_dim(beta_slow)
-    if params.truncate is not False:
-        low, high = math.floor(low), math.ceil(high)
-    low, high = max(low, 0), min(high, d - 1)
-    if low == high:
-        high += 0.001  # transformers' guard against a zero-width ramp
+    low, high = ramp_ends(
+        params.d_model,
+        params.original_max_position_embeddings,
+        params.base,
+        params.beta_fast or 32.0,
+        params.beta_slow or 1.0,
+        truncate=params.truncate is not False,
+    )
     # ramp = 0 keeps ω (extrapolation), ramp = 1 takes ω/factor (interpolation); between,
     # 1 − ramp·(1 − 1/factor) with ramp = (i − low)/(high − low).
     index = np.arange(h, dtype=np.float64)

@@ -27,6 +27,7 @@ from posenc.schemes.rope.gguf.reader import Header
 from posenc.schemes.rope.gguf.rules import Call, calls
 from posenc.schemes.rope.params import Recipe, RopeParams
 from posenc.schemes.rope.scaling import frequencies
+from posenc.schemes.rope.yarn_ramp import ramp_ends
 
 # Relative difference of a frequency or attention factor that float32 parameters explain.
 TOLERANCE = 1e-5
@@ -48,15 +49,7 @@ def ggml_frequencies(
     if call.ext_factor == 0:
         return interp, mscale
 
-    def corr_dim(rotations: float) -> float:
-        return (
-            n
-            * math.log(call.n_ctx_orig / (rotations * 2 * math.pi))
-            / (2 * math.log(call.freq_base))
-        )
-
-    low = max(0.0, math.floor(corr_dim(call.beta_fast)))
-    high = min(n - 1.0, math.ceil(corr_dim(call.beta_slow)))
+    low, high = ramp_ends(n, call.n_ctx_orig, call.freq_base, call.beta_fast, call.beta_slow)
     y = (i - low) / max(0.001, high - low)
     ramp = (1 - np.clip(y, 0, 1)) * call.ext_factor
     mscale *= 1 + 0.1 * math.log(1 / call.freq_scale)

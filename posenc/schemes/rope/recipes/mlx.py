@@ -30,6 +30,7 @@ from posenc.numerics.float32 import F32, Float32Array, scalar
 from posenc.numerics.fused import fma32
 from posenc.schemes.rope.params import RopeParams
 from posenc.schemes.rope.recipes.rows import Halves, Rows
+from posenc.schemes.rope.yarn_ramp import ramp_ends
 
 _LIBM_FROM = np.float32(8388608.0)  # sincos_checked: past 2^23, libm's sinf and cosf
 
@@ -182,13 +183,8 @@ def _yarn(params: RopeParams, extra: Float32Array) -> tuple[Float32Array, float,
     factor = float(params.factor or 1.0)
     original = params.original_max_position_embeddings or 4096
 
-    def correction(rotations: float) -> float:
-        return (dim * math.log(original / (rotations * 2 * math.pi))) / (2 * math.log(base))
-
-    low = max(math.floor(correction(params.beta_fast or 32)), 0)
-    high: float = min(math.ceil(correction(params.beta_slow or 1)), dim - 1)
-    if low == high:
-        high += 0.001
+    # mlx-lm's YarnRoPE decides its ramp as transformers does, always in whole pairs.
+    low, high = ramp_ends(dim, original, base, params.beta_fast or 32, params.beta_slow or 1)
     linear = (np.arange(dim // 2, dtype=F32) - scalar(low)).astype(F32) / scalar(high - low)
     mask = (F32(1) - np.clip(linear.astype(F32), F32(0), F32(1))).astype(F32)
     inter = (scalar(factor) * extra).astype(F32)
