@@ -11,7 +11,8 @@ import numpy as np
 
 from posenc.schemes.rope.gguf.arches import LLAMA_CPP_SOURCE, LLAMA_CPP_VERSION, Arch
 from posenc.schemes.rope.gguf.reader import Header
-from posenc.schemes.rope.gguf.rules import Call, calls, fused, logf
+from posenc.schemes.rope.gguf.rules import Call, calls
+from posenc.schemes.rope.recipes.llama_cpp import yarn_growth
 
 _F32 = np.float32
 _LAYOUTS: dict[str, str] = {
@@ -53,7 +54,7 @@ def params_of(
     # 1 + 0.1·ln(1/freq_scale) too (rope_yarn's mscale).
     total = _F32(call.attn_factor)
     if call.ext_factor != 0:
-        total = _F32(total * fused(_F32(0.1), logf(_F32(1) / scale), _F32(1)))
+        total = _F32(total * yarn_growth(_F32(1) / scale))
     default = _F32(1)
     both = all(name in factors for name in _LONG_SHORT)
     if call.factors in _LONG_SHORT and both and scale == 1 and call.ext_factor == 0:
@@ -73,7 +74,7 @@ def params_of(
             params["beta_fast"] = call.beta_fast
         if call.beta_slow != 1:
             params["beta_slow"] = call.beta_slow
-        default = fused(_F32(0.1), logf(_F32(factor)), _F32(1))
+        default = yarn_growth(_F32(factor))
         if mscale_all_dim is not None:
             params["mscale"] = params["mscale_all_dim"] = mscale_all_dim
             default = total  # the ratio of equal mscales: transformers' and llama.cpp's 1

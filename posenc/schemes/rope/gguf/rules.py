@@ -11,11 +11,8 @@ divided by the ``1 + 0.1·ln(1/freq_scale)`` ggml multiplies back), times
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -27,6 +24,7 @@ from posenc.schemes.rope.gguf.arches import (
     RopeType,
 )
 from posenc.schemes.rope.gguf.reader import ROPE_TENSORS, GGUFError, Header, Value
+from posenc.schemes.rope.recipes.llama_cpp import RopeArguments, yarn_attention
 
 # ggml's rope modes (ggml.h: GGML_ROPE_TYPE_*).
 MODES: dict[str, int] = {"norm": 0, "neox": 2, "mrope": 8, "vision": 24, "imrope": 40}
@@ -36,19 +34,11 @@ _F32 = np.float32
 
 
 @dataclass(frozen=True)
-class Call:
+class Call(RopeArguments):
     """One layer's ``ggml_rope_ext`` (or ``ggml_rope_multi``) arguments, as llama.cpp passes
     them; ``factors`` is the name of the factor tensor, or None."""
 
     rope_type: RopeType
-    n_dims: int
-    n_ctx_orig: int
-    freq_base: float
-    freq_scale: float
-    ext_factor: float
-    attn_factor: float
-    beta_fast: float
-    beta_slow: float
     sections: tuple[int, ...] | None
     factors: str | None
 
@@ -129,33 +119,6 @@ def row_of(header: Header) -> Arch:
             f"{', '.join(sorted(ARCHES))})"
         )
     return ARCHES[arch]
-
-
-def _mscale(scale: np.float32, mscale: np.float32) -> np.float32:
-    # 0.1f * mscale * logf(scale) + 1.0f, the product contracted into the sum as GCC does.
-    if scale <= 1:
-        return _F32(1)
-    return fused(_F32(_F32(0.1) * mscale), logf(scale), _F32(1))
-
-
-def fused(a: np.float32, b: np.float32, c: np.float32) -> np.float32:
-    """``fmaf(a, b, c)``: a float32 product is exact in float64, so one rounding of the sum
-    to float64 and one to float32 (they differ from fmaf's single one only on exact ties)."""
-    return _F32(float(a) * float(b) + float(c))
-
-
-@lru_cache(maxsize=1)
-def _libm() -> ctypes.CDLL:
-    library = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-    library.logf.restype = ctypes.c_float
-    library.logf.argtypes = [ctypes.c_float]
-    return library
-
-
-def logf(x: np.float32) -> np.float32:
-    """This machine's libm ``logf`` (glibc's is not correctly rounded everywhere: the same
-    function llama.cpp calls gives the same bits)."""
-    return _F32(_libm().logf(float(x)))
 
 
 def _recurrent_layers(row: Arch, keys: _Keys, n_layer: int) -> list[bool]:
@@ -258,13 +221,8 @@ def calls(header: Header, n_ctx: int | None) -> dict[str, Any]:
         log_mul = _F32(log_mul / _F32(0.1))
     attn = _F32(1)
     if ext_factor != 0:
-        ctx_factor = _F32(1) / freq_scale
-        if log_mul != 0:
-            mscale = log_mul if row.deepseek_log_mul and log_mul != 1 else _F32(1)
-            attn = _F32(_mscale(ctx_factor, mscale) / _mscale(ctx_factor, log_mul))
-        else:
-            attn = _mscale(ctx_factor, _F32(1))
-        attn = _F32(attn * _F32(_F32(1) / fused(_F32(0.1), logf(ctx_factor), _F32(1))))
+        mscale = log_mul if row.deepseek_log_mul and log_mul != 1 else _F32(1)
+        attn = yarn_attention(_F32(1) / freq_scale, mscale, log_mul)
     attn = _F32(attn * _F32(keys.number("rope.scaling.attn_factor", 1.0)))
 
     rope_type: RopeType = row.rope_type
@@ -316,31 +274,31 @@ def calls(header: Header, n_ctx: int | None) -> dict[str, Any]:
         if sliding:
             assert row.swa is not None
             call = Call(
-                rope_type,
-                n_rot_swa,
-                n_ctx_orig,
-                float(base_swa),
-                float(freq_scale) if row.swa.scale == "full" else 1.0,
-                float(ext_factor) if row.swa.yarn else 0.0,
-                float(attn) if row.swa.yarn else 1.0,
-                float(beta_fast),
-                float(beta_slow),
-                sections,
-                chosen if row.swa.yarn else None,
+                n_dims=n_rot_swa,
+                n_ctx_orig=n_ctx_orig,
+                freq_base=float(base_swa),
+                freq_scale=float(freq_scale) if row.swa.scale == "full" else 1.0,
+                ext_factor=float(ext_factor) if row.swa.yarn else 0.0,
+                attn_factor=float(attn) if row.swa.yarn else 1.0,
+                beta_fast=float(beta_fast),
+                beta_slow=float(beta_slow),
+                rope_type=rope_type,
+                sections=sections,
+                factors=chosen if row.swa.yarn else None,
             )
         else:
             call = Call(
-                rope_type,
-                n_rot,
-                n_ctx_orig,
-                float(base),
-                float(freq_scale),
-                float(ext_factor),
-                float(attn),
-                float(beta_fast),
-                float(beta_slow),
-                sections,
-                chosen,
+                n_dims=n_rot,
+                n_ctx_orig=n_ctx_orig,
+                freq_base=float(base),
+                freq_scale=float(freq_scale),
+                ext_factor=float(ext_factor),
+                attn_factor=float(attn),
+                beta_fast=float(beta_fast),
+                beta_slow=float(beta_slow),
+                rope_type=rope_type,
+                sections=sections,
+                factors=chosen,
             )
         per_layer.append(call)
 

@@ -27,12 +27,8 @@ libm's ``powf``, ``logf``, ``cosf`` and ``sinf`` are this machine's (glibc's: nu
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import math
 from dataclasses import dataclass, replace
-from functools import lru_cache
-from typing import Any
 
 import numba
 import numpy as np
@@ -42,39 +38,24 @@ from posenc.errors import NotApplicableError
 from posenc.numerics.float32 import F32, Float32Array, power, reciprocal, scalar
 from posenc.numerics.fused import fma32
 from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.rope.recipes.llama_cpp import (
+    RopeArguments,
+    libm,
+    yarn_attention,
+    yarn_growth,
+)
 from posenc.schemes.rope.recipes.rows import Halves, Rows
 
 NORMAL, NEOX = 0, 2  # ggml's rope modes: pairs (2i, 2i+1), and (i, i + n_dims/2)
 
 
 @dataclass(frozen=True)
-class GgmlRope:
-    """The arguments llama.cpp passes to ``ggml_rope_ext`` (float32, as ggml stores them)."""
+class GgmlRope(RopeArguments):
+    """The arguments llama.cpp passes to ``ggml_rope_ext`` for a model's rope: its scalars, its
+    mode and the values of its factor tensor."""
 
-    n_dims: int
     mode: int
-    n_ctx_orig: int
-    freq_base: float
-    freq_scale: float
-    ext_factor: float
-    attn_factor: float
-    beta_fast: float
-    beta_slow: float
     freq_factors: tuple[float, ...] | None
-
-
-@lru_cache(maxsize=1)
-def _libm() -> ctypes.CDLL:
-    library = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-    for name, arguments in (("powf", 2), ("logf", 1), ("floorf", 1), ("ceilf", 1)):
-        function = getattr(library, name)
-        function.restype = ctypes.c_float
-        function.argtypes = [ctypes.c_float] * arguments
-    return library
-
-
-def _f(function: str, *arguments: float | np.floating[Any]) -> np.float32:
-    return F32(getattr(_libm(), function)(*(F32(a) for a in arguments)))
 
 
 def derive(params: RopeParams) -> GgmlRope:
@@ -127,24 +108,13 @@ def as_converted(params: RopeParams) -> RopeParams:
 
 
 def _yarn_attention(params: RopeParams, factor: np.float32) -> np.float32:
-    """llama-context.cpp: the attention factor llama.cpp hands ggml for YaRN, which ggml then
-    multiplies by ``1 + 0.1·logf(1/freq_scale)`` again."""
-
-    def get_mscale(scale: np.float32, mscale: np.float32) -> np.float32:
-        if scale <= F32(1):
-            return F32(1)
-        # 0.1f * mscale * logf(scale) + 1.0f, the product contracted into the sum
-        return _fused(F32(F32(0.1) * mscale), _f("logf", scale), F32(1))
-
+    """llama-context.cpp: the attention factor llama.cpp hands ggml for YaRN."""
     if params.mscale_all_dim:
         # DeepSeek-2's converter writes yarn_log_mul = 0.1·mscale_all_dim and llama.cpp takes
         # mscale equal to it: the ratio is x/x.
         log_mul = F32(0.1 * params.mscale_all_dim)
-        attention = F32(get_mscale(factor, log_mul) / get_mscale(factor, log_mul))
-    else:
-        attention = get_mscale(factor, F32(1))
-    cancel = F32(F32(1) / _fused(F32(0.1), _f("logf", factor), F32(1)))
-    return F32(attention * cancel)
+        return yarn_attention(factor, log_mul, log_mul)
+    return yarn_attention(factor)
 
 
 def _longrope_attention(params: RopeParams) -> float:
@@ -210,17 +180,12 @@ def corr_dims(rope: GgmlRope) -> tuple[np.float32, np.float32]:
     def corr_dim(rotations: float) -> np.float32:
         turns = F32(F32(F32(rotations) * F32(2)) * F32(math.pi))
         ratio = F32(F32(rope.n_ctx_orig) / turns)
-        return F32(F32(F32(rope.n_dims) * _f("logf", ratio)) / F32(2 * _f("logf", rope.freq_base)))
+        numerator = F32(F32(rope.n_dims) * libm("logf", ratio))
+        return F32(numerator / F32(2 * libm("logf", rope.freq_base)))
 
-    start = _f("floorf", corr_dim(rope.beta_fast))
-    end = _f("ceilf", corr_dim(rope.beta_slow))
+    start = libm("floorf", corr_dim(rope.beta_fast))
+    end = libm("ceilf", corr_dim(rope.beta_slow))
     return F32(max(F32(0), start)), F32(min(F32(rope.n_dims - 1), end))
-
-
-@numba.njit(cache=True)
-def _fused(a: np.float32, b: np.float32, c: np.float32) -> np.float32:
-    result: np.float32 = fma32(a, b, c)
-    return result
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
@@ -261,13 +226,12 @@ def prepare(params: RopeParams, seq_len: int) -> Rows:
     """ggml-cpu's rows for ``params`` (``seq_len`` is unused: llama.cpp has no dynamic rope)."""
     rope = derive(params)
     half = rope.n_dims // 2
-    theta_scale = _f("powf", rope.freq_base, F32(F32(-2.0) / F32(rope.n_dims)))
+    theta_scale = libm("powf", rope.freq_base, F32(F32(-2.0) / F32(rope.n_dims)))
     low, high = corr_dims(rope)
     mscale = F32(rope.attn_factor)
     if rope.ext_factor != 0:
-        # rope_yarn: mscale *= 1.0f + 0.1f * logf(1.0f / freq_scale), contracted
-        growth = _f("logf", F32(F32(1) / F32(rope.freq_scale)))
-        mscale = F32(mscale * _fused(F32(0.1), growth, F32(1)))
+        # rope_yarn: mscale *= 1.0f + 0.1f * logf(1.0f / freq_scale)
+        mscale = F32(mscale * yarn_growth(F32(F32(1) / F32(rope.freq_scale))))
     factors = np.array(rope.freq_factors or (1.0,) * half, dtype=F32)
     constants = (theta_scale, F32(rope.freq_scale), F32(rope.ext_factor), mscale, low, high)
 

@@ -1,0 +1,82 @@
+"""llama.cpp's rope arguments and the float32 scalar arithmetic it derives them with, shared by
+the recipe that computes its rows (:mod:`.ggml`, from a model's rope) and the reader of what a
+GGUF file makes it pass (:mod:`..gguf.rules`, from the file's keys).
+
+The scalars go through this machine's libm (``logf``, ``powf``, ``fmaf`` …): glibc's ``logf``
+is not correctly rounded everywhere, and llama.cpp built here calls the same functions, so
+the same bits come out. ``a·b + c`` that GCC contracts for a processor with FMA is ``fmaf``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+F32 = np.float32
+_FUNCTIONS = {"powf": 2, "logf": 1, "floorf": 1, "ceilf": 1, "fmaf": 3}
+
+
+@dataclass(frozen=True)
+class RopeArguments:
+    """The scalars of ``ggml_rope_ext``, as llama.cpp passes them (float32 values)."""
+
+    n_dims: int
+    n_ctx_orig: int
+    freq_base: float
+    freq_scale: float
+    ext_factor: float
+    attn_factor: float
+    beta_fast: float
+    beta_slow: float
+
+
+@lru_cache(maxsize=1)
+def _libm() -> ctypes.CDLL:
+    library = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+    for name, arguments in _FUNCTIONS.items():
+        function = getattr(library, name)
+        function.restype = ctypes.c_float
+        function.argtypes = [ctypes.c_float] * arguments
+    return library
+
+
+def libm(function: str, *arguments: float | np.floating[Any]) -> np.float32:
+    """This machine's libm float32 ``function`` (one of ``powf``, ``logf``, ``floorf``,
+    ``ceilf``, ``fmaf``)."""
+    return F32(getattr(_libm(), function)(*(F32(a) for a in arguments)))
+
+
+def get_mscale(scale: np.float32, mscale: np.float32) -> np.float32:
+    """llama-context.cpp's ``get_mscale``: ``0.1f·mscale·logf(scale) + 1.0f``, the product
+    contracted into the sum."""
+    if scale <= F32(1):
+        return F32(1)
+    return libm("fmaf", F32(F32(0.1) * mscale), libm("logf", scale), F32(1))
+
+
+def yarn_growth(factor: np.float32) -> np.float32:
+    """``1 + 0.1·logf(factor)``, contracted: what ggml's ``rope_yarn`` multiplies cos and sin
+    by (``factor = 1/freq_scale``) and llama-context.cpp divides back out."""
+    return libm("fmaf", F32(0.1), libm("logf", factor), F32(1))
+
+
+def yarn_attention(
+    factor: np.float32,
+    mscale: float | np.floating[Any] = 1.0,
+    mscale_all_dims: float | np.floating[Any] = 0.0,
+) -> np.float32:
+    """llama-context.cpp's ``yarn_attn_factor`` before the file's ``rope.scaling.attn_factor``
+    multiplies it: ``get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dims)`` with a
+    ``yarn_log_multiplier`` (``mscale_all_dims``), else ``get_mscale(factor, 1)``; then the
+    growth ggml will multiply by again is cancelled."""
+    if mscale_all_dims != 0:
+        ratio = get_mscale(factor, F32(mscale)) / get_mscale(factor, F32(mscale_all_dims))
+        attention = F32(ratio)
+    else:
+        attention = get_mscale(factor, F32(1))
+    return F32(attention * F32(F32(1) / yarn_growth(factor)))
