@@ -9,7 +9,7 @@ multiplied by the attention factor, as transformers does.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +27,8 @@ from posenc.numerics.rotation import fill_consecutive
 from posenc.schemes.rope import framework, recipes
 from posenc.schemes.rope.params import RUNTIMES, Layout, RopeParams
 from posenc.schemes.rope.scaling import frequencies
+
+ArrayT = TypeVar("ArrayT", bound=npt.NDArray[np.floating[Any]])
 
 
 def sequence_length(positions: npt.NDArray[np.int64]) -> int:
@@ -73,7 +75,7 @@ def _encode_exact(
         return (positions.astype(np.float64)[:, None] * turns.radians).astype(dtype)
     sin, cos = sincos(positions, turns)
     expanded = {"cos": [cos], "sin": [sin], "cos_sin": [cos, sin]}[component]
-    tables = [_expand(part * attention, params.layout) for part in expanded]
+    tables = [expand(part * attention, params.layout) for part in expanded]
     stacked = tables[0] if len(tables) == 1 else np.stack(tables)
     return stacked.astype(dtype)
 
@@ -182,16 +184,17 @@ def table_reference(
 
     fill_consecutive(offset, seq_len, turns, place_rows, place_values)
     expanded = {"cos": [half[1]], "sin": [half[0]], "cos_sin": [half[1], half[0]]}[component]
-    tables = [_expand(part * attention, params.layout) for part in expanded]
+    tables = [expand(part * attention, params.layout) for part in expanded]
     stacked = tables[0] if len(tables) == 1 else np.stack(tables)
     return stacked.astype(dtype)
 
 
-def _expand(half: npt.NDArray[np.float64], layout: Layout) -> npt.NDArray[np.float64]:
-    """(n, d/2) → (n, d) the way the reference implementations expand cos and sin."""
+def expand(half: ArrayT, layout: str) -> ArrayT:
+    """(n, d/2) → (n, d) the way the reference implementations expand cos and sin, in the
+    values' own dtype."""
     if layout == "split":
-        return np.concatenate([half, half], axis=1)
-    return np.repeat(half, 2, axis=1)
+        return cast(ArrayT, np.concatenate([half, half], axis=1))
+    return cast(ArrayT, np.repeat(half, 2, axis=1))
 
 
 def rotate(
@@ -207,7 +210,7 @@ def rotate(
         return rotate_with(params.layout, vectors, cos_sin[0], cos_sin[1])
     turns, attention = frequencies(params, sequence_length(positions))
     sin, cos = sincos(positions, turns)
-    cos, sin = _expand(cos * attention, params.layout), _expand(sin * attention, params.layout)
+    cos, sin = expand(cos * attention, params.layout), expand(sin * attention, params.layout)
     return rotate_with(params.layout, vectors, cos, sin)
 
 

@@ -16,7 +16,7 @@ from posenc.schemes.rope.conformance.rows import (
     FloatArray,
     Model,
     cache_rows,
-    expand,
+    laid_out,
     pair_of_columns,
     row_width,
 )
@@ -38,9 +38,8 @@ def _recipe_rows(
         return angles
     sin, cos = float32.sincos(angles)
     scale = np.float32(attention)
-    cos = expand((cos * scale).astype(np.float32), params.layout).astype(np.float32)
-    sin = expand((sin * scale).astype(np.float32), params.layout).astype(np.float32)
-    return {"cos": cos, "sin": sin}.get(component, np.concatenate([cos, sin], axis=1))
+    cos, sin = (cos * scale).astype(np.float32), (sin * scale).astype(np.float32)
+    return laid_out(cos, sin, params.layout, component)
 
 
 def matches_framework_recipe(

@@ -4,12 +4,14 @@ cache, its exact rows, and the errors of the cache against them, chunk by chunk.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
 
 from posenc.conformance import ulp_errors
 from posenc.numerics.exact import sincos
+from posenc.schemes.rope.maths import ArrayT, expand
 from posenc.schemes.rope.params import RopeParams
 from posenc.schemes.rope.scaling import scaled
 from posenc.verify import row_chunks
@@ -72,17 +74,18 @@ def model_rows(model: Model, component: str, n: int, rows: slice) -> Float64Arra
         result: Float64Array = positions.astype(np.float64)[:, None] * turns.radians
         return result
     sin, cos = sincos(positions, turns)
-    layout = model.params.layout
-    cos, sin = expand(cos * attention, layout), expand(sin * attention, layout)
     if model.swapped:
         cos, sin = sin, cos
-    return {"cos": cos, "sin": sin}.get(component, np.concatenate([cos, sin], axis=1))
+    return laid_out(cos * attention, sin * attention, model.params.layout, component)
 
 
-def expand(half: Float64Array, layout: str) -> Float64Array:
-    if layout == "split":
-        return np.concatenate([half, half], axis=1)
-    return np.repeat(half, 2, axis=1)
+def laid_out(cos: ArrayT, sin: ArrayT, layout: str, component: str) -> ArrayT:
+    """Rows of cos and sin per pair, ``(r, d/2)``, as :func:`cache_rows` lays out the cache's
+    ``component`` (``cos``, ``sin`` or ``cos_sin``), in their own dtype."""
+    cos, sin = expand(cos, layout), expand(sin, layout)
+    if component == "cos":
+        return cos
+    return sin if component == "sin" else cast(ArrayT, np.concatenate([cos, sin], axis=1))
 
 
 def pair_of_columns(params: RopeParams, component: str) -> npt.NDArray[np.intp]:

@@ -23,7 +23,7 @@ from posenc.schemes.rope.conformance.rows import (
     FloatArray,
     Model,
     cache_rows,
-    expand,
+    laid_out,
     row_width,
 )
 from posenc.schemes.rope.params import RUNTIMES, RopeParams, Runtime
@@ -42,11 +42,7 @@ def _runtime_rows(
     cos, sin, angle = rows_of(positions)
     if component == "angle":
         return angle
-    wide_cos = expand(cos.astype(np.float64), params.layout).astype(np.float32)
-    wide_sin = expand(sin.astype(np.float64), params.layout).astype(np.float32)
-    return {"cos": wide_cos, "sin": wide_sin}.get(
-        component, np.concatenate([wide_cos, wide_sin], axis=1)
-    )
+    return laid_out(cos, sin, params.layout, component)
 
 
 def _largest_ulp(
