@@ -5,6 +5,24 @@ from __future__ import annotations
 
 from typing import Any
 
+
+# The llama3 ropes as their config.json files give them: Llama 3.1's (meta-llama/Llama-3.1-8B)
+# and Llama 4's (no smooth band: its low and high frequency factors are equal). A fresh dict at
+# each call: transformers' config classes write rope_theta into the one they are given.
+def llama_31_rope_scaling() -> dict[str, Any]:
+    return {
+        "rope_type": "llama3",
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+    }
+
+
+def llama_4_rope_scaling() -> dict[str, Any]:
+    return {**llama_31_rope_scaling(), "factor": 16.0, "high_freq_factor": 1.0}
+
+
 # Configs as the Hub publishes them, for families whose rope lives in keys of their own.
 HUB_CONFIGS: dict[str, dict[str, Any]] = {
     "gemma3_text 1B": {
@@ -225,13 +243,7 @@ HUB_CONFIGS["Llama-4-Scout"] = {
         "num_hidden_layers": 48,
         "num_key_value_heads": 8,
         "num_local_experts": 16,
-        "rope_scaling": {
-            "factor": 16.0,
-            "high_freq_factor": 1.0,
-            "low_freq_factor": 1.0,
-            "original_max_position_embeddings": 8192,
-            "rope_type": "llama3",
-        },
+        "rope_scaling": llama_4_rope_scaling(),
         "rope_theta": 500000.0,
         "use_qk_norm": True,
         "vocab_size": 202048,

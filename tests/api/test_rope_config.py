@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import Client
-from tests.hub_configs import HUB_CONFIGS
+from tests.hub_configs import HUB_CONFIGS, llama_4_rope_scaling
 
 # Phi-3's factor lists are 48 numbers each; these stand in for the published ones (same shape,
 # same range), which matters to the parsing, not to the values.
@@ -490,13 +490,7 @@ def test_a_multimodal_config_is_read_from_its_text_config(client: Client) -> Non
             "num_hidden_layers": 8,
             "max_position_embeddings": 262144,
             "rope_theta": 500000.0,
-            "rope_scaling": {
-                "rope_type": "llama3",
-                "factor": 16.0,
-                "low_freq_factor": 1.0,
-                "high_freq_factor": 1.0,
-                "original_max_position_embeddings": 8192,
-            },
+            "rope_scaling": llama_4_rope_scaling(),
         },
     }
     answer = client.post("/v1/rope/config", json=llama4).json()

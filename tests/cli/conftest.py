@@ -15,6 +15,7 @@ import numpy.typing as npt
 import pytest
 
 from tests import faulty_tables as faulty
+from tests.hub_configs import llama_31_rope_scaling
 
 # The script `pip install` put beside this interpreter: the entry point itself is under test.
 POSENC = str(Path(sys.executable).with_name("posenc"))
@@ -89,13 +90,7 @@ LLAMA3 = {
     "num_attention_heads": 32,
     "max_position_embeddings": 2048,
     "rope_theta": 500000.0,
-    "rope_scaling": {
-        "rope_type": "llama3",
-        "factor": 8.0,
-        "low_freq_factor": 1.0,
-        "high_freq_factor": 4.0,
-        "original_max_position_embeddings": 8192,
-    },
+    "rope_scaling": llama_31_rope_scaling(),
 }
 
 

@@ -15,17 +15,9 @@ from posenc.cli.budget import SERVICE_DEFAULTS
 from posenc.declare import Upload
 from posenc.schemes.rope.gguf import operation
 from tests.cli.conftest import posenc
-from tests.gguf.files import gguf
+from tests.gguf.files import TINY_LLAMA, gguf
 from tests.live.conftest import LiveServer, start_server, stop_server
 
-LLAMA = {
-    "general.architecture": "llama",
-    "llama.context_length": 8192,
-    "llama.block_count": 2,
-    "llama.embedding_length": 64,
-    "llama.attention.head_count": 4,
-    "llama.rope.freq_base": 500000.0,
-}
 CONFIG = {
     "model_type": "llama",
     "hidden_size": 64,
@@ -40,7 +32,7 @@ WEIGHTS = np.zeros(1 << 16, np.float32)
 
 def write(tmp_path: Path, name: str = "model.gguf") -> Path:
     path = tmp_path / name
-    path.write_bytes(gguf(LLAMA, [("token_embd.weight", WEIGHTS)]))
+    path.write_bytes(gguf(TINY_LLAMA, [("token_embd.weight", WEIGHTS)]))
     return path
 
 
@@ -78,7 +70,7 @@ def test_with_its_config_a_conforming_file_exits_0_and_another_1(tmp_path: Path)
 
 def test_a_file_llama_cpp_would_refuse_is_exit_2_naming_why(tmp_path: Path) -> None:
     path = tmp_path / "model.gguf"
-    path.write_bytes(gguf({**LLAMA, "general.architecture": "mamba"}))
+    path.write_bytes(gguf({**TINY_LLAMA, "general.architecture": "mamba"}))
     ran = posenc("model", path)
     assert ran.code == 2 and "'mamba' has no row" in ran.stderr
 

@@ -217,19 +217,10 @@ def base_call(op: Operation, document: Mapping[str, Json]) -> Call:
 def example_file(path: str) -> bytes:
     """The file an operation that takes one is sent: the one body whose example a document
     cannot hold (its schema says bytes; its description says which format)."""
-    from tests.gguf.files import gguf
+    from tests.gguf.files import TINY_LLAMA, gguf
 
     files = {
-        "/v1/rope/gguf": lambda: gguf(
-            {
-                "general.architecture": "llama",
-                "llama.context_length": 8192,
-                "llama.block_count": 2,
-                "llama.embedding_length": 64,
-                "llama.attention.head_count": 4,
-                "llama.rope.freq_base": 500000.0,
-            }
-        ),
+        "/v1/rope/gguf": lambda: gguf(TINY_LLAMA),
     }
     if path not in files:
         raise KeyError(f"{path} takes a file: tests/clients/plan.py needs an example of it")

@@ -14,6 +14,17 @@ _FORMATS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<
             10: "<Q", 11: "<q", 12: "<d"}  # fmt: skip
 
 
+# The keys of a tiny two-layer Llama with Llama 3's base: the smallest header a rope is read from.
+TINY_LLAMA: dict[str, Any] = {
+    "general.architecture": "llama",
+    "llama.context_length": 8192,
+    "llama.block_count": 2,
+    "llama.embedding_length": 64,
+    "llama.attention.head_count": 4,
+    "llama.rope.freq_base": 500000.0,
+}
+
+
 def string(text: str | bytes) -> bytes:
     raw = text.encode() if isinstance(text, str) else text
     return struct.pack("<Q", len(raw)) + raw

@@ -16,6 +16,7 @@ import pytest
 from posenc.cli.budget import SERVICE_DEFAULTS
 from posenc.schemes.rope.gguf import conformance, reader
 from tests.gguf.convert import convert
+from tests.hub_configs import llama_4_rope_scaling, llama_31_rope_scaling
 
 pytestmark = pytest.mark.llama_cpp
 
@@ -37,13 +38,7 @@ MODELS: dict[str, tuple[str, dict[str, Any], str]] = {
             "num_hidden_layers": 2,
             "max_position_embeddings": 131072,
             "rope_theta": 500000.0,
-            "rope_scaling": {
-                "rope_type": "llama3",
-                "factor": 8.0,
-                "low_freq_factor": 1.0,
-                "high_freq_factor": 4.0,
-                "original_max_position_embeddings": 8192,
-            },
+            "rope_scaling": llama_31_rope_scaling(),
         },
         "llama",
     ),
@@ -267,13 +262,7 @@ MODELS: dict[str, tuple[str, dict[str, Any], str]] = {
             "attention_chunk_size": 8192,
             "max_position_embeddings": 262144,
             "rope_theta": 500000.0,
-            "rope_scaling": {
-                "rope_type": "llama3",
-                "factor": 16.0,
-                "low_freq_factor": 1.0,
-                "high_freq_factor": 1.0,
-                "original_max_position_embeddings": 8192,
-            },
+            "rope_scaling": llama_4_rope_scaling(),
         },
         "llama4",
     ),

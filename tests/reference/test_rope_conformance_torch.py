@@ -18,6 +18,7 @@ from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 from posenc.schemes.rope import conformance as rope_conformance
 from posenc.schemes.rope.params import RopeParams
 from posenc.schemes.rope.scaling import scaled
+from tests.hub_configs import llama_31_rope_scaling
 
 D = 128
 N = 1024
@@ -59,13 +60,7 @@ def evidence(result: Any, name: str) -> dict[str, Any]:
     return dict(found.evidence)
 
 
-LLAMA3: dict[str, Any] = {
-    "rope_type": "llama3",
-    "factor": 8.0,
-    "low_freq_factor": 1.0,
-    "high_freq_factor": 4.0,
-    "original_max_position_embeddings": 8192,
-}
+LLAMA3: dict[str, Any] = llama_31_rope_scaling()
 OURS_LLAMA3 = RopeParams(
     d_model=D,
     base=500000.0,
