@@ -121,6 +121,25 @@ def test_nemotron3_diarization_is_read_from_its_audio_encoder(client: Client) ->
     assert rope["layers"] == list(range(31)) and rope["params"]["d_model"] == 64
 
 
+def test_blt_is_refused_naming_the_stacks_each_answered_alone(client: Client) -> None:
+    # Four stacks, each numbering its layers from 0: one answer's layers cannot hold them.
+    encoder = {
+        "model_type": "blt_local_encoder",
+        "hidden_size": 1024,
+        "num_attention_heads": 16,
+        "num_hidden_layers": 1,
+        "max_position_embeddings": 24576,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 500000.0},
+    }
+    response = client.post("/v1/rope/config", json={"model_type": "blt", "encoder_config": encoder})
+    assert response.status_code == 422
+    detail = response.json()["detail"]
+    assert all(key in detail for key in ("encoder_config", "global_config", "patcher_config"))
+    (rope,) = client.post("/v1/rope/config", json=encoder).json()["ropes"]
+    assert rope["layers"] == [0] and rope["params"]["d_model"] == 64
+    assert rope["params"]["base"] == 500000.0
+
+
 def test_moonshine_turns_ninety_percent_of_its_decoder_heads_in_pairs(client: Client) -> None:
     answer = client.post("/v1/rope/config", json=MOONSHINE_TINY).json()
     (rope,) = answer["ropes"]

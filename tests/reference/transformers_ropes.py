@@ -126,11 +126,13 @@ class Discovery:
     modules: Mapping[str, str]
 
 
-# The model type of a sub-model that is no text model (for ``Discovery.non_text``).
+# The model type of a sub-model that is no text model (for ``Discovery.non_text``), but for
+# encoders of text: BLT's local encoder turns bytes, and its three other stacks are measured.
 _NON_TEXT_TYPE = re.compile(
     r"_(vision|audio|vqgan|vqmodel|adapter|perciever|perceiver|depth|bigvgan|token2wav|ctc"
     r"|encoder|tokenizer)(_[a-z_]+)?$|_vision_model$"
 )
+_TEXT_ENCODERS = frozenset({"blt_local_encoder"})
 
 
 def _modeling_module(model_type: str) -> types.ModuleType:
@@ -222,7 +224,8 @@ def discover() -> Discovery:
                 name = type(text_config_of(build_config(model_type))[1]).__name__
             except Exception as exc:  # a config needing an absent library (timm)
                 name = f"({type(exc).__name__})"
-            if "Text" not in name and _NON_TEXT_TYPE.search(model_type):
+            text_encoder = model_type in _TEXT_ENCODERS
+            if "Text" not in name and _NON_TEXT_TYPE.search(model_type) and not text_encoder:
                 non_text[model_type] = name
     return Discovery(text, tables, via, non_text, vision, errors, modules)
 

@@ -18,6 +18,7 @@ CLASS_DEFAULTS: dict[str, dict[str, float]] = {
     "bitnet": {"rope_theta": 500000.0},
     "blt_global_transformer": {"rope_theta": 500000.0},
     "blt_local_decoder": {"rope_theta": 500000.0},
+    "blt_local_encoder": {"rope_theta": 500000.0},
     "blt_patcher": {},
     "chameleon": {},
     "clvp_decoder": {},

@@ -403,9 +403,11 @@ FAMILIES: dict[str, Family] = {
     ),
     # Measured from the sub-configs their models pass their rotary modules.
     "blt": Family(
-        unanswered="its local encoder, global transformer and local decoder (encoder_config, "
-        "global_config, decoder_config) and its entropy patcher (patcher_config) each turn a "
-        "rope of their own, of other bases and head widths: not answered yet"
+        unanswered="its local encoder, global transformer, local decoder and entropy patcher "
+        "each turn a rope of their own, of other bases and head widths, over layers each numbers "
+        "from 0: one answer's layers cannot say which stack a layer is in. Send each of "
+        "encoder_config, global_config, decoder_config and patcher_config alone: each is "
+        "answered"
     ),
     # Every layer turns pairs (2i, 2i+1) of the trailing qk_rope_head_dim of its 512-wide
     # heads, by the rope labelled main (sliding_attention layers) or compress (the compressed
