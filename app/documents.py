@@ -33,6 +33,12 @@ PROBLEM: dict[str, Any] = {
                 },
             },
         },
+        "needed_bytes": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "with type urn:posenc:problem:prefix-too-short only: the bytes from "
+            "the GGUF file's start that the next request must send at least",
+        },
     },
 }
 _RETRY_AFTER = {"Retry-After": {"schema": {"type": "string"}, "description": "seconds"}}
@@ -64,7 +70,9 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
     ),
     422: _problem(
         "a parameter is invalid or breaks a rule its description states, or the answer would be "
-        "over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit)"
+        "over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), "
+        "or a GGUF prefix stops before what its rope is read from (type "
+        "urn:posenc:problem:prefix-too-short, with needed_bytes)"
     ),
     503: _problem(
         "busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran "

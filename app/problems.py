@@ -30,6 +30,7 @@ from posenc.errors import (
     ParameterError,
     PosencError,
 )
+from posenc.schemes.rope.gguf.reader import PrefixTooShortError
 
 MEDIA_TYPE = "application/problem+json"
 _log = logging.getLogger("posenc")
@@ -41,6 +42,7 @@ PROBLEMS: dict[type[Exception], tuple[int, str]] = {
     NotApplicableError: (422, "urn:posenc:problem:not-applicable"),
     LimitError: (422, "urn:posenc:problem:limit-exceeded"),
     InconsistentError: (422, "urn:posenc:problem:inconsistent-parameters"),
+    PrefixTooShortError: (422, "urn:posenc:problem:prefix-too-short"),
 }
 
 
@@ -54,6 +56,7 @@ def problem(
     errors: list[dict[str, Any]] | None = None,
     type_: str = "about:blank",
     headers: Mapping[str, str] | None = None,
+    **members: Any,
 ) -> Response:
     body: dict[str, Any] = {
         "type": type_,
@@ -63,6 +66,7 @@ def problem(
     }
     if errors is not None:
         body["errors"] = errors
+    body.update(members)
     return Response(orjson.dumps(body), status_code=status, media_type=MEDIA_TYPE, headers=headers)
 
 
@@ -73,6 +77,9 @@ def _core_error(request: Request, exc: Exception) -> Response:
     if param is not None:
         source = getattr(request.state, "param_source", "query")
         errors = [{"loc": [source, param], "msg": getattr(exc, "message", str(exc))}]
+    if isinstance(exc, PrefixTooShortError):
+        # A number a client acts on (it sends that many bytes again), not one to parse from prose.
+        return problem(status, str(exc), errors, type_, needed_bytes=exc.needed)
     return problem(status, str(exc), errors, type_)
 
 

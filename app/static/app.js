@@ -1579,11 +1579,11 @@ var ModelPanel = class _ModelPanel {
 // app/static/src/gguf.ts
 var FIRST_SLICE = 1 << 20;
 var MAX_CONFIG = 1 << 20;
-var MORE = /send at least the first (\d+) bytes/;
+var PREFIX_TOO_SHORT = "urn:posenc:problem:prefix-too-short";
 function bytesAskedFor(error) {
-  if (!(error instanceof ApiError) || error.status !== 422 || typeof error.problem.detail !== "string") return null;
-  const asked = MORE.exec(error.problem.detail);
-  return asked ? Number(asked[1]) : null;
+  if (!(error instanceof ApiError) || error.problem.type !== PREFIX_TOO_SHORT) return null;
+  const asked = error.problem.needed_bytes;
+  return typeof asked === "number" && Number.isInteger(asked) ? asked : null;
 }
 function nextSlice(sent, asked, size) {
   if (asked <= sent || sent >= size) return null;

@@ -1021,6 +1021,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1040,6 +1042,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1060,10 +1064,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1078,6 +1084,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1098,6 +1106,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1188,6 +1198,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1207,6 +1219,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1227,10 +1241,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1245,6 +1261,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1265,6 +1283,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1400,6 +1420,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1419,6 +1441,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1439,10 +1463,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1457,6 +1483,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1477,6 +1505,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1573,6 +1603,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1592,6 +1624,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1612,10 +1646,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1630,6 +1666,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1650,6 +1688,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1736,6 +1776,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1755,6 +1797,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1775,10 +1819,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1793,6 +1839,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1813,6 +1861,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1903,6 +1953,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1922,6 +1974,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1942,10 +1996,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1960,6 +2016,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1980,6 +2038,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -2104,6 +2164,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -2123,6 +2185,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -2143,10 +2207,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2161,6 +2227,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -2181,6 +2249,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -2303,6 +2373,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -2322,6 +2394,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -2342,10 +2416,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2360,6 +2436,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -2380,6 +2458,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -2745,6 +2825,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -2764,6 +2846,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -2784,10 +2868,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2802,6 +2888,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -2822,6 +2910,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -2952,6 +3042,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -2971,6 +3063,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -2991,10 +3085,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3009,6 +3105,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3029,6 +3127,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3145,6 +3245,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -3164,6 +3266,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3184,10 +3288,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3202,6 +3308,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3222,6 +3330,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3344,6 +3454,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -3363,6 +3475,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3383,10 +3497,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3401,6 +3517,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3421,6 +3539,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3539,7 +3659,7 @@ export interface operations {
                     "application/json": {
                         scheme: string;
                         model_type: string | null;
-                        /** @description where the text model's config was found, for a multimodal model */
+                        /** @description where the config of the model the rope turns was found, for a multimodal model (its text model's; an audio encoder's where it has no text model) */
                         text_config: string | null;
                         num_hidden_layers: number | null;
                         head_dim: number;
@@ -3621,6 +3741,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -3640,6 +3762,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3660,10 +3784,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3678,6 +3804,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3698,6 +3826,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3883,6 +4013,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -3902,6 +4034,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3922,10 +4056,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3940,6 +4076,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3960,6 +4098,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4127,6 +4267,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -4146,6 +4288,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4166,10 +4310,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4184,6 +4330,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4204,6 +4352,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4303,6 +4453,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -4322,6 +4474,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4342,10 +4496,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4360,6 +4516,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4380,6 +4538,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4499,6 +4659,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -4518,6 +4680,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4538,10 +4702,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4556,6 +4722,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4576,6 +4744,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4660,6 +4830,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -4679,6 +4851,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4699,10 +4873,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4717,6 +4893,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4737,6 +4915,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4819,6 +4999,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -4838,6 +5020,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4858,10 +5042,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4876,6 +5062,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4896,6 +5084,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5004,6 +5194,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5023,6 +5215,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5043,10 +5237,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5061,6 +5257,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5081,6 +5279,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5157,6 +5357,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5176,6 +5378,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5196,10 +5400,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5214,6 +5420,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5234,6 +5442,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5316,6 +5526,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5335,6 +5547,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5355,10 +5569,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5373,6 +5589,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5393,6 +5611,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5477,6 +5697,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5496,6 +5718,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5516,10 +5740,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5534,6 +5760,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5554,6 +5782,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5636,6 +5866,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5655,6 +5887,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5675,10 +5909,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5693,6 +5929,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5713,6 +5951,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5819,6 +6059,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5838,6 +6080,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5858,10 +6102,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5876,6 +6122,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5896,6 +6144,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5974,6 +6224,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5993,6 +6245,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6013,10 +6267,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6031,6 +6287,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6051,6 +6309,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6133,6 +6393,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6152,6 +6414,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6172,10 +6436,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6190,6 +6456,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6210,6 +6478,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6294,6 +6564,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6313,6 +6585,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6333,10 +6607,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6351,6 +6627,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6371,6 +6649,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6457,6 +6737,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6476,6 +6758,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6496,10 +6780,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6514,6 +6800,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6534,6 +6822,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6657,6 +6947,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6676,6 +6968,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6696,10 +6990,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6714,6 +7010,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6734,6 +7032,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6822,6 +7122,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6841,6 +7143,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6861,10 +7165,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6879,6 +7185,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6899,6 +7207,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6977,6 +7287,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6996,6 +7308,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7016,10 +7330,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7034,6 +7350,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7054,6 +7372,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7138,6 +7458,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -7157,6 +7479,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7177,10 +7501,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7195,6 +7521,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7215,6 +7543,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7299,6 +7629,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -7318,6 +7650,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7338,10 +7672,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7356,6 +7692,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7376,6 +7714,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7462,6 +7802,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -7481,6 +7823,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7501,10 +7845,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7519,6 +7865,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7539,6 +7887,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7662,6 +8012,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -7681,6 +8033,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7701,10 +8055,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7719,6 +8075,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7739,6 +8097,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7827,6 +8187,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -7846,6 +8208,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7866,10 +8230,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7884,6 +8250,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7904,6 +8272,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7982,6 +8352,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8001,6 +8373,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8021,10 +8395,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8039,6 +8415,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8059,6 +8437,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8143,6 +8523,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8162,6 +8544,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8182,10 +8566,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8200,6 +8586,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8220,6 +8608,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8302,6 +8692,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8321,6 +8713,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8341,10 +8735,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8359,6 +8755,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8379,6 +8777,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8459,6 +8859,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8478,6 +8880,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8498,10 +8902,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8516,6 +8922,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8536,6 +8944,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8641,6 +9051,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8660,6 +9072,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8680,10 +9094,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8698,6 +9114,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8718,6 +9136,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8804,6 +9224,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8823,6 +9245,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8843,10 +9267,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8861,6 +9287,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8881,6 +9309,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8957,6 +9387,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8976,6 +9408,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8996,10 +9430,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9014,6 +9450,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9034,6 +9472,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9114,6 +9554,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9133,6 +9575,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9153,10 +9597,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9171,6 +9617,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9191,6 +9639,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9273,6 +9723,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9292,6 +9744,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9312,10 +9766,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9330,6 +9786,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9350,6 +9808,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9430,6 +9890,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9449,6 +9911,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9469,10 +9933,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9487,6 +9953,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9507,6 +9975,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9612,6 +10082,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9631,6 +10103,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9651,10 +10125,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9669,6 +10145,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9689,6 +10167,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9775,6 +10255,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9794,6 +10276,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9814,10 +10298,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9832,6 +10318,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9852,6 +10340,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9928,6 +10418,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9947,6 +10439,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9967,10 +10461,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9985,6 +10481,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10005,6 +10503,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10085,6 +10585,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10104,6 +10606,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10124,10 +10628,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10142,6 +10648,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10162,6 +10670,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10244,6 +10754,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10263,6 +10775,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10283,10 +10797,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10301,6 +10817,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10321,6 +10839,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10401,6 +10921,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10420,6 +10942,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10440,10 +10964,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10458,6 +10984,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10478,6 +11006,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10583,6 +11113,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10602,6 +11134,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10622,10 +11156,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10640,6 +11176,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10660,6 +11198,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10746,6 +11286,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10765,6 +11307,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10785,10 +11329,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10803,6 +11349,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10823,6 +11371,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10899,6 +11449,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10918,6 +11470,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10938,10 +11492,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10956,6 +11512,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10976,6 +11534,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -11056,6 +11616,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -11075,6 +11637,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -11095,10 +11659,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -11113,6 +11679,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -11133,6 +11701,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };

@@ -78,7 +78,7 @@ export class ApiError extends Error {
   }
 }
 
-export interface Problem { type?: string; title?: string; detail?: unknown; errors?: { loc: unknown[]; msg: string }[] }
+export interface Problem { type?: string; title?: string; detail?: unknown; errors?: { loc: unknown[]; msg: string }[]; needed_bytes?: number }
 
 function describe(status: number, problem: unknown, retryAfter: string | null): string {
   const body = (problem ?? {}) as Problem;

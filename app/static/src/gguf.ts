@@ -14,15 +14,14 @@ type Rope = GgufAnswer["ropes"][number];
 const FIRST_SLICE = 1 << 20;
 // A config.json is a few KB: a larger dropped file is taken for a GGUF file, not read as text.
 const MAX_CONFIG = 1 << 20;
-// The service's own words for a prefix that stops too soon (posenc/schemes/rope/gguf/reader.py);
-// its problem carries the number in the detail alone.
-const MORE = /send at least the first (\d+) bytes/;
+// The problem type of a prefix that stops too soon; its needed_bytes says how far to read.
+const PREFIX_TOO_SHORT = "urn:posenc:problem:prefix-too-short";
 
 /** The bytes a refusal asks for, if it is the service saying the prefix stopped too soon. */
 export function bytesAskedFor(error: unknown): number | null {
-  if (!(error instanceof ApiError) || error.status !== 422 || typeof error.problem.detail !== "string") return null;
-  const asked = MORE.exec(error.problem.detail);
-  return asked ? Number(asked[1]) : null;
+  if (!(error instanceof ApiError) || error.problem.type !== PREFIX_TOO_SHORT) return null;
+  const asked = error.problem.needed_bytes;
+  return typeof asked === "number" && Number.isInteger(asked) ? asked : null;
 }
 
 /** The next prefix to send after `sent` bytes drew a request for `asked`: at least that many, and at

@@ -1017,6 +1017,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1036,6 +1038,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1056,10 +1060,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1074,6 +1080,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1094,6 +1102,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1184,6 +1194,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1203,6 +1215,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1223,10 +1237,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1241,6 +1257,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1261,6 +1279,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1396,6 +1416,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1415,6 +1437,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1435,10 +1459,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1453,6 +1479,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1473,6 +1501,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1569,6 +1599,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1588,6 +1620,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1608,10 +1642,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1626,6 +1662,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1646,6 +1684,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1732,6 +1772,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1751,6 +1793,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1771,10 +1815,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1789,6 +1835,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1809,6 +1857,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1899,6 +1949,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1918,6 +1970,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1938,10 +1992,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1956,6 +2012,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -1976,6 +2034,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -2100,6 +2160,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -2119,6 +2181,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -2139,10 +2203,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2157,6 +2223,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -2177,6 +2245,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -2299,6 +2369,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -2318,6 +2390,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -2338,10 +2412,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2356,6 +2432,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -2376,6 +2454,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -2741,6 +2821,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -2760,6 +2842,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -2780,10 +2864,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2798,6 +2884,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -2818,6 +2906,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -2948,6 +3038,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -2967,6 +3059,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -2987,10 +3081,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3005,6 +3101,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3025,6 +3123,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3141,6 +3241,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -3160,6 +3262,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3180,10 +3284,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3198,6 +3304,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3218,6 +3326,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3340,6 +3450,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -3359,6 +3471,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3379,10 +3493,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3397,6 +3513,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3417,6 +3535,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3535,7 +3655,7 @@ export interface operations {
                     "application/json": {
                         scheme: string;
                         model_type: string | null;
-                        /** @description where the text model's config was found, for a multimodal model */
+                        /** @description where the config of the model the rope turns was found, for a multimodal model (its text model's; an audio encoder's where it has no text model) */
                         text_config: string | null;
                         num_hidden_layers: number | null;
                         head_dim: number;
@@ -3617,6 +3737,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -3636,6 +3758,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3656,10 +3780,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3674,6 +3800,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3694,6 +3822,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3879,6 +4009,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -3898,6 +4030,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3918,10 +4052,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3936,6 +4072,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -3956,6 +4094,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4123,6 +4263,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -4142,6 +4284,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4162,10 +4306,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4180,6 +4326,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4200,6 +4348,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4299,6 +4449,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -4318,6 +4470,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4338,10 +4492,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4356,6 +4512,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4376,6 +4534,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4495,6 +4655,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -4514,6 +4676,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4534,10 +4698,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4552,6 +4718,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4572,6 +4740,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4656,6 +4826,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -4675,6 +4847,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4695,10 +4869,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4713,6 +4889,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4733,6 +4911,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4815,6 +4995,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -4834,6 +5016,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4854,10 +5038,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4872,6 +5058,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -4892,6 +5080,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5000,6 +5190,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5019,6 +5211,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5039,10 +5233,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5057,6 +5253,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5077,6 +5275,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5153,6 +5353,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5172,6 +5374,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5192,10 +5396,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5210,6 +5416,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5230,6 +5438,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5312,6 +5522,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5331,6 +5543,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5351,10 +5565,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5369,6 +5585,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5389,6 +5607,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5473,6 +5693,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5492,6 +5714,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5512,10 +5736,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5530,6 +5756,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5550,6 +5778,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5632,6 +5862,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5651,6 +5883,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5671,10 +5905,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5689,6 +5925,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5709,6 +5947,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5815,6 +6055,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5834,6 +6076,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5854,10 +6098,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5872,6 +6118,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5892,6 +6140,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -5970,6 +6220,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5989,6 +6241,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6009,10 +6263,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6027,6 +6283,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6047,6 +6305,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6129,6 +6389,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6148,6 +6410,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6168,10 +6432,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6186,6 +6452,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6206,6 +6474,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6290,6 +6560,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6309,6 +6581,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6329,10 +6603,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6347,6 +6623,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6367,6 +6645,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6453,6 +6733,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6472,6 +6754,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6492,10 +6776,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6510,6 +6796,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6530,6 +6818,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6653,6 +6943,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6672,6 +6964,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6692,10 +6986,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6710,6 +7006,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6730,6 +7028,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6818,6 +7118,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6837,6 +7139,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6857,10 +7161,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6875,6 +7181,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6895,6 +7203,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -6973,6 +7283,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6992,6 +7304,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7012,10 +7326,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7030,6 +7346,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7050,6 +7368,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7134,6 +7454,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -7153,6 +7475,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7173,10 +7497,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7191,6 +7517,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7211,6 +7539,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7295,6 +7625,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -7314,6 +7646,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7334,10 +7668,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7352,6 +7688,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7372,6 +7710,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7458,6 +7798,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -7477,6 +7819,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7497,10 +7841,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7515,6 +7861,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7535,6 +7883,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7658,6 +8008,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -7677,6 +8029,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7697,10 +8051,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7715,6 +8071,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7735,6 +8093,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7823,6 +8183,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -7842,6 +8204,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7862,10 +8226,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7880,6 +8246,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7900,6 +8268,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -7978,6 +8348,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -7997,6 +8369,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8017,10 +8391,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8035,6 +8411,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8055,6 +8433,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8139,6 +8519,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8158,6 +8540,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8178,10 +8562,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8196,6 +8582,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8216,6 +8604,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8298,6 +8688,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8317,6 +8709,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8337,10 +8731,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8355,6 +8751,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8375,6 +8773,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8455,6 +8855,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8474,6 +8876,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8494,10 +8898,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8512,6 +8918,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8532,6 +8940,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8637,6 +9047,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8656,6 +9068,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8676,10 +9090,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8694,6 +9110,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8714,6 +9132,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8800,6 +9220,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8819,6 +9241,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8839,10 +9263,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8857,6 +9283,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8877,6 +9305,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8953,6 +9383,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8972,6 +9404,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -8992,10 +9426,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9010,6 +9446,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9030,6 +9468,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9110,6 +9550,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9129,6 +9571,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9149,10 +9593,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9167,6 +9613,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9187,6 +9635,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9269,6 +9719,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9288,6 +9740,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9308,10 +9762,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9326,6 +9782,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9346,6 +9804,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9426,6 +9886,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9445,6 +9907,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9465,10 +9929,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9483,6 +9949,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9503,6 +9971,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9608,6 +10078,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9627,6 +10099,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9647,10 +10121,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9665,6 +10141,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9685,6 +10163,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9771,6 +10251,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9790,6 +10272,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9810,10 +10294,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9828,6 +10314,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9848,6 +10336,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9924,6 +10414,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9943,6 +10435,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -9963,10 +10457,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9981,6 +10477,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10001,6 +10499,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10081,6 +10581,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10100,6 +10602,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10120,10 +10624,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10138,6 +10644,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10158,6 +10666,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10240,6 +10750,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10259,6 +10771,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10279,10 +10793,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10297,6 +10813,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10317,6 +10835,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10397,6 +10917,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10416,6 +10938,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10436,10 +10960,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10454,6 +10980,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10474,6 +11002,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10579,6 +11109,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10598,6 +11130,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10618,10 +11152,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10636,6 +11172,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10656,6 +11194,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10742,6 +11282,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10761,6 +11303,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10781,10 +11325,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10799,6 +11345,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10819,6 +11367,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10895,6 +11445,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10914,6 +11466,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10934,10 +11488,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10952,6 +11508,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -10972,6 +11530,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -11052,6 +11612,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -11071,6 +11633,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -11091,10 +11655,12 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -11109,6 +11675,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
@@ -11129,6 +11697,8 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
+                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        needed_bytes?: number;
                     };
                 };
             };
