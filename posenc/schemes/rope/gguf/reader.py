@@ -269,6 +269,14 @@ for _row, _name in enumerate(ROPE_TENSORS):
 _NAME_LENGTHS = np.array([len(name) for name in ROPE_TENSORS], np.int64)
 
 
+def compile_loops() -> None:
+    """Step once over a string and over no tensor info, with the types a read meets (a body's
+    bytes are read-only), so numba compiles both loops before the first file does."""
+    data = np.frombuffer(b"\x01" + bytes(7) + b"a", np.uint8)
+    loops.skip(data, 0, 1, len(data))
+    loops.infos(data, 0, 0, len(data), _NAMES, _NAME_LENGTHS, np.zeros((8, 2), np.int64))
+
+
 def _rope_infos(cursor: _Cursor, count: int) -> dict[str, TensorInfo]:
     """Step over ``count`` tensor infos (compiled: 2 million take ~50 ms), checking each one's
     bounds, and read the rope tensors' own."""
