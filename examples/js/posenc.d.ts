@@ -4636,7 +4636,7 @@ export interface operations {
                         /** @description with a config part: each way the file's rope differs from the model's, with its layers and both sides' values */
                         findings?: {
                             /** @enum {string} */
-                            kind: "nope_layers" | "rope_type" | "rotary_width" | "longrope_by_context" | "base" | "sliding_window_pattern" | "factor_tensor_missing" | "factor_tensor_wrong" | "scaling_dropped" | "scaling_changed" | "attention_factor";
+                            kind: "nope_layers" | "rope_type" | "rotary_width" | "longrope_by_context" | "base" | "sliding_window_pattern" | "factor_tensor_missing" | "factor_tensor_wrong" | "scaling_dropped" | "scaling_changed" | "attention_factor" | "mrope_added" | "mrope_dropped" | "mrope_sections" | "mrope_fourth_id";
                             detail: string;
                             layers: number[];
                             evidence: Record<string, never>;

@@ -193,6 +193,43 @@ def test_a_model_of_another_base_is_a_finding_naming_both(client: Client) -> Non
     assert finding["kind"] == "base" and "500000.0" in finding["detail"]
 
 
+def test_qwen3_vls_pairs_past_its_sections_are_a_fourth_id_finding(client: Client) -> None:
+    # Qwen3-VL 8B's text model as its config.json gives it, and its GGUF header: IMROPE with
+    # [24, 20, 20, 0] leaves pairs 61 and 62 of 64 to the fourth id, 0 for text tokens.
+    header = {
+        "general.architecture": "qwen3vl",
+        "qwen3vl.context_length": 262144,
+        "qwen3vl.block_count": 2,
+        "qwen3vl.embedding_length": 4096,
+        "qwen3vl.attention.head_count": 32,
+        "qwen3vl.attention.key_length": 128,
+        "qwen3vl.rope.freq_base": 5000000.0,
+        "qwen3vl.rope.dimension_sections": [24, 20, 20, 0],
+    }
+    text = {
+        "model_type": "qwen3_vl_text",
+        "hidden_size": 4096,
+        "num_attention_heads": 32,
+        "head_dim": 128,
+        "num_hidden_layers": 2,
+        "max_position_embeddings": 262144,
+        "rope_parameters": {
+            "rope_type": "default",
+            "rope_theta": 5000000,
+            "mrope_section": [24, 20, 20],
+            "mrope_interleaved": True,
+        },
+    }
+    config = {"model_type": "qwen3_vl", "text_config": text}
+    answer = with_config(client, gguf(header), config).json()
+    (finding,) = answer["findings"]
+    assert finding["kind"] == "mrope_fourth_id" and finding["layers"] == [0, 1]
+    assert finding["evidence"]["pairs"] == [61, 62]
+    # Pair 61's frequency, 5e6^(-122/128), turned over the last position of 262144.
+    behind = 262143 * 5e6 ** (-122 / 128)
+    assert finding["evidence"]["radians_behind"] == pytest.approx(behind, rel=1e-12)
+
+
 def test_a_part_the_operation_does_not_take_is_named(client: Client) -> None:
     files = {"gguf": ("model.gguf", PHI3_FILE), "tokenizer": ("t.json", b"{}")}
     response = client.post("/v1/rope/gguf", files=files)

@@ -200,30 +200,6 @@ MODELS: dict[str, tuple[str, dict[str, Any], str]] = {
         },
         "qwen2vl",
     ),
-    "qwen3-vl": (
-        "qwen3_vl",
-        {
-            "text_config": {
-                **_SMALL,
-                "num_hidden_layers": 2,
-                "head_dim": 16,
-                "rope_scaling": {
-                    "rope_type": "default",
-                    "mrope_section": [2, 3, 3],
-                    "mrope_interleaved": True,
-                },
-            },
-            "vision_config": {
-                "depth": 1,
-                "hidden_size": 32,
-                "intermediate_size": 64,
-                "num_heads": 2,
-                "out_hidden_size": 64,
-                "deepstack_visual_indexes": [0],
-            },
-        },
-        "qwen3vl",
-    ),
     "ernie4.5": ("ernie4_5", {"num_hidden_layers": 2}, "ernie4_5"),
     "ernie4.5-moe": (
         "ernie4_5_moe",
@@ -290,6 +266,33 @@ DIVERGENT: dict[str, tuple[str, dict[str, Any], str]] = {
             },
         },
         "scaling_changed",
+    ),
+    # Qwen3-VL's IMROPE turns the pairs its sections leave (pair 6 of these 8) by a fourth id,
+    # which llama.cpp sets to 0 for a text prompt's tokens; transformers turns them by the
+    # temporal id.
+    "qwen3-vl": (
+        "qwen3_vl",
+        {
+            "text_config": {
+                **_SMALL,
+                "num_hidden_layers": 2,
+                "head_dim": 16,
+                "rope_scaling": {
+                    "rope_type": "default",
+                    "mrope_section": [2, 3, 3],
+                    "mrope_interleaved": True,
+                },
+            },
+            "vision_config": {
+                "depth": 1,
+                "hidden_size": 32,
+                "intermediate_size": 64,
+                "num_heads": 2,
+                "out_hidden_size": 64,
+                "deepstack_visual_indexes": [0],
+            },
+        },
+        "mrope_fourth_id",
     ),
 }
 
@@ -376,6 +379,28 @@ def test_qwen3vls_interleaved_sections_are_read(
     result = check(*converted["qwen3-vl"])
     assert result["mrope"] == {"section": [2, 3, 3, 0], "interleaved": True}
     assert result["ropes"][0]["ggml"]["mode"] == 40 and result["ropes"][0]["rope_type"] == "imrope"
+    (finding,) = result["findings"]
+    assert finding["evidence"]["pairs"] == [6] and finding["layers"] == [0, 1]
+
+
+def test_other_sections_are_an_mrope_sections_finding(
+    converted: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path
+) -> None:
+    file, config = converted["qwen2-vl"]
+    sections = {"qwen2vl.rope.dimension_sections": [3, 3, 2, 0]}
+    (finding,) = check(rewrite(file, tmp_path / "x.gguf", values=sections), config)["findings"]
+    # Pair 2 turns by the temporal id in the file, the height in the model; pair 5 by the
+    # height against the width.
+    assert finding["kind"] == "mrope_sections" and finding["evidence"]["pairs"] == [2, 5]
+    assert finding["evidence"]["file_ids"] == ["temporal", "height"]
+
+
+def test_an_m_rope_model_converted_without_sections_is_an_mrope_dropped_finding(
+    converted: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path
+) -> None:
+    file, config = converted["qwen2-vl"]
+    body = rewrite(file, tmp_path / "x.gguf", rename=("qwen2vl", "qwen2"))
+    assert kinds(check(body, config)) == ["mrope_dropped"]
 
 
 def test_a_model_relabelled_as_another_family_is_a_rope_type_finding(

@@ -120,7 +120,7 @@ def ggml_multi_halves(
 ) -> Halves:
     """cos and sin ``(n, d/2)`` from ggml's ``ggml_rope_multi`` for ``(3, n)`` ids: mode MROPE
     (Qwen2-VL's chunked sections) or IMROPE (Qwen3-VL's interleaved), the fourth row the
-    temporal one, as mtmd's helpers fill it."""
+    temporal one, as mtmd's helpers fill it; or for ``(4, n)`` ids, the fourth row given."""
     import ctypes
 
     from ggml import ggml
@@ -133,7 +133,7 @@ def ggml_multi_halves(
     try:
         x = _unit_rows(n, d, False).reshape(n, 1, d)
         a = from_numpy(x, ctx)
-        four = np.concatenate([ids, ids[:1]]).astype(np.int32)
+        four = (ids if len(ids) == 4 else np.concatenate([ids, ids[:1]])).astype(np.int32)
         b = from_numpy(four.reshape(-1), ctx)
         sections_c = (ctypes.c_int * 4)(*sections, *([0] * (4 - len(sections))))
         mode = 40 if imrope else 8

@@ -192,3 +192,29 @@ def test_ggml_turns_m_rope_ids_as_ggml_rope_multi_does(imrope: bool) -> None:
     table = tables.encode(params, ids, rotary, sections, "float32", "cos_sin")
     cos, sin = runtimes.ggml_multi_halves(params, ids, sections, imrope)
     _assert_identical((cos, sin), (table[0][:, :64], table[1][:, :64]))
+
+
+@pytest.mark.parametrize(
+    ("sections", "d", "imrope"),
+    [
+        ((24, 20, 20, 0), 128, True),  # Qwen3-VL: pairs 61 and 62 turn by the fourth id
+        ((2, 3, 3, 0), 16, True),  # the converter test's tiny Qwen3-VL: pair 6
+        ((16, 24, 24, 0), 128, False),  # Qwen2-VL
+        ((4, 6, 6, 0), 64, False),  # sections over half the pairs: ggml wraps around them
+        ((3, 2, 2, 1), 32, True),
+    ],
+)
+def test_the_gguf_check_knows_which_id_ggml_turns_each_pair_by(
+    sections: tuple[int, ...], d: int, imrope: bool
+) -> None:
+    """mrope_check.ggml_axes against ggml_rope_multi itself: four distinct ids for one token,
+    each pair's value found among the one-dimensional rope's at those ids."""
+    from posenc.schemes.rope.gguf.mrope_check import ggml_axes
+
+    params = RopeParams(d_model=d, base=10000.0, recipe="ggml")
+    ids = np.array([[10], [20], [30], [40]], dtype=np.int64)
+    _, sin = runtimes.ggml_multi_halves(params, ids, sections, imrope)
+    _, candidates, _ = recipes.prepare(params, 41)(ids[:, 0])
+    matches = sin[0][None, :] == candidates  # (4 ids, d/2 pairs)
+    assert (matches.sum(axis=0) == 1).all()  # each pair is one id's, and only one's
+    assert matches.argmax(axis=0).tolist() == ggml_axes(sections, d // 2, imrope).tolist()

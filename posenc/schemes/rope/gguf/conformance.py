@@ -22,6 +22,7 @@ import numpy.typing as npt
 from posenc.declare import Limits
 from posenc.errors import InconsistentError, ParameterError
 from posenc.schemes.rope import config_answer, maths
+from posenc.schemes.rope.gguf import mrope_check
 from posenc.schemes.rope.gguf.answer import answer
 from posenc.schemes.rope.gguf.reader import Header
 from posenc.schemes.rope.gguf.rules import Call, calls
@@ -135,6 +136,14 @@ def check(header: Header, config: Any, n_ctx: int | None, limits: Limits) -> dic
         key = (id(mine), theirs, slides)
         if key not in compared:
             compared[key] = _compare(mine, theirs, header, row.permuted, read["n_ctx"], slides)
+            compared[key] += mrope_check.findings(
+                model["mrope"],
+                _model_params(mine["params"]),
+                theirs.sections,
+                theirs.rope_type,
+                theirs.n_dims,
+                read["n_ctx"],
+            )
         for found in compared[key]:
             findings.add(il, found)
     layer_ropes = _per_layer(model, n_layer)
