@@ -380,5 +380,50 @@ _HYBRIDS: dict[str, dict[str, Any]] = {
     },
 }
 
+# Default configs whose models fail on a key their rope is read from (their config classes'
+# default, null: Ministral's and HunYuan-MoE's attention computes head_dim ** -0.5, LFM2-MoE's
+# model indexes layer_types), which the service refuses naming it: measured with the key
+# given. Not as the Hub publishes them, which these do not claim to be; the class defaults
+# otherwise.
+_KEY_GIVEN: dict[str, dict[str, Any]] = {
+    "Ministral, head_dim given": {
+        "model_type": "ministral",
+        "hidden_size": 4096,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "num_hidden_layers": 32,
+        "head_dim": 128,
+        "max_position_embeddings": 131072,
+        "sliding_window": 4096,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 100000000.0},
+    },
+    "HunYuan-MoE, head_dim given": {
+        "model_type": "hunyuan_v1_moe",
+        "hidden_size": 4096,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "num_hidden_layers": 4,
+        "head_dim": 128,
+        "num_experts": 2,
+        "moe_topk": 1,
+        "max_position_embeddings": 32768,
+        "rope_theta": 10000.0,
+        "rope_scaling": _HUNYUAN_ALPHA,
+    },
+    "LFM2-MoE, layer_types given": {
+        "model_type": "lfm2_moe",
+        "hidden_size": 2048,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "num_hidden_layers": 6,
+        "num_experts": 4,
+        "num_experts_per_tok": 2,
+        "max_position_embeddings": 128000,
+        "layer_types": ["conv", "conv", "full_attention", "conv", "conv", "full_attention"],
+        "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0},
+    },
+}
+
 HUB_CONFIGS.update(_DEFAULTS_BROKEN)
+HUB_CONFIGS.update(_KEY_GIVEN)
 HUB_CONFIGS.update(_HYBRIDS)

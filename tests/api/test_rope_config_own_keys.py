@@ -140,6 +140,25 @@ def test_blt_is_refused_naming_the_stacks_each_answered_alone(client: Client) ->
     assert rope["params"]["base"] == 500000.0
 
 
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [
+        ("Ministral, head_dim given", "head_dim"),
+        ("HunYuan-MoE, head_dim given", "head_dim"),
+        ("LFM2-MoE, layer_types given", "layer_types"),
+    ],
+)
+def test_a_key_the_model_reads_as_given_is_required(client: Client, name: str, key: str) -> None:
+    # Their config classes default it to null, on which their own models fail: answered with
+    # it, refused naming it without it (absent or null), never a fallback the model lacks.
+    config = HUB_CONFIGS[name]
+    assert client.post("/v1/rope/config", json=config).status_code == 200
+    for without in ({k: v for k, v in config.items() if k != key}, {**config, key: None}):
+        response = client.post("/v1/rope/config", json=without)
+        assert response.status_code == 422
+        assert response.json()["errors"][0]["loc"][-1] == key
+
+
 def test_moonshine_turns_ninety_percent_of_its_decoder_heads_in_pairs(client: Client) -> None:
     answer = client.post("/v1/rope/config", json=MOONSHINE_TINY).json()
     (rope,) = answer["ropes"]

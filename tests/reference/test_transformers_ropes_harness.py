@@ -149,6 +149,16 @@ def test_dbrx_s_own_model_cannot_be_built_from_its_default_config() -> None:
     assert rope.inv_freq[1] == np.float32(1 / 10000 ** (2 / 64))
 
 
+def test_a_model_failing_on_a_key_its_rope_reads_refuses_its_config() -> None:
+    # Ministral's attention computes head_dim ** -0.5 on its class default, null: the model's
+    # own refusal, which the service must share; Nemotron's fails on num_key_value_heads,
+    # which no rope reads: its rope, built alone, is measured.
+    ministral = reference_model("ministral")
+    assert ministral.rejected is not None and "self.head_dim**-0.5" in ministral.rejected
+    nemotron = reference_model("nemotron")
+    assert not nemotron.traced and nemotron.rejected is None and nemotron.ropes
+
+
 def test_an_audio_encoder_runs_on_its_own_inputs() -> None:
     # Wav2Vec2-Conformer takes a waveform, no token ids nor position ids; its default config
     # has relative position embeddings, so no layer applies a rope.

@@ -45,9 +45,11 @@ import logging
 import math
 import re
 import sys
+import traceback
 import types
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -1295,7 +1297,7 @@ def reference_model(model_type: str, config: Mapping[str, Any] | None = None) ->
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}"[:600]
             try:
-                return _static(text, base, reason)
+                static = _static(text, base, reason)
             except Exception as again:
                 # The same error from the model and from its rotary module alone, on real
                 # tensors, or from its constructor on the meta device: the model's own code
@@ -1315,7 +1317,13 @@ def reference_model(model_type: str, config: Mapping[str, Any] | None = None) ->
                     failure=f"{type(again).__name__}: {again}"[:600],
                     rejected=own[:600] if own in reason else None,
                 )
-        return _assemble(trace, base)
+            # Built alone, its rope is measured; but where the model fails on a key that rope
+            # is read from, the config is one its model cannot run for its rope's sake.
+            rope_key_error = None if static.rejected else _rope_key_error(text)
+            if rope_key_error is not None:
+                static = dataclasses.replace(static, rejected=rope_key_error)
+            return static
+    return _assemble(trace, base)
 
 
 def _error(exc: BaseException) -> str:
@@ -1330,6 +1338,30 @@ def _constructor_error(text: Any) -> str | None:
             _model_class(text)._from_config(text)
     except Exception as exc:
         return _error(exc)
+    return None
+
+
+# Config keys a rope is read from: a model that fails on one of them (its default null) fails on
+# its rope's own terms, and the service must refuse the config too.
+_ROPE_KEYS = re.compile(
+    r"\b(head_dim|layer_types|rope_parameters|rope_scaling|rope_theta|partial_rotary_factor"
+    r"|rotary_dim|mrope_section)\b"
+)
+
+
+def _rope_key_error(text: Any) -> str | None:
+    """The error the text model's own constructor raises on the meta device where the line of
+    its modeling code that raises reads a key the rope is read from (Ministral's
+    ``self.head_dim**-0.5`` with a null head_dim, LFM2-MoE's ``config.layer_types[layer_idx]``):
+    a model that cannot run for a reason of its rope, not of its experts or vocabulary."""
+    try:
+        with quiet(), torch.device("meta"):
+            _model_class(text)._from_config(text)
+    except Exception as exc:
+        frames = traceback.extract_tb(exc.__traceback__)
+        own = [f for f in frames if "/transformers/models/" in f.filename.replace("\\", "/")]
+        if own and _ROPE_KEYS.search(own[-1].line or ""):
+            return f"{_error(exc)} ({Path(own[-1].filename).name}: {own[-1].line})"
     return None
 
 

@@ -148,6 +148,11 @@ class Family:
     # The precision its framework computes the table in, where it is not float32
     # (RopeParams.framework_precision).
     framework_precision: Precision | None = None
+    # Keys its model reads as the config gives them, where its config class's default (null)
+    # leaves the model unable to run (Ministral's attention computes head_dim ** -0.5): a
+    # config without them is refused, naming the key, rather than answered by a fallback
+    # the model does not take.
+    required: tuple[str, ...] = ()
 
 
 # Keys that give the number of layers, in the order read.
@@ -337,7 +342,13 @@ FAMILIES: dict[str, Family] = {
     # whatever partial_rotary_factor says; checkpoints name head_dim attention_head_dim.
     # rope_type dynamic with an alpha: HunYuan's fixed stretch of the base (ntk_alpha), over
     # the head_dim its module requires.
-    **dict.fromkeys(("hunyuan_v1_dense", "hunyuan_v1_moe"), Family(ntk_alpha=True)),
+    **dict.fromkeys(
+        ("hunyuan_v1_dense", "hunyuan_v1_moe"), Family(ntk_alpha=True, required=("head_dim",))
+    ),
+    # Its attention reads head_dim as given (its config class's default is null).
+    "ministral": Family(required=("head_dim",)),
+    # Its model tells attention layers from convolutions by layer_types alone (no default).
+    "lfm2_moe": Family(required=("layer_types",)),
     "hunyuan_vl_text": Family(
         ntk_alpha=True,
         xdrope=True,
