@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import json
 import struct
 from typing import Any
 
+import mpmath
 import numpy as np
 import pytest
 
 from app.settings import Settings
 from tests.conftest import Client
-from tests.gguf.files import ARRAY, STRING, gguf, kv, string
+from tests.gguf.files import ARRAY, STRING, gguf, kv, llama_31_prefix, string
 
 FILE = {"content-type": "application/octet-stream"}
 PHI3 = {
@@ -84,6 +86,29 @@ def test_every_answer_is_what_the_openapi_document_says(client: Client) -> None:
         errors = [error.message for error in jsonschema.Draft202012Validator(schema).iter_errors(
             answer)]  # fmt: skip
         assert not errors, (answer.get("architecture"), errors)
+
+
+def test_a_files_params_give_its_exact_rope_as_well_as_llama_cpps(client: Client) -> None:
+    # Llama 3.1's rope_freqs as freq_factors: GET /v1/rope/table of the params is the exact
+    # rope the call approximates, each frequency base^(-2i/d) / f_i correctly rounded.
+    (rope,) = post(client, llama_31_prefix()).json()["ropes"]
+    params = rope["params"]
+    query = "&".join(
+        f"{k}={','.join(map(repr, v)) if isinstance(v, list) else v}" for k, v in params.items()
+    )
+    for recipe in ("exact", "ggml"):
+        url = f"/v1/rope/table?{query}&recipe={recipe}&seq_len=2&component=inv_freq&format=npy"
+        response = client.get(url)
+        assert response.status_code == 200, response.text
+        if recipe == "exact":
+            served = np.load(io.BytesIO(response.content))
+    mpmath.mp.dps = 40
+    base, d = mpmath.mpf(params["base"]), params["d_model"]
+    truth = [
+        base ** (-mpmath.mpf(2 * i) / d) / mpmath.mpf(f)
+        for i, f in enumerate(params["freq_factors"])
+    ]
+    assert served.tolist() == [float(np.float32(float(w))) for w in truth]
 
 
 def test_a_prefix_too_short_names_the_bytes_to_send(client: Client) -> None:

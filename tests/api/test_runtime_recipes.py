@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
+import mpmath
 import numpy as np
 import pytest
 
@@ -35,10 +36,7 @@ def test_a_scaling_the_runtime_does_not_implement_is_a_422_naming_the_recipe(
     assert f"recipe={recipe}" in problem["detail"] or "mlx-lm" in problem["detail"]
 
 
-def test_freq_factors_and_n_ctx_belong_to_recipe_ggml(client: Client) -> None:
-    response = client.get("/v1/rope/table?d_model=8&seq_len=2&freq_factors=1,2,3,4")
-    assert response.status_code == 422
-    assert response.json()["errors"][0]["loc"] == ["query", "freq_factors"]
+def test_freq_factors_belong_to_ggml_and_exact(client: Client) -> None:
     served = client.get(
         "/v1/rope/table?d_model=8&seq_len=2&recipe=ggml&freq_factors=1,2,3,4&format=npy"
     )
@@ -47,6 +45,16 @@ def test_freq_factors_and_n_ctx_belong_to_recipe_ggml(client: Client) -> None:
     factors = np.array([1, 2, 3, 4], dtype=np.float32)
     theta = np.float32(1.0) * np.float32(10000.0) ** (-np.arange(4) / 4)
     assert np.allclose(table[1, 1, :4], np.sin(theta / factors), atol=1e-6)
+    # The exact rope of the same factor tensor: sin(1 · 10000^(-i/4) / f_i), correctly rounded.
+    exact = client.get("/v1/rope/table?d_model=8&seq_len=2&freq_factors=1,2,3,4&format=npy")
+    row = np.load(io.BytesIO(exact.content))[1, 1, :4]
+    mpmath.mp.dps = 40
+    truth = [mpmath.sin(mpmath.mpf(10000) ** (-mpmath.mpf(i) / 4) / (i + 1)) for i in range(4)]
+    assert row.tolist() == [float(np.float32(float(value))) for value in truth]
+    for refused in ("recipe=framework", "recipe=mlx", "scaling=llama3&factor=8"):
+        response = client.get(f"/v1/rope/table?d_model=8&seq_len=2&freq_factors=1,2,3,4&{refused}")
+        assert response.status_code == 422, refused
+        assert response.json()["errors"][0]["loc"] == ["query", "freq_factors"]
 
 
 def test_transformers_is_the_framework_recipe_spelled_once(
@@ -156,22 +164,15 @@ def test_float16_past_its_range_is_refused_before_computing(client: Client) -> N
     assert response.status_code == 422, response.text
 
 
-def test_verify_of_a_rope_stated_with_ggml_s_own_factors_is_refused_naming_them(
-    client: Client,
-) -> None:
-    """verify holds a cache to the exact rope, which takes no factor tensor: a 422 naming
-    freq_factors, not an answer about another rope."""
+def test_a_cache_of_a_gguf_s_factor_tensor_is_verified_as_llama_cpp_s(client: Client) -> None:
+    """verify holds a cache of a rope stated with a GGUF's own factors to the exact rope of
+    those factors, and names llama.cpp's recipe when the cache is its (before, a 422)."""
     stated = RopeParams(d_model=4, recipe="ggml", freq_factors=(1.0, 2.0))
-    table = encode(stated, np.arange(1000, 1064), "float32", "cos_sin")
-    body = io.BytesIO()
-    np.save(body, table)
-    response = client.post(
-        "/v1/rope/verify?d_model=4&recipe=ggml&freq_factors=1,2&offset=1000",
-        content=body.getvalue(),
-        headers={"content-type": "application/x-npy"},
-    )
-    assert response.status_code == 422
-    assert response.json()["errors"][0]["loc"][-1] == "freq_factors"
+    table = encode(stated, np.arange(100_000, 100_064), "float32", "cos_sin")
+    report = _verified(client, table, "d_model=4&freq_factors=1,2&offset=100000")
+    (finding,) = report["diagnosis"]
+    assert finding["name"] == "matches_recipe" and finding["evidence"]["recipe"] == "ggml"
+    assert finding["evidence"]["max_ulp_from_recipe"] == 0
 
 
 def test_mlx_s_dynamic_base_past_float32_is_refused(client: Client) -> None:

@@ -7,6 +7,7 @@ within 2^-104 relative (``hi`` correctly rounded, ``lo`` the correctly rounded r
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -108,6 +109,8 @@ def _expected(params: RopeParams, seq_len: int) -> list[Any]:
         base = params.base * mpmath.power(growth, mpmath.mpf(d) / (d - 2))
         return _omega(base, d)
     omega = _omega(mpmath.mpf(params.base), d)
+    if params.freq_factors is not None:  # a GGUF's factor tensor divides first, as ggml does
+        omega = [w / f for w, f in zip(omega, params.freq_factors, strict=True)]
     if params.scaling == "linear":
         return [w / params.factor for w in omega]
     if params.scaling == "yarn":
@@ -154,6 +157,22 @@ def _random_params(scaling: str, rng: np.random.Generator) -> RopeParams:
             "long_factor": tuple(float(x) for x in rng.uniform(1, 64, d // 2)),
         }
     return RopeParams(d_model=d, base=base, scaling=scaling, **extra)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seed", RNG_SEEDS)
+@pytest.mark.parametrize("scaling", ["none", "linear", "yarn"])
+def test_rope_frequencies_with_a_gguf_s_factor_tensor_are_correctly_rounded(
+    scaling: str, seed: int
+) -> None:
+    # recipe=exact with freq_factors: the exact rope llama.cpp's rope_freqs (or LongRoPE's
+    # factors) approximates, each frequency divided by its factor and then scaled.
+    rng = np.random.default_rng([seed, len(scaling), 7])
+    params = _random_params(scaling, rng)
+    factors = tuple(float(np.float32(x)) for x in rng.uniform(1, 64, params.d_model // 2))
+    params = dataclasses.replace(params, freq_factors=factors)
+    scaled.cache_clear()
+    turns, _ = frequencies(params, 1)
+    _assert_exact(turns, _expected(params, 1))
 
 
 @pytest.mark.parametrize("seed", RNG_SEEDS)

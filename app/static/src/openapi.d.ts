@@ -2080,7 +2080,7 @@ export interface operations {
                 rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework (or transformers): transformers' own float32 computation; ggml: llama.cpp's (ggml-cpu), with the parameters llama.cpp derives from this rope; mlx: MLX's mx.fast.rope on its CPU backend, with mlx-lm's frequencies */
                 recipe?: "exact" | "framework" | "transformers" | "ggml" | "mlx";
-                /** @description recipe=ggml: d_model/2 factors that divide each pair's angle, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own); they replace the factors llama.cpp's converter would compute for llama3 or longrope */
+                /** @description d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the factors llama.cpp's converter would compute for llama3 or longrope; with recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them) */
                 freq_factors?: number[] | null;
                 /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor (default: factor × original_max_position_embeddings, the model's own context) */
                 n_ctx?: number | null;
@@ -2291,7 +2291,7 @@ export interface operations {
                 rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework (or transformers): transformers' own float32 computation; ggml: llama.cpp's (ggml-cpu), with the parameters llama.cpp derives from this rope; mlx: MLX's mx.fast.rope on its CPU backend, with mlx-lm's frequencies */
                 recipe?: "exact" | "framework" | "transformers" | "ggml" | "mlx";
-                /** @description recipe=ggml: d_model/2 factors that divide each pair's angle, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own); they replace the factors llama.cpp's converter would compute for llama3 or longrope */
+                /** @description d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the factors llama.cpp's converter would compute for llama3 or longrope; with recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them) */
                 freq_factors?: number[] | null;
                 /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor (default: factor × original_max_position_embeddings, the model's own context) */
                 n_ctx?: number | null;
@@ -2573,7 +2573,7 @@ export interface operations {
                     recipe?: "exact" | "framework" | "transformers" | "ggml" | "mlx";
                     /**
                      * Freq Factors
-                     * @description recipe=ggml: d_model/2 factors that divide each pair's angle, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own); they replace the factors llama.cpp's converter would compute for llama3 or longrope
+                     * @description d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the factors llama.cpp's converter would compute for llama3 or longrope; with recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them)
                      */
                     freq_factors?: number[] | null;
                     /**
@@ -2711,7 +2711,7 @@ export interface operations {
                     recipe?: "exact" | "framework" | "transformers" | "ggml" | "mlx";
                     /**
                      * Freq Factors
-                     * @description recipe=ggml: d_model/2 factors that divide each pair's angle, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own); they replace the factors llama.cpp's converter would compute for llama3 or longrope
+                     * @description d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the factors llama.cpp's converter would compute for llama3 or longrope; with recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them)
                      */
                     freq_factors?: number[] | null;
                     /**
@@ -2952,7 +2952,7 @@ export interface operations {
                 rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework (or transformers): transformers' own float32 computation; ggml: llama.cpp's (ggml-cpu), with the parameters llama.cpp derives from this rope; mlx: MLX's mx.fast.rope on its CPU backend, with mlx-lm's frequencies */
                 recipe?: "exact" | "framework" | "transformers" | "ggml" | "mlx";
-                /** @description recipe=ggml: d_model/2 factors that divide each pair's angle, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own); they replace the factors llama.cpp's converter would compute for llama3 or longrope */
+                /** @description d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the factors llama.cpp's converter would compute for llama3 or longrope; with recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them) */
                 freq_factors?: number[] | null;
                 /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor (default: factor × original_max_position_embeddings, the model's own context) */
                 n_ctx?: number | null;
@@ -3169,7 +3169,7 @@ export interface operations {
                 rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework (or transformers): transformers' own float32 computation; ggml: llama.cpp's (ggml-cpu), with the parameters llama.cpp derives from this rope; mlx: MLX's mx.fast.rope on its CPU backend, with mlx-lm's frequencies */
                 recipe?: "exact" | "framework" | "transformers" | "ggml" | "mlx";
-                /** @description recipe=ggml: d_model/2 factors that divide each pair's angle, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own); they replace the factors llama.cpp's converter would compute for llama3 or longrope */
+                /** @description d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the factors llama.cpp's converter would compute for llama3 or longrope; with recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them) */
                 freq_factors?: number[] | null;
                 /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor (default: factor × original_max_position_embeddings, the model's own context) */
                 n_ctx?: number | null;
@@ -3372,7 +3372,7 @@ export interface operations {
                 rotary_pairs?: number | null;
                 /** @description exact: correctly rounded; framework (or transformers): transformers' own float32 computation; ggml: llama.cpp's (ggml-cpu), with the parameters llama.cpp derives from this rope; mlx: MLX's mx.fast.rope on its CPU backend, with mlx-lm's frequencies */
                 recipe?: "exact" | "framework" | "transformers" | "ggml" | "mlx";
-                /** @description recipe=ggml: d_model/2 factors that divide each pair's angle, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own); they replace the factors llama.cpp's converter would compute for llama3 or longrope */
+                /** @description d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the factors llama.cpp's converter would compute for llama3 or longrope; with recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them) */
                 freq_factors?: number[] | null;
                 /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor (default: factor × original_max_position_embeddings, the model's own context) */
                 n_ctx?: number | null;

@@ -137,9 +137,10 @@ class RopeParams:
     )
     freq_factors: tuple[float, ...] | None = param(
         None,
-        doc="recipe=ggml: d_model/2 factors that divide each pair's angle, as llama.cpp's "
-        "rope_freqs or rope_factors_long/short tensor does (a GGUF's own); they replace the "
-        "factors llama.cpp's converter would compute for llama3 or longrope",
+        doc="d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or "
+        "rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the "
+        "factors llama.cpp's converter would compute for llama3 or longrope; with "
+        "recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them)",
         ge=SMALLEST_DIVISOR,
         le=1e6,
         min_items=1,
@@ -214,8 +215,19 @@ class RopeParams:
                 )
 
     def _check_runtime(self) -> None:
-        if self.freq_factors is not None and self.recipe != "ggml":
-            raise InconsistentError("freq_factors", "applies to recipe=ggml only")
+        if self.freq_factors is not None and self.recipe not in ("ggml", "exact"):
+            raise InconsistentError(
+                "freq_factors",
+                f"applies to recipe=ggml (llama.cpp's) and recipe=exact, not {self.recipe}: "
+                "transformers and MLX take no factor tensor",
+            )
+        if self.freq_factors is not None and self.recipe == "exact":
+            if self.scaling not in _ON_FACTORS:
+                raise InconsistentError(
+                    "freq_factors",
+                    f"with recipe=exact, under scaling none, linear or yarn: {self.scaling}'s "
+                    "own factors are what llama.cpp's factor tensor holds; state one or the other",
+                )
         if self.n_ctx is not None and (self.recipe != "ggml" or self.scaling != "longrope"):
             raise InconsistentError("n_ctx", "applies to recipe=ggml with scaling=longrope only")
         if self.framework_precision is not None and self.recipe in RUNTIMES:
@@ -225,3 +237,6 @@ class RopeParams:
 
 
 _TAKES_ANY = frozenset().union(*_TAKES.values())
+# The scalings llama.cpp applies on top of a factor tensor (freq_scale, YaRN's ramp), which the
+# exact rope therefore composes with freq_factors.
+_ON_FACTORS = ("none", "linear", "yarn")

@@ -15,7 +15,9 @@ triple-doubles, rounded once) rather than in float32:
 - ``longrope``: ``ω_i / short_factor_i`` up to ``L₀``, ``ω_i / long_factor_i`` beyond; attention
   factor ``√(1 + ln(factor)/ln L₀)``.
 
-With ``rotary_pairs``, the pairs from it on have frequency 0 whatever the scaling.
+With ``freq_factors`` (a GGUF's factor tensor, llama.cpp's view of llama3's or LongRoPE's
+scaling), each ``ω_i`` is divided by ``f_i`` first, then scaled by ``linear`` or ``yarn`` as
+ggml does. With ``rotary_pairs``, the pairs from it on have frequency 0 whatever the scaling.
 
 """
 
@@ -72,6 +74,8 @@ def scaled(params: RopeParams, seq_len: int) -> tuple[Turns, float]:
             base = _dynamic_base(params, seq_len)
         scale = 1 / Decimal(params.factor) if params.scaling == "linear" else Decimal(1)  # type: ignore[arg-type]
         rows = radians_and_turns(base.ln(), Decimal(2) / Decimal(params.d_model), h, scale)
+    if params.freq_factors is not None:  # a GGUF's factor tensor: ω_i / f_i, as ggml divides
+        rows = dd.divide(rows, np.array(params.freq_factors, dtype=np.float64))
     attention = 1.0
     if params.scaling == "yarn":
         gain, attention = _yarn(params, h)

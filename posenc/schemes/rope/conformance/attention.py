@@ -19,7 +19,8 @@ def fit_attention(
 ) -> tuple[Model, list[Finding]]:
     """``model`` with the amplitude read as its attention factor, when it differs from the
     expected factor by more than ``max(16 eps, 10^-4)`` of that factor (or of 1, if larger)."""
-    recipe = replace(model.params, recipe="framework")
+    # The factor alone: a GGUF's factor tensor turns no amplitude, and transformers takes none.
+    recipe = replace(model.params, recipe="framework", freq_factors=None)
     expected = framework.frequencies(recipe, table_length(model, n))[1]
     if reading.amplitude is not None and component != "angle":
         eps = float(np.finfo(dtype).eps)

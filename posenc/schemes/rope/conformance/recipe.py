@@ -48,6 +48,8 @@ def matches_framework_recipe(
     """Within 2 ulps (float32's or the cache's, the coarser) of the float32 recipe, in all but
     ``max(2, h/16)`` pairs (torch's ``pow`` is not correctly rounded in a few): O(n·d)."""
     params = stated.params
+    if params.freq_factors is not None:  # transformers takes no factor tensor
+        return None
     if params.scaling == "dynamic" and params.d_model < 4:
         return None
     width = row_width(params, component)

@@ -49,13 +49,16 @@ def _largest_ulp(
     stated: Model, runtime: Runtime, array: FloatArray, component: str, n: int
 ) -> float:
     try:
-        # The stated rope as the runtime runs it: ggml's own parameters go to ggml only.
+        # The stated rope as the runtime runs it: a factor tensor is the rope's own (llama.cpp
+        # takes it, MLX has no such rope), n_ctx a parameter of recipe=ggml alone.
+        factors = stated.params.freq_factors
+        if factors is not None and runtime != "ggml":
+            return float("inf")
         own = runtime == "ggml" and stated.params.recipe == "ggml"
         params = replace(
             stated.params,
             recipe=runtime,
             framework_precision=None,
-            freq_factors=stated.params.freq_factors if own else None,
             n_ctx=stated.params.n_ctx if own else None,
         )
         rows_of = recipes.prepare(params, stated.offset + n)

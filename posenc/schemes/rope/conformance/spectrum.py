@@ -20,6 +20,7 @@ from posenc.schemes.rope.conformance.partial import wider_head
 from posenc.schemes.rope.conformance.reading import Reading
 from posenc.schemes.rope.conformance.rows import Float64Array, Model, table_length
 from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.rope.scaling import frequencies
 
 # The scaling factors and original context lengths tried when the stated ones do not fit.
 _FACTORS = (1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 16.0, 20.0, 32.0, 40.0, 64.0)
@@ -54,7 +55,11 @@ def fit_spectrum(frame: Model, reading: Reading, n: int) -> tuple[Model, list[Fi
 
 def _spectrum(params: RopeParams, length: int) -> Float64Array:
     """A candidate's frequencies by transformers' float32 recipe: fast, and 2^-24 from exact,
-    far inside what a reading can tell apart."""
+    far inside what a reading can tell apart; exact for a GGUF's factor tensor, which
+    transformers does not take."""
+    if params.freq_factors is not None:
+        turns, _ = frequencies(params, length)
+        return np.asarray(turns.radians, np.float64)
     inv_freq, _ = framework.frequencies(replace(params, recipe="framework"), length)
     return inv_freq.astype(np.float64)
 
