@@ -33,11 +33,19 @@ PROBLEM: dict[str, Any] = {
                 },
             },
         },
+    },
+}
+# The problem of an operation whose body is a file's first bytes: one that stops too soon says
+# how many bytes to send.
+PREFIX_PROBLEM: dict[str, Any] = {
+    **PROBLEM,
+    "properties": {
+        **PROBLEM["properties"],
         "needed_bytes": {
             "type": "integer",
             "minimum": 1,
-            "description": "with type urn:posenc:problem:prefix-too-short only: the bytes from "
-            "the GGUF file's start that the next request must send at least",
+            "description": "where the body stops before what is read from it: the bytes from "
+            "the file's start to send at least",
         },
     },
 }
@@ -70,9 +78,7 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
     ),
     422: _problem(
         "a parameter is invalid or breaks a rule its description states, or the answer would be "
-        "over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), "
-        "or a GGUF prefix stops before what its rope is read from (type "
-        "urn:posenc:problem:prefix-too-short, with needed_bytes)"
+        "over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit)"
     ),
     503: _problem(
         "busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran "
@@ -244,7 +250,14 @@ def extra_responses(extra: Extra) -> dict[int | str, dict[str, Any]]:
             },
             **{name: _ARRAY_HEADERS[name] for name in ("X-Array-Shape", "X-Array-Dtype")},
         }
-    return {200: ok, **PROBLEMS}
+    if not extra.binary:
+        return {200: ok, **PROBLEMS}
+    short = {
+        "description": PROBLEMS[422]["description"] + ", or the file's first bytes stop before "
+        "what is read from them (needed_bytes: how many to send)",
+        "content": {"application/problem+json": {"schema": PREFIX_PROBLEM}},
+    }
+    return {200: ok, **PROBLEMS, 422: short}
 
 
 EXTRA_FORMAT: dict[str, Any] = {

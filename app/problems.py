@@ -24,13 +24,13 @@ from app.admission import (
     RequestTimeoutError,
 )
 from posenc.errors import (
+    IncompleteError,
     InconsistentError,
     LimitError,
     NotApplicableError,
     ParameterError,
     PosencError,
 )
-from posenc.schemes.rope.gguf.reader import PrefixTooShortError
 
 MEDIA_TYPE = "application/problem+json"
 _log = logging.getLogger("posenc")
@@ -42,7 +42,6 @@ PROBLEMS: dict[type[Exception], tuple[int, str]] = {
     NotApplicableError: (422, "urn:posenc:problem:not-applicable"),
     LimitError: (422, "urn:posenc:problem:limit-exceeded"),
     InconsistentError: (422, "urn:posenc:problem:inconsistent-parameters"),
-    PrefixTooShortError: (422, "urn:posenc:problem:prefix-too-short"),
 }
 
 
@@ -56,7 +55,7 @@ def problem(
     errors: list[dict[str, Any]] | None = None,
     type_: str = "about:blank",
     headers: Mapping[str, str] | None = None,
-    **members: Any,
+    needed_bytes: int | None = None,
 ) -> Response:
     body: dict[str, Any] = {
         "type": type_,
@@ -66,7 +65,8 @@ def problem(
     }
     if errors is not None:
         body["errors"] = errors
-    body.update(members)
+    if needed_bytes is not None:
+        body["needed_bytes"] = needed_bytes
     return Response(orjson.dumps(body), status_code=status, media_type=MEDIA_TYPE, headers=headers)
 
 
@@ -77,10 +77,10 @@ def _core_error(request: Request, exc: Exception) -> Response:
     if param is not None:
         source = getattr(request.state, "param_source", "query")
         errors = [{"loc": [source, param], "msg": getattr(exc, "message", str(exc))}]
-    if isinstance(exc, PrefixTooShortError):
-        # A number a client acts on (it sends that many bytes again), not one to parse from prose.
-        return problem(status, str(exc), errors, type_, needed_bytes=exc.needed)
-    return problem(status, str(exc), errors, type_)
+    # A file's first bytes that stop too soon: how many to send, a number a client acts on
+    # rather than parses from the detail's prose.
+    needed = exc.needed_bytes if isinstance(exc, IncompleteError) else None
+    return problem(status, str(exc), errors, type_, needed_bytes=needed)
 
 
 def _validation_error(request: Request, exc: Exception) -> Response:

@@ -3,6 +3,7 @@
     PosencError(ValueError)
     ├── ParameterError(param, message)        a parameter is out of its range
     │   ├── InconsistentError(param, message) it breaks a rule tying it to another parameter
+    │   │   └── IncompleteError(…, needed_bytes) a file's first bytes stop too soon
     │   └── LimitError(param, message)        together, the parameters ask for too much
     └── NotApplicableError(param, scheme)     a parameter that the scheme does not take
 
@@ -37,6 +38,17 @@ class NotApplicableError(PosencError):
 
 class InconsistentError(ParameterError):
     """Each parameter is in its range, but together they break a rule their descriptions state."""
+
+
+class IncompleteError(InconsistentError):
+    """A body of a file's first bytes stops before what is read from it: ``needed_bytes``
+    from the file's start reach it, a number a client acts on (it sends that many again)."""
+
+    def __init__(self, param: str, message: str, needed_bytes: int) -> None:
+        # Not super(): a subclass may also derive from another ParameterError whose own
+        # __init__ takes other arguments (the GGUF reader's errors).
+        ParameterError.__init__(self, param, message)
+        self.needed_bytes = needed_bytes
 
 
 class LimitError(ParameterError):

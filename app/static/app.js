@@ -1579,9 +1579,8 @@ var ModelPanel = class _ModelPanel {
 // app/static/src/gguf.ts
 var FIRST_SLICE = 1 << 20;
 var MAX_CONFIG = 1 << 20;
-var PREFIX_TOO_SHORT = "urn:posenc:problem:prefix-too-short";
 function bytesAskedFor(error) {
-  if (!(error instanceof ApiError) || error.problem.type !== PREFIX_TOO_SHORT) return null;
+  if (!(error instanceof ApiError) || error.status !== 422) return null;
   const asked = error.problem.needed_bytes;
   return typeof asked === "number" && Number.isInteger(asked) ? asked : null;
 }

