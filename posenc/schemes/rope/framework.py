@@ -21,9 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from posenc.cancel import checkpoint
 from posenc.numerics.float32 import (
-    BLOCK_ELEMENTS,
     F32,
     Float32Array,
     angles,
@@ -33,6 +31,7 @@ from posenc.numerics.float32 import (
     sincos,
 )
 from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.rope.recipes.rows import Halves, Rows, table
 from posenc.schemes.rope.yarn_ramp import ramp_ends
 
 
@@ -189,6 +188,23 @@ def _longrope(params: RopeParams, powers: Float32Array, seq_len: int) -> tuple[F
     return inv_freq, float(attention)
 
 
+def prepare(params: RopeParams, seq_len: int) -> Rows:
+    """transformers' rows for a table ending at ``seq_len``: the angles (float32, or RoFormer's
+    float64), and their sin and cos each rounded once, times the attention factor in float32."""
+    inv_freq, attention = frequencies(params, seq_len)
+    powers = _roformer_powers(params) if params.framework_precision == "float64" else None
+    scale = scalar(attention)
+
+    def rows(positions: npt.NDArray[np.int64]) -> Halves:
+        angle = (
+            angles(positions, inv_freq) if powers is None else _roformer_angles(positions, powers)
+        )
+        sin, cos = sincos(angle)
+        return (cos * scale).astype(F32), (sin * scale).astype(F32), angle
+
+    return rows
+
+
 def encode(
     params: RopeParams, positions: npt.NDArray[np.int64], dtype: str, component: str
 ) -> npt.NDArray[np.floating]:
@@ -203,38 +219,7 @@ def encode(
     [[0.8414709568023682, 0.8414709568023682]]
     """
     seq_len = int(positions.max()) + 1 if positions.size else 1
-    inv_freq, attention = frequencies(params, seq_len)
     if component == "inv_freq":
-        return inv_freq.astype(dtype)
-    wide = params.framework_precision == "float64"
-    powers = _roformer_powers(params) if wide else None
-
-    def block_angles(block: slice) -> npt.NDArray[np.floating[Any]]:
-        if powers is not None:
-            return _roformer_angles(positions[block], powers)
-        return angles(positions[block], inv_freq)
-
-    half = params.d_model // 2
-    rows = max(1, BLOCK_ELEMENTS // half)
-    if component == "angle":
-        table = np.empty((len(positions), half), dtype=dtype)
-        for start in range(0, len(positions), rows):
-            checkpoint()
-            block = slice(start, start + rows)
-            table[block] = block_angles(block)
-        return table
-    parts = {"cos_sin": (1, 0), "cos": (1,), "sin": (0,)}[component]
-    out = np.empty((len(parts), len(positions), params.d_model), dtype=dtype)
-    scale = scalar(attention)
-    for start in range(0, len(positions), rows):
-        checkpoint()
-        block = slice(start, start + rows)
-        # sin and cos of the angles (float32, or RoFormer's float64), each rounded once.
-        pair = sincos(block_angles(block))
-        for k, which in enumerate(parts):
-            value = (pair[which] * scale).astype(F32)
-            if params.layout == "split":
-                out[k, block, :half], out[k, block, half:] = value, value
-            else:
-                out[k, block, 0::2], out[k, block, 1::2] = value, value
-    return out if component == "cos_sin" else out[0]
+        return frequencies(params, seq_len)[0].astype(dtype)
+    rows = prepare(params, seq_len)
+    return table(rows, positions, params.d_model, params.layout, dtype, component)

@@ -189,7 +189,7 @@ def table_reference(
     return stacked.astype(dtype)
 
 
-def expand(half: ArrayT, layout: str) -> ArrayT:
+def expand(half: ArrayT, layout: Layout) -> ArrayT:
     """(n, d/2) → (n, d) the way the reference implementations expand cos and sin, in the
     values' own dtype."""
     if layout == "split":

@@ -6,40 +6,19 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-import numpy.typing as npt
 
 from posenc.conformance import Finding
-from posenc.numerics import float32
 from posenc.schemes.rope import framework
 from posenc.schemes.rope.conformance.rows import (
     Errors,
     FloatArray,
     Model,
     cache_rows,
-    laid_out,
     pair_of_columns,
+    recipe_rows,
     row_width,
 )
-from posenc.schemes.rope.params import RopeParams
 from posenc.verify import row_chunks
-
-
-def _recipe_rows(
-    params: RopeParams, component: str, n: int, offset: int, rows: slice
-) -> npt.NDArray[np.float32]:
-    """transformers' float32 rows (:func:`posenc.schemes.rope.framework.encode`, operation for
-    operation) with the sequence length of the whole cache, as
-    :func:`~posenc.schemes.rope.conformance.rows.cache_rows` lays them out."""
-    recipe = replace(params, recipe="framework")
-    inv_freq, attention = framework.frequencies(recipe, offset + n)
-    positions = np.arange(offset + rows.start, offset + rows.stop, dtype=np.int64)
-    angles = float32.angles(positions, inv_freq)
-    if component == "angle":
-        return angles
-    sin, cos = float32.sincos(angles)
-    scale = np.float32(attention)
-    cos, sin = (cos * scale).astype(np.float32), (sin * scale).astype(np.float32)
-    return laid_out(cos, sin, params.layout, component)
 
 
 def matches_framework_recipe(
@@ -55,8 +34,10 @@ def matches_framework_recipe(
     width = row_width(params, component)
     worst = np.zeros(width)
     coarse = np.float32 if array.dtype.itemsize >= 4 else array.dtype
+    # transformers' rows with the sequence length of the whole cache (a dynamic base's).
+    rows_of = framework.prepare(replace(params, recipe="framework"), stated.offset + n)
     for rows in row_chunks(n, width):
-        recipe = _recipe_rows(params, component, n, stated.offset, rows)
+        recipe = recipe_rows(rows_of, params.layout, component, stated.offset, rows)
         cache = cache_rows(array, component, rows).astype(np.float64)
         spacing = np.spacing(np.abs(recipe).astype(coarse)).astype(np.float64)
         spacing = np.maximum(spacing, float(np.finfo(coarse).smallest_subnormal))

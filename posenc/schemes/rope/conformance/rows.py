@@ -12,7 +12,8 @@ import numpy.typing as npt
 from posenc.conformance import ulp_errors
 from posenc.numerics.exact import sincos
 from posenc.schemes.rope.maths import ArrayT, expand
-from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.rope.params import Layout, RopeParams
+from posenc.schemes.rope.recipes.rows import Rows
 from posenc.schemes.rope.scaling import scaled
 from posenc.verify import row_chunks
 
@@ -79,7 +80,19 @@ def model_rows(model: Model, component: str, n: int, rows: slice) -> Float64Arra
     return laid_out(cos * attention, sin * attention, model.params.layout, component)
 
 
-def laid_out(cos: ArrayT, sin: ArrayT, layout: str, component: str) -> ArrayT:
+def recipe_rows(
+    rows_of: Rows, layout: Layout, component: str, offset: int, rows: slice
+) -> FloatArray:
+    """A recipe's rows (:mod:`posenc.schemes.rope.recipes.rows`: transformers' or a runtime's)
+    for the cache's ``rows``, laid out as :func:`cache_rows` lays the cache's out."""
+    positions = np.arange(offset + rows.start, offset + rows.stop, dtype=np.int64)
+    cos, sin, angle = rows_of(positions)
+    if component == "angle":
+        return angle
+    return laid_out(cos, sin, layout, component)
+
+
+def laid_out(cos: ArrayT, sin: ArrayT, layout: Layout, component: str) -> ArrayT:
     """Rows of cos and sin per pair, ``(r, d/2)``, as :func:`cache_rows` lays out the cache's
     ``component`` (``cos``, ``sin`` or ``cos_sin``), in their own dtype."""
     cos, sin = expand(cos, layout), expand(sin, layout)

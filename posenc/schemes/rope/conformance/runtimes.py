@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-import numpy.typing as npt
 
 from posenc.conformance import Finding
 from posenc.errors import PosencError
@@ -23,26 +22,13 @@ from posenc.schemes.rope.conformance.rows import (
     FloatArray,
     Model,
     cache_rows,
-    laid_out,
+    recipe_rows,
     row_width,
 )
-from posenc.schemes.rope.params import RUNTIMES, RopeParams, Runtime
-from posenc.schemes.rope.recipes.rows import Rows
+from posenc.schemes.rope.params import RUNTIMES, Runtime
 from posenc.verify import row_chunks
 
 NAMES = {"ggml": "llama.cpp's ggml-cpu", "mlx": "MLX's CPU mx.fast.rope with mlx-lm"}
-
-
-def _runtime_rows(
-    rows_of: Rows, params: RopeParams, component: str, offset: int, rows: slice
-) -> npt.NDArray[np.float32]:
-    """The runtime's rows, as :func:`~posenc.schemes.rope.conformance.rows.cache_rows` lays
-    the cache's out."""
-    positions = np.arange(offset + rows.start, offset + rows.stop, dtype=np.int64)
-    cos, sin, angle = rows_of(positions)
-    if component == "angle":
-        return angle
-    return laid_out(cos, sin, params.layout, component)
 
 
 def _largest_ulp(
@@ -68,7 +54,7 @@ def _largest_ulp(
     largest = float(np.finfo(coarse).max)
     worst = 0.0
     for rows in row_chunks(n, row_width(params, component)):
-        expected = _runtime_rows(rows_of, params, component, stated.offset, rows)
+        expected = recipe_rows(rows_of, params.layout, component, stated.offset, rows)
         cache = cache_rows(array, component, rows).astype(np.float64)
         magnitude = np.minimum(np.abs(expected), largest)  # float16 angles may pass its range
         spacing = np.spacing(magnitude.astype(coarse)).astype(np.float64)

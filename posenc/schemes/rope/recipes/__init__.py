@@ -16,11 +16,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from posenc.cancel import checkpoint
-from posenc.numerics.float32 import BLOCK_ELEMENTS
 from posenc.schemes.rope.params import RopeParams
 from posenc.schemes.rope.recipes import ggml, mlx
-from posenc.schemes.rope.recipes.rows import Rows
+from posenc.schemes.rope.recipes.rows import Rows, table
 
 _PREPARE: dict[str, Callable[[RopeParams, int], Rows]] = {
     "ggml": ggml.prepare,
@@ -57,29 +55,9 @@ def encode(
     >>> encode(RopeParams(d_model=2, recipe="ggml"), np.array([1]), "float64", "sin").tolist()
     [[0.8414709568023682, 0.8414709568023682]]
     """
-    n = len(positions)
-    rows = prepare(params, int(positions.max()) + 1 if n else 1)  # dynamic: the whole table's
+    # A dynamic rope's base is the whole table's.
+    rows = prepare(params, int(positions.max()) + 1 if len(positions) else 1)
     if component == "inv_freq":
         frequencies: npt.NDArray[np.floating[Any]] = rows(np.ones(1, np.int64))[2][0]
         return frequencies.astype(dtype)
-    half = params.d_model // 2
-    block_rows = max(1, BLOCK_ELEMENTS // half)
-    if component == "angle":
-        table = np.empty((n, half), dtype=dtype)
-    else:
-        planes = 2 if component == "cos_sin" else 1
-        table = np.empty((planes, n, params.d_model), dtype=dtype)
-    for start in range(0, n, block_rows):
-        checkpoint()
-        block = slice(start, start + block_rows)
-        cos, sin, angle = rows(positions[block])
-        if component == "angle":
-            table[block] = angle
-            continue
-        chosen = {"cos_sin": (cos, sin), "cos": (cos,), "sin": (sin,)}[component]
-        for plane, value in enumerate(chosen):
-            if params.layout == "split":
-                table[plane, block, :half], table[plane, block, half:] = value, value
-            else:
-                table[plane, block, 0::2], table[plane, block, 1::2] = value, value
-    return table if component in ("cos_sin", "angle") else table[0]
+    return table(rows, positions, params.d_model, params.layout, dtype, component)

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-F32 = np.float32
+from posenc.numerics.float32 import F32
+
 _FUNCTIONS = {"powf": 2, "logf": 1, "floorf": 1, "ceilf": 1, "fmaf": 3}
 
 
