@@ -2,9 +2,9 @@
 
 Pair ``i`` is extrapolated (keeps ω_i) below ``low``, interpolated (ω_i / factor) above
 ``high``, and blended between. The ends are the pairs that turn ``beta_fast`` and
-``beta_slow`` times over the original context. transformers, mlx-lm and the GGUF check all
-decide them in Python doubles; only ggml's own ``ggml_rope_yarn_corr_dims`` is float32, and
-:mod:`.recipes.ggml` keeps that one.
+``beta_slow`` times over the original context. transformers and mlx-lm decide them in Python
+doubles; ggml's own ``ggml_rope_yarn_corr_dims`` is float32, and :mod:`.recipes.ggml` keeps
+that one (the GGUF check uses it too).
 """
 
 from __future__ import annotations

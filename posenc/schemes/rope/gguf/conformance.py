@@ -24,11 +24,12 @@ from posenc.errors import InconsistentError, ParameterError
 from posenc.schemes.rope import config_answer, maths
 from posenc.schemes.rope.gguf import mrope_check
 from posenc.schemes.rope.gguf.answer import answer
+from posenc.schemes.rope.gguf.mrope_check import Found
 from posenc.schemes.rope.gguf.reader import Header
 from posenc.schemes.rope.gguf.rules import Call, calls
 from posenc.schemes.rope.params import Recipe, RopeParams
+from posenc.schemes.rope.recipes.ggml import corr_dims
 from posenc.schemes.rope.scaling import frequencies
-from posenc.schemes.rope.yarn_ramp import ramp_ends
 
 # Relative difference of a frequency or attention factor that float32 parameters explain.
 TOLERANCE = 1e-5
@@ -39,7 +40,8 @@ def ggml_frequencies(
     call: Call, factors: npt.NDArray[np.float32] | None
 ) -> tuple[npt.NDArray[np.float64], float]:
     """Each pair's angle per position and the factor of cos/sin, as ggml-cpu's rope forms them
-    (``ggml_rope_cache_init``, ``rope_yarn``), in float64."""
+    (``ggml_rope_cache_init``, ``rope_yarn``), in float64 but for YaRN's ramp ends, float32 as
+    ggml decides them."""
     n = call.n_dims
     i = np.arange(n // 2, dtype=np.float64)
     extrap = call.freq_base ** (-2.0 * i / n)
@@ -50,7 +52,9 @@ def ggml_frequencies(
     if call.ext_factor == 0:
         return interp, mscale
 
-    low, high = ramp_ends(n, call.n_ctx_orig, call.freq_base, call.beta_fast, call.beta_slow)
+    # The ramp's ends as ggml decides them, in float32 (floorf/ceilf of logf's quotient): the
+    # doubles' formula can land on the other side of a whole pair.
+    low, high = (float(end) for end in corr_dims(call))
     y = (i - low) / max(0.001, high - low)
     ramp = (1 - np.clip(y, 0, 1)) * call.ext_factor
     mscale *= 1 + 0.1 * math.log(1 / call.freq_scale)
@@ -78,14 +82,11 @@ def _per_layer(model: dict[str, Any], n_layer: int) -> list[dict[str, Any] | Non
     return layers
 
 
-_Found = tuple[str, str, dict[str, Any]]  # kind, detail, evidence
-
-
 class _Findings:
     def __init__(self) -> None:
         self.found: dict[tuple[str, str], dict[str, Any]] = {}
 
-    def add(self, layer: int, found: _Found) -> None:
+    def add(self, layer: int, found: Found) -> None:
         kind, detail, evidence = found
         entry = self.found.setdefault(
             (kind, detail), {"kind": kind, "detail": detail, "layers": [], "evidence": evidence}
@@ -116,7 +117,7 @@ def check(header: Header, config: Any, n_ctx: int | None, limits: Limits) -> dic
     findings = _Findings()
     # Layers share one or two ropes on each side: each pair is compared once (4096 layers of
     # 32768 pairs took 1.2 s compared layer by layer).
-    compared: dict[tuple[int, Call, tuple[bool, bool] | None], list[_Found]] = {}
+    compared: dict[tuple[int, Call, tuple[bool, bool] | None], list[Found]] = {}
     for il, (mine, theirs) in enumerate(zip(_per_layer(model, n_layer), per_layer, strict=True)):
         if (mine is None) != (theirs is None):
             findings.add(
@@ -195,9 +196,9 @@ def _compare(
     permuted: bool,
     n_ctx: int,
     slides: tuple[bool, bool] | None,
-) -> list[_Found]:
+) -> list[Found]:
     """What differs between a model's rope and a file's call, as (kind, detail, evidence)."""
-    found: list[_Found] = []
+    found: list[Found] = []
     evidence: dict[str, Any]
     params = _model_params(rope["params"])
     # The pairs the model's q and k turn: its cache's layout, unless its apply re-lays them.

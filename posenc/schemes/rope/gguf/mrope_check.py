@@ -25,7 +25,8 @@ from posenc.schemes.rope.scaling import frequencies
 _AXES = ("temporal", "height", "width", "fourth")
 _COMPARABLE = ("chunked", "interleaved")  # the rules llama.cpp has a mode for
 
-Found = tuple[str, str, dict[str, Any]]  # kind, detail, evidence
+# A finding of the GGUF check: its kind, its detail and its evidence.
+Found = tuple[str, str, dict[str, Any]]
 
 
 def ggml_axes(sections: tuple[int, ...], half: int, interleaved: bool) -> npt.NDArray[np.intp]:
@@ -56,14 +57,14 @@ def findings(
     """What differs between the model's M-RoPE (its answer's ``mrope``, turning ``params``) and
     the file's (its ``sections``, ``rope_type`` ``mrope`` or ``imrope``, over ``n_dims``) at
     ``n_ctx``; pairs are compared where the two turn as many."""
-    if model_mrope is None and sections is None:
-        return []
     if model_mrope is None:
+        if sections is None:
+            return []
         detail = (
-            f"llama.cpp turns the file's sections {list(sections or ())} by separate position "
+            f"llama.cpp turns the file's sections {list(sections)} by separate position "
             "ids; the model turns every pair by the one position"
         )
-        evidence = {"file_sections": list(sections or ()), "rope_type": rope_type}
+        evidence = {"file_sections": list(sections), "rope_type": rope_type}
         return [("mrope_added", detail, evidence)]
     if sections is None:
         detail = (

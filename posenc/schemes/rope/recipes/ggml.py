@@ -174,7 +174,7 @@ def llama3_factors(params: RopeParams) -> Float32Array:
     return np.where(wavelength > scalar(old / low), scalar(factor), out).astype(F32)
 
 
-def corr_dims(rope: GgmlRope) -> tuple[np.float32, np.float32]:
+def corr_dims(rope: RopeArguments) -> tuple[np.float32, np.float32]:
     """``ggml_rope_yarn_corr_dims``: the first and last pair of YaRN's ramp, in float32."""
 
     def corr_dim(rotations: float) -> np.float32:
