@@ -119,6 +119,8 @@ def test_nemotron3_diarization_is_read_from_its_audio_encoder(client: Client) ->
     assert answer["text_config"] == "audio_config" and answer["head_dim"] == 64
     (rope,) = answer["ropes"]
     assert rope["layers"] == list(range(31)) and rope["params"]["d_model"] == 64
+    refused = client.post("/v1/rope/config", json={"model_type": "nemotron3_diarization"})
+    assert refused.status_code == 422 and refused.json()["errors"][0]["loc"][-1] == "audio_config"
 
 
 def test_blt_is_refused_naming_the_stacks_each_answered_alone(client: Client) -> None:
@@ -134,7 +136,8 @@ def test_blt_is_refused_naming_the_stacks_each_answered_alone(client: Client) ->
     response = client.post("/v1/rope/config", json={"model_type": "blt", "encoder_config": encoder})
     assert response.status_code == 422
     detail = response.json()["detail"]
-    assert all(key in detail for key in ("encoder_config", "global_config", "patcher_config"))
+    stacks = ("encoder_config", "global_config", "decoder_config", "patcher_config")
+    assert all(key in detail for key in stacks)
     (rope,) = client.post("/v1/rope/config", json=encoder).json()["ropes"]
     assert rope["layers"] == [0] and rope["params"]["d_model"] == 64
     assert rope["params"]["base"] == 500000.0
@@ -144,6 +147,7 @@ def test_blt_is_refused_naming_the_stacks_each_answered_alone(client: Client) ->
     ("name", "key"),
     [
         ("Ministral, head_dim given", "head_dim"),
+        ("Hunyuan-7B", "head_dim"),
         ("HunYuan-MoE, head_dim given", "head_dim"),
         ("LFM2-MoE, layer_types given", "layer_types"),
     ],

@@ -1,5 +1,7 @@
 """``posenc.warm`` (what an image build runs) leaves no loop for the first request to compile:
-checked in a fresh process, whose loops start uncompiled, against a fresh numba cache."""
+one process warms a fresh numba cache, as the image build does; another, as the service would,
+reads a GGUF header with a vocabulary and a rope tensor and computes MLX's rope from its base,
+and finds every loop in the cache — none compiled for a signature the warm-up missed."""
 
 from __future__ import annotations
 
@@ -9,25 +11,42 @@ import subprocess
 import sys
 from pathlib import Path
 
-# Loops no scheme example reaches, which compile_kernels compiles on its own.
-_PROBE = """
+ROOT = Path(__file__).resolve().parents[2]
+_WARM = "from posenc.warm import compile_kernels; compile_kernels()"
+# The loops no scheme example reaches, which compile_kernels compiles on its own.
+_FIRST_REQUESTS = """
 import json
-from posenc.warm import compile_kernels
-from posenc.schemes.rope.gguf import loops
+from posenc.schemes.rope import maths
+from posenc.schemes.rope.gguf import loops, reader
+from posenc.schemes.rope.params import RopeParams
 from posenc.schemes.rope.recipes import mlx
-compile_kernels()
+from tests.gguf.files import TINY_LLAMA, gguf, llama_31_prefix
+
+reader.read(gguf({**TINY_LLAMA, "tokenizer.ggml.tokens": ["a", "b", "c"]}))
+reader.read(llama_31_prefix())
+maths.table(RopeParams(d_model=16, recipe="mlx"), 50, 0, "float32", "cos_sin")
 print(json.dumps({
-    "gguf skip": len(loops.skip.signatures),
-    "gguf infos": len(loops.infos.signatures),
-    "mlx from the base": len(mlx._default_inverse.signatures),
+    name: [sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values())]
+    for name, f in (
+        ("gguf strings", loops.skip),
+        ("gguf tensor infos", loops.infos),
+        ("mlx from the base", mlx._default_inverse),
+    )
 }))
 """
 
 
-def test_compile_kernels_compiles_the_loops_no_example_reaches(tmp_path: Path) -> None:
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+def _run(script: str, cache: Path) -> str:
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
     ran = subprocess.run(
-        [sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True
     )
-    compiled = json.loads(ran.stdout.strip().splitlines()[-1])
-    assert all(count >= 1 for count in compiled.values()), compiled
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    return ran.stdout
+
+
+def test_the_first_requests_find_every_loop_compiled(tmp_path: Path) -> None:
+    _run(_WARM, tmp_path)
+    loaded = json.loads(_run(_FIRST_REQUESTS, tmp_path).strip().splitlines()[-1])
+    # [loaded from the cache, compiled afresh] per loop
+    assert all(hits >= 1 and misses == 0 for hits, misses in loaded.values()), loaded

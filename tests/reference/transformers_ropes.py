@@ -1323,7 +1323,7 @@ def reference_model(model_type: str, config: Mapping[str, Any] | None = None) ->
             if rope_key_error is not None:
                 static = dataclasses.replace(static, rejected=rope_key_error)
             return static
-    return _assemble(trace, base)
+        return _assemble(trace, base)
 
 
 def _error(exc: BaseException) -> str:

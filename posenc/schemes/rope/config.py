@@ -132,6 +132,8 @@ def _text_config(config: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
                     f"{path}.model_type", "is required: it names the text model's family"
                 )
             return path, found
+    if own is not None:
+        raise ParameterError(own, f"is required: {model_type}'s rope is read from it, an object")
     if isinstance(model_type, str) and model_type in FLAT_TEXT_TYPES:
         # Its text model's keys at its top, as older checkpoints write them: transformers folds
         # them into the text model's config.
