@@ -4,13 +4,19 @@ GGUF file makes it pass (:mod:`..gguf.rules`, from the file's keys).
 
 The scalars go through this machine's libm (``logf``, ``powf``, ``fmaf`` …): glibc's ``logf``
 is not correctly rounded everywhere, and llama.cpp built here calls the same functions, so
-the same bits come out. ``a·b + c`` that GCC contracts for a processor with FMA is ``fmaf``.
+the same bits come out. Whether ``a·b + c`` is one rounding depends on where it is compiled:
+ggml-cpu is built with ``-march=native`` and GCC contracts it into an FMA on a processor that
+has one (``fmaf``); libllama, where llama-context.cpp derives the attention factor, is built
+for its architecture's baseline, which on x86-64 has no FMA, so there it is two roundings
+(objdump of llama-cpp-python 0.3.36's build here: no ``vfmadd`` in libllama.so, 1785 in
+libggml-cpu.so). AArch64's baseline has FMA, and GCC contracts there by default.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import platform
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -20,6 +26,8 @@ import numpy as np
 from posenc.numerics.float32 import F32
 
 _FUNCTIONS = {"powf": 2, "logf": 1, "floorf": 1, "ceilf": 1, "fmaf": 3}
+# Whether libllama's a·b + c is one rounding (see the module's docstring).
+LIBLLAMA_CONTRACTS = platform.machine().lower() in ("aarch64", "arm64")
 
 
 @dataclass(frozen=True)
@@ -52,17 +60,24 @@ def libm(function: str, *arguments: float | np.floating[Any]) -> np.float32:
     return F32(getattr(_libm(), function)(*(F32(a) for a in arguments)))
 
 
+def _libllama_multiply_add(a: np.float32, b: np.float32, c: np.float32) -> np.float32:
+    """``a·b + c`` as libllama computes it: contracted where its build has FMA, else rounded
+    twice."""
+    if LIBLLAMA_CONTRACTS:
+        return libm("fmaf", a, b, c)
+    return F32(F32(a * b) + c)
+
+
 def get_mscale(scale: np.float32, mscale: np.float32) -> np.float32:
-    """llama-context.cpp's ``get_mscale``: ``0.1f·mscale·logf(scale) + 1.0f``, the product
-    contracted into the sum."""
+    """llama-context.cpp's ``get_mscale``: ``0.1f·mscale·logf(scale) + 1.0f``."""
     if scale <= F32(1):
         return F32(1)
-    return libm("fmaf", F32(F32(0.1) * mscale), libm("logf", scale), F32(1))
+    return _libllama_multiply_add(F32(F32(0.1) * mscale), libm("logf", scale), F32(1))
 
 
 def yarn_growth(factor: np.float32) -> np.float32:
-    """``1 + 0.1·logf(factor)``, contracted: what ggml's ``rope_yarn`` multiplies cos and sin
-    by (``factor = 1/freq_scale``) and llama-context.cpp divides back out."""
+    """``1 + 0.1·logf(factor)`` as ggml-cpu's ``rope_yarn`` multiplies cos and sin by it
+    (``factor = 1/freq_scale``), contracted."""
     return libm("fmaf", F32(0.1), libm("logf", factor), F32(1))
 
 
@@ -80,4 +95,6 @@ def yarn_attention(
         attention = F32(ratio)
     else:
         attention = get_mscale(factor, F32(1))
-    return F32(attention * F32(F32(1) / yarn_growth(factor)))
+    # llama-context.cpp's own 1 + 0.1·logf(factor), which ggml's growth will cancel.
+    growth = _libllama_multiply_add(F32(0.1), libm("logf", factor), F32(1))
+    return F32(attention * F32(F32(1) / growth))
