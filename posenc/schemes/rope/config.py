@@ -197,6 +197,13 @@ def _as_family_reads(
         },
         **{ours: text[theirs] for ours, theirs in family.overrides if theirs in text},
     }
+    for key in family.required:  # under the family's own names too (its aliases)
+        if read.get(key) is None:
+            raise ParameterError(
+                key,
+                f"is required: {text.get('model_type')}'s model reads it as the config gives "
+                "it (its config class's default, null, leaves the model unable to run)",
+            )
     if family.layer_count_key is not None and text.get(family.layer_count_key) is not None:
         read["num_hidden_layers"] = text[family.layer_count_key]
     mrope = None

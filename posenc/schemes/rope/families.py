@@ -354,6 +354,7 @@ FAMILIES: dict[str, Family] = {
         xdrope=True,
         default_whole_head=True,
         aliases=(("head_dim", "attention_head_dim"),),
+        required=("head_dim",),
     ),
     # Its default config, with no rope per layer type, is one its model cannot run (refused).
     "cohere_compass_text": Family(mrope="cohere_compass", null_ropes=True),

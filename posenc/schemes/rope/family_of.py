@@ -25,13 +25,6 @@ def family_of(text: Mapping[str, Any]) -> Family:
     family = FAMILIES.get(model_type, Family()) if isinstance(model_type, str) else Family()
     if family.unanswered:
         raise ParameterError("model_type", f"{model_type}: {family.unanswered}")
-    for key in family.required:
-        if text.get(key) is None:
-            raise ParameterError(
-                key,
-                f"is required: {model_type}'s model reads it as the config gives it (its "
-                "config class's default, null, leaves the model unable to run)",
-            )
     if model_type not in CLASS_DEFAULTS:
         raise ParameterError(
             "model_type",

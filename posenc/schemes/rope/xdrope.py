@@ -43,12 +43,7 @@ def text_rope_of(text: Mapping[str, Any]) -> dict[str, Any]:
     its rope dict, and the rope type ``xdrope`` read as ``dynamic``, as its config class
     converts it."""
     head = integer(text, "head_dim", "")
-    if head is None:
-        raise InconsistentError(
-            "head_dim",
-            "is required: HunYuan-VL's attention reads it (its config class's default, null, "
-            "leaves the model unable to run)",
-        )
+    assert head is not None  # its family requires it (Family.required)
     where, rope = rope_dict(text)
     # Checked, then set aside: a text token turns every frequency, whichever axis it is from.
     _section(rope, where, head)
