@@ -92,7 +92,12 @@ def params_of(
 
 def answer(header: Header, n_ctx: int | None) -> dict[str, Any]:
     """What ``POST /v1/rope/gguf`` answers for a file's header."""
-    read = calls(header, n_ctx)
+    return answer_of(header, calls(header, n_ctx))
+
+
+def answer_of(header: Header, read: dict[str, Any]) -> dict[str, Any]:
+    """:func:`answer` from the file's calls (:func:`.rules.calls`), read once by a caller that
+    needs them too."""
     row: Arch = read["row"]
     per_layer: list[Call | None] = read["per_layer"]
     groups: dict[Call, list[int]] = {}

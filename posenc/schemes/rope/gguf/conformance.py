@@ -23,7 +23,7 @@ from posenc.declare import Limits
 from posenc.errors import InconsistentError, ParameterError
 from posenc.schemes.rope import config_answer, maths
 from posenc.schemes.rope.gguf import mrope_check
-from posenc.schemes.rope.gguf.answer import answer
+from posenc.schemes.rope.gguf.answer import answer_of
 from posenc.schemes.rope.gguf.mrope_check import Found
 from posenc.schemes.rope.gguf.reader import Header
 from posenc.schemes.rope.gguf.rules import Call, calls
@@ -100,12 +100,12 @@ class _Findings:
 def check(header: Header, config: Any, n_ctx: int | None, limits: Limits) -> dict[str, Any]:
     """The answer for a file and its model: the file's ropes, ``model``, ``conforms`` and
     ``findings``."""
-    result = answer(header, n_ctx)
+    read = calls(header, n_ctx)
+    result = answer_of(header, read)
     try:
         model = config_answer.describe(config, config_answer.servable_rows(limits))
     except ParameterError as error:
         raise type(error)(f"config.{error.param}", error.message) from None
-    read = calls(header, n_ctx)
     row = read["row"]
     per_layer: list[Call | None] = read["per_layer"]
     n_layer = len(per_layer)
@@ -118,7 +118,8 @@ def check(header: Header, config: Any, n_ctx: int | None, limits: Limits) -> dic
     # Layers share one or two ropes on each side: each pair is compared once (4096 layers of
     # 32768 pairs took 1.2 s compared layer by layer).
     compared: dict[tuple[int, Call, tuple[bool, bool] | None], list[Found]] = {}
-    for il, (mine, theirs) in enumerate(zip(_per_layer(model, n_layer), per_layer, strict=True)):
+    layer_ropes = _per_layer(model, n_layer)
+    for il, (mine, theirs) in enumerate(zip(layer_ropes, per_layer, strict=True)):
         if (mine is None) != (theirs is None):
             findings.add(
                 il,
@@ -147,7 +148,6 @@ def check(header: Header, config: Any, n_ctx: int | None, limits: Limits) -> dic
             )
         for found in compared[key]:
             findings.add(il, found)
-    layer_ropes = _per_layer(model, n_layer)
     for rope in result["ropes"]:
         mine = layer_ropes[rope["layers"][0]]
         rope["max_abs_difference"] = (
