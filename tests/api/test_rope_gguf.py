@@ -96,12 +96,14 @@ def test_a_files_params_give_its_exact_rope_as_well_as_llama_cpps(client: Client
     query = "&".join(
         f"{k}={','.join(map(repr, v)) if isinstance(v, list) else v}" for k, v in params.items()
     )
-    for recipe in ("exact", "ggml"):
-        url = f"/v1/rope/table?{query}&recipe={recipe}&seq_len=2&component=inv_freq&format=npy"
-        response = client.get(url)
-        assert response.status_code == 200, response.text
-        if recipe == "exact":
-            served = np.load(io.BytesIO(response.content))
+    responses = {
+        recipe: client.get(
+            f"/v1/rope/table?{query}&recipe={recipe}&seq_len=2&component=inv_freq&format=npy"
+        )
+        for recipe in ("exact", "ggml")
+    }
+    assert all(r.status_code == 200 for r in responses.values()), responses
+    served = np.load(io.BytesIO(responses["exact"].content))
     mpmath.mp.dps = 40
     base, d = mpmath.mpf(params["base"]), params["d_model"]
     truth = [

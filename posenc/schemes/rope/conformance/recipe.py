@@ -1,5 +1,5 @@
 """``matches_framework_recipe``: the cache is transformers' float32 computation, recognised by
-recomputing it operation for operation (:func:`posenc.schemes.rope.framework.encode`)."""
+recomputing it operation for operation (:func:`posenc.schemes.rope.framework.prepare`)."""
 
 from __future__ import annotations
 

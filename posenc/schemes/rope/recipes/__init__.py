@@ -1,8 +1,8 @@
 """The runtimes a model is ported to, each computing its rope its own way in float32
 (``recipe=ggml``: llama.cpp's ggml-cpu; ``recipe=mlx``: MLX's CPU backend with mlx-lm's
 frequencies). Each module reproduces its runtime's sequence of operations and prepares, once per
-table, the rows of cos, sin and angle per pair (:mod:`.rows`); this one lays them out as every
-served table is laid out.
+table, the rows of cos, sin and angle per pair (:mod:`.rows`, which lays them out as every
+served table is laid out); this one picks the runtime's.
 
 ``inv_freq`` of a runtime is the angle it gives position 1: ggml reaches a pair's angle by
 repeated products from the position, so it has no frequency vector of its own.
