@@ -2,10 +2,9 @@
 llama.cpp 0c1e57098) on tiny random transformers models, for the tests that hold the service's
 reading of a GGUF to the file the real converter writes.
 
-The sdist is downloaded once with pip into ``~/.cache/posenc`` (or ``$POSENC_CACHE``) and
-unpacked beside it; a second run finds it there. The converter runs in a subprocess with its own
-``gguf-py`` first on the path (``python -m tests.gguf.convert MODEL_DIR OUT``), since the
-``gguf`` the suite imports is PyPI's and may be older.
+The converter comes out of the sdist through :func:`.sdist.unpacked`. It runs in a subprocess
+with its own ``gguf-py`` first on the path (``python -m tests.gguf.convert MODEL_DIR OUT``),
+since the ``gguf`` the suite imports is PyPI's and may be older.
 """
 
 from __future__ import annotations
@@ -15,42 +14,15 @@ import os
 import pkgutil
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
-VERSION = "0.3.36"
-SDIST = f"llama_cpp_python-{VERSION}"
-
-
-def cache() -> Path:
-    return Path(os.environ.get("POSENC_CACHE", Path.home() / ".cache" / "posenc"))
-
-
-def source() -> Path:
-    """vendor/llama.cpp of the sdist, downloaded and unpacked on first use."""
-    root = cache() / SDIST / "vendor" / "llama.cpp"
-    if (root / "convert_hf_to_gguf.py").exists():
-        return root
-    cache().mkdir(parents=True, exist_ok=True)
-    archive = cache() / f"{SDIST}.tar.gz"
-    if not archive.exists():
-        # pip reads an sdist's metadata before it keeps it: in an isolated build environment
-        # (scikit-build-core, a minute the first time), never the suite's own.
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
-             ":all:", f"llama-cpp-python=={VERSION}", "-d", str(cache())],
-            check=True,
-        )  # fmt: skip
-    with tarfile.open(archive) as tar:
-        members = [m for m in tar.getmembers() if m.name.startswith(f"{SDIST}/vendor/llama.cpp/")]
-        tar.extractall(cache(), members=members, filter="data")
-    return root
+from tests.gguf.sdist import unpacked
 
 
 def convert(pairs: list[tuple[Path, Path]]) -> None:
     """Each ``(model_dir, out)``: a saved transformers model written as the GGUF llama.cpp's
     converter writes, all in one subprocess (it imports torch and transformers once)."""
-    root = source()
+    root = unpacked("vendor/llama.cpp")
     here = Path(__file__).resolve().parents[2]
     path = os.pathsep.join([str(root / "gguf-py"), str(root), str(here)])
     arguments = [str(p) for pair in pairs for p in pair]

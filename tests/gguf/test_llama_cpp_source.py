@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from posenc.schemes.rope.gguf.arches import ARCHES, LLAMA_CPP_VERSION, Arch
-from tests.gguf.convert import source
+from tests.gguf.sdist import unpacked
 
 pytestmark = pytest.mark.llama_cpp
 
 
 @pytest.fixture(scope="module")
 def src() -> Path:
-    return source() / "src"
+    return unpacked("vendor/llama.cpp/src")
 
 
 def _names(src: Path) -> dict[str, str]:
@@ -47,8 +47,8 @@ def _rope_types(src: Path) -> dict[str, str]:
     return types
 
 
-def test_the_sources_version_is_the_tables(src: Path) -> None:
-    changelog = (src.parents[2] / "CHANGELOG.md").read_text()
+def test_the_sources_version_is_the_tables() -> None:
+    changelog = unpacked("CHANGELOG.md").read_text()
     release = changelog[changelog.index("## [0.3.36]") :]
     release = release[: release.index("\n## ", 1)]
     assert f"llama.cpp@{LLAMA_CPP_VERSION[:9]}" in release
