@@ -62,7 +62,7 @@ def assert_rope_matches(
     rope cannot take raise :class:`posenc.errors.ParameterError`.
     """
     if config is not None:
-        from posenc.schemes.rope import config as rope_config
+        from posenc.schemes.rope.models import config as rope_config
 
         loaded = _load_config(config)
         stated = rope_config.from_config(loaded).params

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from posenc.schemes.rope import config as rope_config
+from posenc.schemes.rope.models import config as rope_config
 from tests.conftest import Client
 from tests.hub_configs import HUB_CONFIGS
 

@@ -1,7 +1,7 @@
-"""Writes ``posenc/schemes/rope/class_defaults.py`` from the installed transformers: which text
-model types the config reader answers, the defaults their config classes give a config.json that
-leaves a key out (``rope_theta``, ``partial_rotary_factor``, ``head_dim``), and whether the class
-builds a rope per layer type (``per_layer_type``).
+"""Writes ``posenc/schemes/rope/models/class_defaults.py`` from the installed transformers:
+which text model types the config reader answers, the defaults their config classes give a
+config.json that leaves a key out (``rope_theta``, ``partial_rotary_factor``, ``head_dim``),
+and whether the class builds a rope per layer type (``per_layer_type``).
 
 Run ``python -m tests.reference.class_defaults`` after a change of transformers or of what
 ``tests/reference/test_model_ropes.py`` finds right; ``test_class_defaults_are_current`` fails
@@ -18,9 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from posenc.schemes.rope.families import OWN_TEXT_CONFIGS
+from posenc.schemes.rope.models.families import OWN_TEXT_CONFIGS
 
-MODULE = Path(__file__).resolve().parents[2] / "posenc/schemes/rope/class_defaults.py"
+MODULE = Path(__file__).resolve().parents[2] / "posenc/schemes/rope/models/class_defaults.py"
 # What the reader assumes when a key is missing and its family says nothing else.
 _READER = {"rope_theta": 10000.0, "partial_rotary_factor": 1.0}
 

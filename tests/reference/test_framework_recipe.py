@@ -29,8 +29,8 @@ from transformers.models.m2m_100.modeling_m2m_100 import M2M100SinusoidalPositio
 from transformers.models.roformer.modeling_roformer import RoFormerSinusoidalPositionalEmbedding
 
 from posenc.numerics import float32
-from posenc.schemes.rope import framework
 from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.rope.recipes import framework
 from posenc.schemes.sinusoidal import framework as sinusoidal_framework
 from posenc.schemes.sinusoidal.params import SinusoidalParams
 from tests.conftest import Client

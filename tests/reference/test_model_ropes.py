@@ -29,10 +29,10 @@ from transformers import AutoConfig
 
 from posenc.errors import ParameterError
 from posenc.numerics import float32
-from posenc.schemes.rope import config as rope_config
-from posenc.schemes.rope import framework
-from posenc.schemes.rope.config import LayerRope, ModelRope
+from posenc.schemes.rope.models import config as rope_config
+from posenc.schemes.rope.models.config import LayerRope, ModelRope
 from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.rope.recipes import framework
 from tests.hub_configs import HUB_CONFIGS
 from tests.reference import class_defaults
 from tests.reference.test_framework_recipe import ulps

@@ -52,8 +52,8 @@ def _same_frequencies(params: dict[str, Any]) -> npt.NDArray[np.bool_]:
     d = params["d_model"]
     exponents = torch.arange(0, d, 2, dtype=torch.int64).float() / d
     theirs = (1.0 / (params["base"] ** exponents)).numpy()
-    from posenc.schemes.rope.framework import frequencies
     from posenc.schemes.rope.params import RopeParams
+    from posenc.schemes.rope.recipes.framework import frequencies
 
     ours, _ = frequencies(RopeParams(**params), 1)
     same = ulps(ours, theirs) == 0

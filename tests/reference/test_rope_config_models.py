@@ -19,9 +19,9 @@ from transformers.models.mistral.modeling_mistral import MistralRotaryEmbedding
 from transformers.models.phi3.modeling_phi3 import Phi3RotaryEmbedding
 from transformers.models.qwen2.modeling_qwen2 import Qwen2RotaryEmbedding
 
-from posenc.schemes.rope import config as rope_config
-from posenc.schemes.rope import framework
+from posenc.schemes.rope.models import config as rope_config
 from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.rope.recipes import framework
 from tests.api.test_rope_config import FAMILIES
 from tests.reference.test_framework_recipe import ulps
 

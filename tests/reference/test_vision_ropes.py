@@ -15,8 +15,8 @@ import pytest
 
 from posenc.declare import Limits
 from posenc.errors import LimitError
-from posenc.schemes.rope.framework import frequencies
 from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.rope.recipes.framework import frequencies
 from posenc.schemes.rope.vision import answer as vision_answer
 from posenc.schemes.rope.vision.families import UNANSWERED
 from tests.conftest import Client

@@ -11,9 +11,10 @@ from posenc import adapters
 from posenc.conformance import Conformance
 from posenc.cost import Cost
 from posenc.declare import Extra, Scheme
-from posenc.schemes.rope import config_answer, conformance, maths, verify
+from posenc.schemes.rope import conformance, maths, verify
 from posenc.schemes.rope.gguf import operation as gguf_operation
 from posenc.schemes.rope.gguf import schemas as gguf_schemas
+from posenc.schemes.rope.models import answer as config_answer
 from posenc.schemes.rope.mrope import answer as mrope_answer
 from posenc.schemes.rope.mrope import given as mrope_given
 from posenc.schemes.rope.mrope import schemas as mrope_schemas

@@ -24,8 +24,9 @@ from posenc.numerics.exact import (
     sincos,
 )
 from posenc.numerics.rotation import fill_consecutive
-from posenc.schemes.rope import framework, recipes
+from posenc.schemes.rope import recipes
 from posenc.schemes.rope.params import RUNTIMES, Layout, RopeParams
+from posenc.schemes.rope.recipes import framework
 from posenc.schemes.rope.scaling import frequencies
 
 ArrayT = TypeVar("ArrayT", bound=npt.NDArray[np.floating[Any]])

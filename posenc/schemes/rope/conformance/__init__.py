@@ -6,7 +6,7 @@ The cache is a component of :mod:`posenc.schemes.rope.maths` for positions
 cache, and only when the cache is not already within ``tolerance_ulp`` of the exact table:
 
 - ``matches_framework_recipe`` (:mod:`.recipe`) — every value within 2 float32 ulps of
-  transformers' float32 recipe (:func:`posenc.schemes.rope.framework.encode`) in all but
+  transformers' float32 recipe (:func:`posenc.schemes.rope.recipes.framework.encode`) in all but
   ``max(2, h/16)`` pairs (torch's ``pow`` is not correctly rounded in a few); the other
   findings then stay silent;
 - ``matches_recipe`` (:mod:`.runtimes`) — otherwise, every value within one ulp of a runtime's

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 
 from posenc.conformance import Finding
-from posenc.schemes.rope import framework
 from posenc.schemes.rope.conformance.reading import Reading
 from posenc.schemes.rope.conformance.rows import Model, table_length
+from posenc.schemes.rope.recipes import framework
 
 
 def fit_attention(

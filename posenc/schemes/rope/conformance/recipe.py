@@ -1,5 +1,5 @@
 """``matches_framework_recipe``: the cache is transformers' float32 computation, recognised by
-recomputing it operation for operation (:func:`posenc.schemes.rope.framework.prepare`)."""
+recomputing it operation for operation (:func:`posenc.schemes.rope.recipes.framework.prepare`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from dataclasses import replace
 import numpy as np
 
 from posenc.conformance import Finding
-from posenc.schemes.rope import framework
 from posenc.schemes.rope.conformance.rows import (
     Errors,
     FloatArray,
@@ -18,6 +17,7 @@ from posenc.schemes.rope.conformance.rows import (
     recipe_rows,
     row_width,
 )
+from posenc.schemes.rope.recipes import framework
 from posenc.verify import row_chunks
 
 

@@ -15,11 +15,11 @@ import numpy.typing as npt
 
 from posenc.conformance import Finding
 from posenc.errors import ParameterError
-from posenc.schemes.rope import framework
 from posenc.schemes.rope.conformance.partial import wider_head
 from posenc.schemes.rope.conformance.reading import Reading
 from posenc.schemes.rope.conformance.rows import Float64Array, Model, table_length
 from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.rope.recipes import framework
 from posenc.schemes.rope.scaling import frequencies
 
 # The scaling factors and original context lengths tried when the stated ones do not fit.

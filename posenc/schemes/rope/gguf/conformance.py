@@ -21,12 +21,13 @@ import numpy.typing as npt
 
 from posenc.declare import Limits
 from posenc.errors import InconsistentError, ParameterError
-from posenc.schemes.rope import config_answer, maths
+from posenc.schemes.rope import maths
 from posenc.schemes.rope.gguf import mrope_check
 from posenc.schemes.rope.gguf.answer import answer_of
 from posenc.schemes.rope.gguf.mrope_check import Found
 from posenc.schemes.rope.gguf.reader import Header
 from posenc.schemes.rope.gguf.rules import Call, calls
+from posenc.schemes.rope.models import answer as config_answer
 from posenc.schemes.rope.params import Recipe, RopeParams
 from posenc.schemes.rope.recipes.ggml import corr_dims
 from posenc.schemes.rope.scaling import frequencies

@@ -23,8 +23,8 @@ from posenc.errors import (
     against_model_type,
 )
 from posenc.numerics.costs import SCRATCH
-from posenc.schemes.rope import config as rope_config
 from posenc.schemes.rope import maths
+from posenc.schemes.rope.models import config as rope_config
 from posenc.schemes.rope.mrope import tables
 from posenc.schemes.rope.mrope.config import MRope, check_widths, read
 from posenc.schemes.rope.mrope.diagnose import Expected, diagnose

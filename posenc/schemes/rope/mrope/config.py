@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from posenc.errors import InconsistentError, ParameterError, against_model_type
-from posenc.schemes.rope.config_params import MROPE_KEYS
-from posenc.schemes.rope.config_values import ROPE_DICTS, integer, number, rope_dict, sections
+from posenc.schemes.rope.models.params import MROPE_KEYS
+from posenc.schemes.rope.models.values import ROPE_DICTS, integer, number, rope_dict, sections
 from posenc.schemes.rope.mrope.families import MROPE_FAMILIES, UNANSWERED, MRopeFamily
 from posenc.schemes.rope.mrope.layout import Vision
 

@@ -14,7 +14,7 @@ from typing import Any, cast, get_args
 
 from posenc.declare import Array, Ids, Positions
 from posenc.errors import InconsistentError, NotApplicableError, ParameterError
-from posenc.schemes.rope.config_values import MAX_SECTION, sections
+from posenc.schemes.rope.models.values import MAX_SECTION, sections
 from posenc.schemes.rope.mrope import tables
 from posenc.schemes.rope.mrope.config import check_cover
 from posenc.schemes.rope.mrope.families import Rotary

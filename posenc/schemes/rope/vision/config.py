@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from posenc.errors import InconsistentError, ParameterError
-from posenc.schemes.rope.config_values import integer, number
+from posenc.schemes.rope.models.values import integer, number
 from posenc.schemes.rope.vision.families import (
     PIXTRAL_TOWER,
     UNANSWERED,

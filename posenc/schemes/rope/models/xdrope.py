@@ -21,7 +21,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from posenc.errors import InconsistentError, ParameterError
-from posenc.schemes.rope.config_values import (
+from posenc.schemes.rope.models.families import Family
+from posenc.schemes.rope.models.values import (
     ROPE_DICTS,
     class_defaults,
     first,
@@ -30,7 +31,6 @@ from posenc.schemes.rope.config_values import (
     rope_dict,
     sections,
 )
-from posenc.schemes.rope.families import Family
 from posenc.schemes.rope.params import RopeParams
 
 _SECTION_KEYS = ("mrope_section", "xdrope_section")

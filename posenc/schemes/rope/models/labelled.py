@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from posenc.errors import ParameterError
-from posenc.schemes.rope.config_values import ROPE_DICTS, first, integer, number, rope_dict
-from posenc.schemes.rope.families import Family
+from posenc.schemes.rope.models.families import Family
+from posenc.schemes.rope.models.values import ROPE_DICTS, first, integer, number, rope_dict
 
 _DEFAULT_LAYERS = 43
 _LEGACY_TYPES = {

@@ -13,9 +13,9 @@ from posenc.declare import Limits, spec
 from posenc.errors import ParameterError
 from posenc.numerics import costs
 from posenc.schemes.rope import maths
-from posenc.schemes.rope.config import LayerRope, read
-from posenc.schemes.rope.config_params import NUMBERS, PROPORTIONAL, SCALINGS
-from posenc.schemes.rope.config_urls import urls
+from posenc.schemes.rope.models.config import LayerRope, read
+from posenc.schemes.rope.models.params import NUMBERS, PROPORTIONAL, SCALINGS
+from posenc.schemes.rope.models.urls import urls
 from posenc.schemes.rope.mrope import config as mrope_config
 from posenc.schemes.rope.mrope.families import MROPE_FAMILIES
 from posenc.schemes.rope.mrope.schemas import MROPE_SCHEMA

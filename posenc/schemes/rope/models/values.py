@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from posenc.errors import ParameterError
-from posenc.schemes.rope.class_defaults import CLASS_DEFAULTS
+from posenc.schemes.rope.models.class_defaults import CLASS_DEFAULTS
 
 
 def first(*values: float | None) -> Any:

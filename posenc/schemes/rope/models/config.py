@@ -11,7 +11,7 @@ Layers without a rope: those ``no_rope_layers`` flags 0 (1 = rope, as transforme
 or, for a family whose rule it is, every ``no_rope_layer_interval``-th; and layers whose type
 has no attention (:data:`~.families.ATTENTION_FREE`, or the family's own); every layer, where
 the family's switch is off (GraniteMoE-Hybrid's ``position_embedding_type``). Each rope is read by
-:func:`.config_params.rope_params`; the family's pairing and defaults are data
+:func:`.params.rope_params`; the family's pairing and defaults are data
 (:mod:`.families`). What the service cannot honour is refused, naming the field.
 """
 
@@ -22,11 +22,9 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from posenc.errors import InconsistentError, ParameterError, PosencError
-from posenc.schemes.rope import labelled, xdrope
-from posenc.schemes.rope import layers as model_layers
-from posenc.schemes.rope.config_params import head_dim, layer_heads, rope_params
-from posenc.schemes.rope.config_values import class_defaults, integer, number, rope_dict
-from posenc.schemes.rope.families import (
+from posenc.schemes.rope.models import labelled, xdrope
+from posenc.schemes.rope.models import layers as model_layers
+from posenc.schemes.rope.models.families import (
     FLAT_TEXT_TYPES,
     OWN_TEXT_CONFIGS,
     PER_LAYER,
@@ -34,7 +32,9 @@ from posenc.schemes.rope.families import (
     Family,
     LegacyLayers,
 )
-from posenc.schemes.rope.family_of import apply_of, family_of, rope_off
+from posenc.schemes.rope.models.family_of import apply_of, family_of, rope_off
+from posenc.schemes.rope.models.params import head_dim, layer_heads, rope_params
+from posenc.schemes.rope.models.values import class_defaults, integer, number, rope_dict
 from posenc.schemes.rope.mrope import config as mrope_config
 from posenc.schemes.rope.mrope.families import MROPE_FAMILIES
 from posenc.schemes.rope.params import RopeParams

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from posenc.schemes.rope.layer_rules import CycledLayers, IndexedLayers, LetteredLayers
+from posenc.schemes.rope.models.layer_rules import CycledLayers, IndexedLayers, LetteredLayers
 from posenc.schemes.rope.params import Layout, Precision
 
 

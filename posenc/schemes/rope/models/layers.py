@@ -9,9 +9,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from posenc.errors import InconsistentError, ParameterError
-from posenc.schemes.rope.config_values import integer
-from posenc.schemes.rope.families import ATTENTION_FREE, LAYER_COUNTS, NOPE_LAYER_LISTS, Family
-from posenc.schemes.rope.layer_rules import CycledLayers, IndexedLayers
+from posenc.schemes.rope.models.families import (
+    ATTENTION_FREE,
+    LAYER_COUNTS,
+    NOPE_LAYER_LISTS,
+    Family,
+)
+from posenc.schemes.rope.models.layer_rules import CycledLayers, IndexedLayers
+from posenc.schemes.rope.models.values import integer
 
 # No model has come near this many layers; a bound keeps an answer's lists small.
 MAX_LAYERS = 4096

@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from posenc.errors import InconsistentError, ParameterError
-from posenc.schemes.rope import xdrope
-from posenc.schemes.rope.config_values import class_defaults, first, integer, number
-from posenc.schemes.rope.families import Family
+from posenc.schemes.rope.models import xdrope
+from posenc.schemes.rope.models.families import Family
+from posenc.schemes.rope.models.values import class_defaults, first, integer, number
 from posenc.schemes.rope.params import RopeParams, Scaling
 
 # transformers' rope_type → our scaling.

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from posenc.errors import ParameterError
-from posenc.schemes.rope.class_defaults import CLASS_DEFAULTS
-from posenc.schemes.rope.families import APPLY_KEYS, FAMILIES, UNANSWERED_KEYS, Family
+from posenc.schemes.rope.models.class_defaults import CLASS_DEFAULTS
+from posenc.schemes.rope.models.families import APPLY_KEYS, FAMILIES, UNANSWERED_KEYS, Family
 
 
 def family_of(text: Mapping[str, Any]) -> Family:
