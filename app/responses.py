@@ -14,7 +14,7 @@ from fastapi import Request, Response
 from starlette.types import Receive, Scope, Send
 
 import posenc
-from app import formats
+from app import formats, provenance
 from app.models import Format
 from posenc.errors import InconsistentError
 
@@ -92,8 +92,10 @@ def _check_range(array: npt.NDArray[Any]) -> None:
 
 
 def etag_for(route: str, canonical: dict[str, Any], fmt: Format) -> str:
-    """Strong, from what the answer depends on: equal queries in any spelling share it."""
-    key = orjson.dumps([VERSION, route, canonical, fmt], option=orjson.OPT_SORT_KEYS)
+    """Strong, from what the answer depends on: the code and platform that make it
+    (:mod:`app.provenance`) and the query, so equal queries in any spelling share it."""
+    made_by = provenance.digest()
+    key = orjson.dumps([made_by, route, canonical, fmt], option=orjson.OPT_SORT_KEYS)
     return '"' + hashlib.sha256(key).hexdigest()[:32] + '"'
 
 
