@@ -98,26 +98,31 @@ def choices(hint: Any) -> tuple[str, ...] | None:
     return None
 
 
+@cache
+def _ranges(params_type: Any) -> tuple[tuple[str, tuple[str, ...] | None, Spec], ...]:
+    """Each field's name, allowed strings and :class:`Spec`: read once per parameters type,
+    since every request builds its parameters and checks them."""
+    types = hints(params_type)
+    return tuple((f.name, choices(types[f.name]), spec(f)) for f in dataclasses.fields(params_type))
+
+
 def check_ranges(params: Any) -> None:
     """Refuse any field outside its :class:`Spec`, naming it: the single place ranges are
     enforced in the core (the HTTP layer states the same ranges in its schema)."""
-    types = hints(type(params))  # type: ignore[arg-type]
-    for f in dataclasses.fields(params):
-        value = getattr(params, f.name)
+    for name, allowed, s in _ranges(type(params)):  # type: ignore[arg-type]
+        value = getattr(params, name)
         if value is None:
             continue
-        allowed = choices(types[f.name])
         if allowed is not None and value not in allowed:
-            raise ParameterError(f.name, f"must be one of {', '.join(allowed)}, got {value!r}")
+            raise ParameterError(name, f"must be one of {', '.join(allowed)}, got {value!r}")
         values = value if isinstance(value, tuple) else (value,)
-        s = spec(f)
         if isinstance(value, tuple):
             if s.min_items is not None and len(value) < s.min_items:
-                raise ParameterError(f.name, f"must list at least {s.min_items}, got {len(value)}")
+                raise ParameterError(name, f"must list at least {s.min_items}, got {len(value)}")
             if s.max_items is not None and len(value) > s.max_items:
-                raise ParameterError(f.name, f"must list at most {s.max_items}, got {len(value)}")
+                raise ParameterError(name, f"must list at most {s.max_items}, got {len(value)}")
         for v in values:
-            _check_one(f.name, v, s)
+            _check_one(name, v, s)
 
 
 def _check_one(name: str, value: Any, s: Spec) -> None:

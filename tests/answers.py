@@ -32,21 +32,13 @@ import orjson
 import posenc
 from posenc.registry import SCHEMES
 from tests.conftest import Client
-from tests.hub_configs import HUB_CONFIGS, llama_31_rope_scaling
+from tests.hub_configs import HUB_CONFIGS, llama_31_config, qwen2_vl_config
 
 MANIFEST = Path(__file__).with_name("answers.json")
 FORMATS = ("json", "npy", "bin", "csv", "plotly", "png")
 DTYPES = ("float32", "float64", "float16")
 # Where recipes part from the exact rope by more than a rounding (docs/recipes.md).
 FAR_OFFSET = 10**6
-_LLAMA_31 = {
-    "model_type": "llama",
-    "hidden_size": 4096,
-    "num_attention_heads": 32,
-    "num_hidden_layers": 32,
-    "max_position_embeddings": 131072,
-    "rope_theta": 500000.0,
-}
 
 
 def _query(values: dict[str, Any]) -> str:
@@ -91,7 +83,7 @@ def _shortened(url: str, rows: int) -> str:
 
 
 def _config_urls(client: Client) -> Iterator[str]:
-    configs = [{**_LLAMA_31, "rope_scaling": llama_31_rope_scaling()}, *HUB_CONFIGS.values()]
+    configs = [llama_31_config(), qwen2_vl_config(), *HUB_CONFIGS.values()]
     for config in configs:
         answer = client.post("/v1/rope/config", json=config).json()
         for rope in answer["ropes"]:

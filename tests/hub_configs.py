@@ -23,6 +23,38 @@ def llama_4_rope_scaling() -> dict[str, Any]:
     return {**llama_31_rope_scaling(), "factor": 16.0, "high_freq_factor": 1.0}
 
 
+def llama_31_config() -> dict[str, Any]:
+    """meta-llama/Llama-3.1-8B's config.json, its rope keys and sizes (the README's)."""
+    return {
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "num_hidden_layers": 32,
+        "max_position_embeddings": 131072,
+        "rope_theta": 500000.0,
+        "rope_scaling": llama_31_rope_scaling(),
+    }
+
+
+def qwen2_vl_config() -> dict[str, Any]:
+    """Qwen/Qwen2-VL-7B-Instruct's config.json, its rope keys and sizes: M-RoPE."""
+    return {
+        "model_type": "qwen2_vl",
+        "hidden_size": 3584,
+        "num_attention_heads": 28,
+        "num_key_value_heads": 4,
+        "num_hidden_layers": 28,
+        "max_position_embeddings": 32768,
+        "rope_theta": 1000000.0,
+        "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+        "vision_config": {"spatial_merge_size": 2, "tokens_per_second": 2},
+        "image_token_id": 151655,
+        "video_token_id": 151656,
+        "vision_start_token_id": 151652,
+    }
+
+
 # Configs as the Hub publishes them, for families whose rope lives in keys of their own.
 HUB_CONFIGS: dict[str, dict[str, Any]] = {
     "gemma3_text 1B": {

@@ -5,6 +5,7 @@ schemas of the body and the answer."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -23,16 +24,23 @@ from posenc.schemes.rope.params import RopeParams
 from posenc.schemes.rope.verify import verify_rope_cost
 
 
-def servable_rows(limits: Limits) -> Any:
+def servable_rows(limits: Limits) -> Callable[[RopeParams, int, bool], int]:
     """The most rows, up to ``wanted``, of a cos/sin table served as ``.npy`` (or of its
     verify) that ``limits`` admit, 0 when not even one row is: the estimate
     ``app/serving.py`` and ``app/handlers.py`` make of those requests, with its values, work
     and bytes held to the limits as ``app/admission.decide`` holds them."""
+    return functools.partial(_servable, limits)
 
-    def fits(params: RopeParams, n: int, verify: bool) -> bool:
+
+@functools.lru_cache(maxsize=1024)
+def _servable(limits: Limits, params: RopeParams, wanted: int, verify: bool) -> int:
+    # A bisection over the costs (a few dozen of them): remembered, since the same models are
+    # asked about again and again, and their rows are a number.
+    framework = dataclasses.replace(params, recipe="framework")
+
+    def fits(n: int) -> bool:
         values = 2 * n * params.d_model
         # The exact table and the framework's: the links offer both.
-        framework = dataclasses.replace(params, recipe="framework")
         cost = costs.larger(
             maths.cost(params, n, "float32", "cos_sin"),
             maths.cost(framework, n, "float32", "cos_sin"),
@@ -45,16 +53,13 @@ def servable_rows(limits: Limits) -> Any:
             and cost.bytes <= limits.max_bytes
         )
 
-    def servable(params: RopeParams, wanted: int, verify: bool) -> int:
-        if not fits(params, 1, verify):
-            return 0
-        low, high = 1, wanted  # costs grow with the rows: the largest that fits, by bisection
-        while low < high:
-            middle = (low + high + 1) // 2
-            low, high = (middle, high) if fits(params, middle, verify) else (low, middle - 1)
-        return low
-
-    return servable
+    if not fits(1):
+        return 0
+    low, high = 1, wanted  # costs grow with the rows: the largest that fits, by bisection
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle - 1)
+    return low
 
 
 def describe(

@@ -32,9 +32,13 @@ def prepare(params: RopeParams, seq_len: int) -> Rows:
     return _PREPARE[params.recipe](params, seq_len)
 
 
+_CHECK: dict[str, Callable[[RopeParams], None]] = {"ggml": ggml.check, "mlx": mlx.check}
+
+
 def check(params: RopeParams) -> None:
-    """Refuse a rope the runtime does not implement (its length aside)."""
-    prepare(params, 1)
+    """Refuse a rope the runtime does not implement (its length aside), from its parameters
+    alone: each runtime's ``prepare`` runs the same check before any work."""
+    _CHECK[params.recipe](params)
 
 
 def magnitude(params: RopeParams, last: int, component: str) -> float:

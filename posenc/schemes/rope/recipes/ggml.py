@@ -58,14 +58,9 @@ class GgmlRope(RopeArguments):
     freq_factors: tuple[float, ...] | None
 
 
-def derive(params: RopeParams) -> GgmlRope:
-    """What llama.cpp passes to ggml for a model whose rope is ``params``.
-
-    >>> derive(RopeParams(d_model=8, scaling="linear", factor=4.0)).freq_scale
-    0.25
-    """
-    scaling = params.scaling
-    if scaling == "dynamic":
+def check(params: RopeParams) -> None:
+    """Refuse, from the parameters alone, a rope llama.cpp does not implement."""
+    if params.scaling == "dynamic":
         raise NotApplicableError(
             "recipe", "rope", "llama.cpp (recipe=ggml) implements no dynamic (NTK) scaling"
         )
@@ -73,6 +68,16 @@ def derive(params: RopeParams) -> GgmlRope:
         raise NotApplicableError(
             "recipe", "rope", "recipe=ggml does not serve rotary_pairs (proportional rope)"
         )
+
+
+def derive(params: RopeParams) -> GgmlRope:
+    """What llama.cpp passes to ggml for a model whose rope is ``params``.
+
+    >>> derive(RopeParams(d_model=8, scaling="linear", factor=4.0)).freq_scale
+    0.25
+    """
+    check(params)
+    scaling = params.scaling
     factor = float(params.factor) if params.factor is not None else 1.0
     freq_scale, ext_factor, attn_factor = 1.0, 0.0, 1.0
     factors = _converter_factors(params)
