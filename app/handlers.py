@@ -66,7 +66,7 @@ async def table(request: Request, scheme: Scheme, query: Any) -> Response:
         # Only a Plotly figure of rows names them: a list of ints is ~5× a float32 row's bytes.
         by_row = fmt == "plotly" and scheme.follows_rows(params, component)
         named = list(range(rows.offset, rows.offset + rows.count)) if by_row else None
-        figure = labels(scheme, query, shape, named)
+        figure = labels(scheme, query, params, shape, named)
         array = array_for(cache, scheme, params, rows, dtype, component)
         return Body.of(array, fmt, {"scheme": scheme.name, "params": answer}, figure, gzip)
 
@@ -112,7 +112,7 @@ async def encode_get(request: Request, scheme: Scheme, query: Any) -> Response:
     need = estimate(scheme, query, fmt, compute, shape, f"the array {list(shape)}")
     need = dataclasses.replace(need, param="positions")
     answer = canonical(scheme, query, params, fmt, positions=listed)
-    figure = labels(scheme, query, shape, None)
+    figure = labels(scheme, query, params, shape, None)
 
     def render(gzip: bool) -> Body:
         check_holdable(scheme, params, min(listed), max(listed), dtype, component)

@@ -139,7 +139,8 @@ async def send_array(
     need = estimate(scheme, members, fmt, cost, shape, f"the array {list(shape)}")
     need = dataclasses.replace(need, param=param)
     envelope = {"scheme": scheme.name, "params": canonical(scheme, members, params, fmt, **listed)}
-    figure, gzip = labels(scheme, members, shape, None), responses.accepts_gzip(request)
+    figure = labels(scheme, members, params, shape, None)
+    gzip = responses.accepts_gzip(request)
 
     def compute() -> Body:
         return Body.of(make(), fmt, envelope, figure, gzip)
@@ -190,18 +191,24 @@ def array_key(
 
 
 def labels(
-    scheme: Scheme, query: BaseModel, shape: tuple[int, ...], rows: list[int] | None
+    scheme: Scheme, query: BaseModel, params: Any, shape: tuple[int, ...], rows: list[int] | None
 ) -> formats.Labels:
+    """What a picture of the array shows. A figure draws the last two axes (of a stack, its
+    first slice): each is positions where it grows with the rows (a table's rows, both of
+    ALiBi's and T5's), else dimensions (the columns of a table, the pairs of a rope's cos/sin)."""
     component = component_of(scheme, query)
     title = f"{scheme.name} {component}".strip()
     size = {"width": getattr(query, "width", None), "height": getattr(query, "height", None)}
     if len(shape) == 1:
         return formats.Labels(title, "index", "", "value", **size)
+    one, two = scheme.shape(params, 1, component), scheme.shape(params, 2, component)
+    down, across = (a != b for a, b in zip(one[-2:], two[-2:], strict=True))
     return formats.Labels(
         title,
-        "dimension" if len(shape) == 2 else "position",
-        "position",
+        "position" if across else "dimension",
+        "position" if down else "dimension",
         "value",
-        y_values=rows if len(shape) == 2 else None,
+        x_values=rows if across else None,
+        y_values=rows if down else None,
         **size,
     )

@@ -102,6 +102,27 @@ def test_plotly_is_a_labelled_figure(client: Client, endpoint: tuple[str, np.nda
         assert trace["zmin"] == -trace["zmax"]
 
 
+@pytest.mark.parametrize(
+    ("url", "across", "down"),
+    [
+        ("/v1/sinusoidal/table?d_model=6&seq_len=3&offset=5", "dimension", "position"),
+        ("/v1/rope/table?d_model=8&seq_len=3&offset=5", "dimension", "position"),
+        ("/v1/alibi/table?num_heads=2&seq_len=3&offset=5", "position", "position"),
+        ("/v1/t5/table?seq_len=3&offset=5", "position", "position"),
+    ],
+)
+def test_a_heatmaps_axes_are_named_for_what_they_hold(
+    client: Client, url: str, across: str, down: str
+) -> None:
+    """Columns are dimensions where they do not grow with the rows (a rope's pairs), positions
+    where they do (ALiBi's and T5's keys); each axis of positions is numbered by them."""
+    figure = client.get(url + "&format=plotly").json()
+    layout, trace = figure["layout"], figure["data"][0]
+    assert (layout["xaxis"]["title"]["text"], layout["yaxis"]["title"]["text"]) == (across, down)
+    assert trace["y"] == [5, 6, 7]
+    assert trace.get("x") == ([5, 6, 7] if across == "position" else None)
+
+
 def test_png_is_a_heatmap_of_the_array(client: Client, endpoint: tuple[str, np.ndarray]) -> None:
     url, expected = endpoint
     response = client.get(url + "&format=png")

@@ -338,6 +338,14 @@ test("every view is drawn and photographed at desktop and at 375 px", async () =
         const recipes = new Set(recipeChoices().filter((c) => c !== "exact").map((c) => (c === "transformers" ? "framework" : c)));
         assert.equal(await page.getAttribute("#view-precision", "data-traces"), String(recipes.size + 1), "one line per runtime, and the exact table");
       }
+      // Each request a view makes is one line above its plot, whole in its tooltip, one click
+      // from opening (the link) or copying (the button beside it).
+      const requests = await page.evaluate(() => [...document.querySelectorAll(".api a, .api code")].map((shown) => ({
+        text: shown.textContent, lines: shown.getBoundingClientRect().height / parseFloat(getComputedStyle(shown).fontSize),
+        whole: shown.title === shown.textContent && (shown.tagName !== "A" || shown.getAttribute("href") === shown.textContent),
+        copy: shown.previousElementSibling?.tagName === "BUTTON" })));
+      assert.ok(requests.length > 0, `${scheme}: no request shown`);
+      for (const { text, lines, whole, copy } of requests) assert.ok(lines < 2 && whole && copy, `${scheme} at ${width} px: ${text}`);
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       assert.ok(overflow <= 0, `${scheme} at ${width} px scrolls sideways by ${overflow} px`);
       await page.screenshot({ path: join(ARTIFACTS, `page-${width}-${scheme}.png`), fullPage: true });

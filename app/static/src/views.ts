@@ -86,9 +86,10 @@ export class Slot {
     this.section.setAttribute("aria-busy", "true");
   }
 
-  /** Show the API URLs this view fetches, each with a copy button. */
+  /** Show the API URLs this view fetches, each on one line (cut short, whole in its tooltip),
+   *  one click from opening (the link) or copying (its button). */
   urls(...urls: string[]): void {
-    for (const url of urls) this.copyable(Object.assign(document.createElement("a"), { href: url, textContent: url }), "copy URL", `copy the API URL ${url}`);
+    for (const url of urls) this.copyable(Object.assign(document.createElement("a"), { href: url, textContent: url, title: url }), "copy URL", `copy the API URL ${url}`);
   }
 
   /** Show instead of the URLs shown so far: a view that redraws in place (the rotation) fetches anew. */
@@ -99,7 +100,7 @@ export class Slot {
 
   /** A request a link cannot make (a POST), as the command that makes it. */
   command(text: string): void {
-    this.copyable(Object.assign(document.createElement("code"), { textContent: text }), "copy command", `copy the command ${text}`);
+    this.copyable(Object.assign(document.createElement("code"), { textContent: text, title: text }), "copy command", `copy the command ${text}`);
   }
 
   private copyable(shown: HTMLElement, button: string, label: string): void {
