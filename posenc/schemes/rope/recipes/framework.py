@@ -164,16 +164,19 @@ def _llama3(params: RopeParams, inv_freq: Float32Array) -> Float32Array:
     scaled = np.where(
         wavelength > scalar(low_wavelength), (inv_freq / factor).astype(F32), inv_freq
     )
-    # Llama 4 gives low_freq_factor = high_freq_factor: no smooth band, and the division by
-    # zero fills only values the band would have chosen (inf and nan, as in torch).
-    with np.errstate(divide="ignore", invalid="ignore"):
-        smooth = (reciprocal(wavelength) * scalar(original)).astype(F32)
-        smooth = (smooth - scalar(low_factor)).astype(F32) / scalar(high_factor - low_factor)
-        smooth = smooth.astype(F32)
-        blended = ((F32(1) - smooth).astype(F32) * scaled).astype(F32) / factor
-        blended = (blended.astype(F32) + (smooth * scaled).astype(F32)).astype(F32)
     medium = ~(wavelength < scalar(high_wavelength)) & ~(wavelength > scalar(low_wavelength))
-    return np.where(medium, blended, scaled).astype(F32)
+    # The smooth band, computed where it is: Llama 4's (low = high frequency factor) is empty
+    # but for a wavelength exactly on its edge, where torch divides by zero too (nan).
+    band, kept = wavelength[medium], scaled[medium]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        smooth = (reciprocal(band) * scalar(original)).astype(F32)
+        smooth = (smooth - scalar(low_factor)).astype(F32) / scalar(high_factor - low_factor)
+    smooth = smooth.astype(F32)
+    blended = ((F32(1) - smooth).astype(F32) * kept).astype(F32) / factor
+    blended = (blended.astype(F32) + (smooth * kept).astype(F32)).astype(F32)
+    out = scaled.astype(F32)
+    out[medium] = blended
+    return out
 
 
 def _longrope(params: RopeParams, powers: Float32Array, seq_len: int) -> tuple[Float32Array, float]:

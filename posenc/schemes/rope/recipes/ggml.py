@@ -168,15 +168,17 @@ def llama3_factors(params: RopeParams) -> Float32Array:
     exponents = (np.arange(0, dim, 2, dtype=F32) / scalar(dim)).astype(F32)
     freqs = reciprocal(power(scalar(params.base), exponents))
     wavelength = (reciprocal(freqs) * scalar(2 * math.pi)).astype(F32)
-    # Llama 4 gives low_freq_factor = high_freq_factor: no smooth band, and the division
-    # by zero fills only values the band would have chosen (inf, as in torch and MLX).
+    short, long = wavelength < scalar(old / high), wavelength > scalar(old / low)
+    band = ~short & ~long
+    # The smooth band, computed where it is: Llama 4's (low = high frequency factor) is empty
+    # but for a wavelength exactly on its edge, where the converter divides by zero too.
     with np.errstate(divide="ignore", invalid="ignore"):
-        smooth = ((reciprocal(wavelength) * scalar(old)).astype(F32) - scalar(low)).astype(F32)
-        smooth = (smooth / scalar(high - low)).astype(F32)
-        blend = (((F32(1) - smooth).astype(F32) / scalar(factor)).astype(F32) + smooth).astype(F32)
-        medium = reciprocal(blend)
-    out = np.where(wavelength < scalar(old / high), F32(1), medium)
-    return np.where(wavelength > scalar(old / low), scalar(factor), out).astype(F32)
+        smooth = (reciprocal(wavelength[band]) * scalar(old)).astype(F32) - scalar(low)
+        smooth = (smooth.astype(F32) / scalar(high - low)).astype(F32)
+    blend = (((F32(1) - smooth).astype(F32) / scalar(factor)).astype(F32) + smooth).astype(F32)
+    out = np.where(long, scalar(factor), F32(1)).astype(F32)
+    out[band] = reciprocal(blend)
+    return out
 
 
 def corr_dims(rope: RopeArguments) -> tuple[np.float32, np.float32]:

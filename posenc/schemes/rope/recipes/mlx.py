@@ -169,13 +169,13 @@ def _llama3(params: RopeParams, freqs: Float32Array) -> Float32Array:
     wavelengths = (scalar(2 * math.pi) * freqs).astype(F32)
     scaled = np.where(wavelengths > scalar(old / low), (freqs * factor).astype(F32), freqs)
     medium = (wavelengths > scalar(old / high)) & (wavelengths < scalar(old / low))
-    # Llama 4 gives low_freq_factor = high_freq_factor: no smooth band, and the division
-    # by zero fills only values the band would have chosen (inf, as in torch and MLX).
-    with np.errstate(divide="ignore", invalid="ignore"):
-        smooth = ((scalar(old) / wavelengths).astype(F32) - scalar(low)).astype(F32)
-        smooth = (smooth / scalar(high - low)).astype(F32)
-        blend = (((F32(1) - smooth).astype(F32) / factor).astype(F32) + smooth).astype(F32)
-        return np.where(medium, (scaled / blend).astype(F32), scaled).astype(F32)
+    # The smooth band, computed where it is: Llama 4's (low = high frequency factor) is empty.
+    smooth = ((scalar(old) / wavelengths[medium]).astype(F32) - scalar(low)).astype(F32)
+    smooth = (smooth / scalar(high - low)).astype(F32)
+    blend = (((F32(1) - smooth).astype(F32) / factor).astype(F32) + smooth).astype(F32)
+    out = scaled.astype(F32)
+    out[medium] = (scaled[medium] / blend).astype(F32)
+    return out
 
 
 def _yarn(params: RopeParams, extra: Float32Array) -> tuple[Float32Array, float, float, float]:
