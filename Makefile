@@ -55,14 +55,21 @@ system-deps:
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
+# The suite runs on WORKERS processes, a file to a worker, the longest files first
+# (tests/conftest.py); then the tests that measure time or memory (marked serial) run alone,
+# since a second worker beside them is load they would measure.
+WORKERS ?= 2
+PARALLEL := -n $(WORKERS) --dist loadfile
+
 # Everything, slow system tests included, the documentation's strict build among them: what CI
 # runs.
 test: lint system-deps
-	$(BIN)/pytest
+	$(BIN)/pytest $(PARALLEL) -m "not serial"
+	$(BIN)/pytest -m serial
 
 # The fast part: lint, core and API tests, no real servers, containers or browsers.
 check: lint
-	$(BIN)/pytest -m "not live and not system and not llama_cpp"
+	$(BIN)/pytest $(PARALLEL) -m "not live and not system and not llama_cpp"
 
 format: install
 	$(BIN)/ruff format .

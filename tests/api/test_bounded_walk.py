@@ -12,8 +12,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from posenc.registry import SCHEMES
 from tests.walk import REFUSAL_BYTES, Outcome
+
+# With the live walk, which reads the same session's walk: one walk, in the serial run.
+pytestmark = pytest.mark.serial
 
 
 def test_the_walk_covers_every_operation_of_every_scheme(bounded_walk: list[Outcome]) -> None:

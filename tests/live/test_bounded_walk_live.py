@@ -16,7 +16,7 @@ from tests.live.bounded import memory, reset_peak, start_bounded_server
 from tests.live.conftest import LiveServer, stop_server
 from tests.walk import REFUSAL_BYTES, SETTINGS, Outcome, warm_up
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.serial]
 
 # What RSS holds beyond what Python allocates: a worker thread's stack, the allocator's arenas
 # and rounding, pages of the compiled loops first touched by a request.

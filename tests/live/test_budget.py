@@ -21,7 +21,7 @@ from tests import crowd
 from tests.live.bounded import SLACK_BYTES, memory, reset_peak, start_bounded_server
 from tests.live.conftest import LiveServer, stop_server
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.serial]
 MEMORY_BYTES = 384 * 2**20
 CACHE_BYTES = 64 * 2**20
 REFUSAL_S = 0.050

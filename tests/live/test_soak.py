@@ -14,7 +14,7 @@ import pytest
 
 from bench import soak
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.serial]
 
 
 def test_a_short_mixed_load_gets_no_server_error_keeps_nothing_and_stays_bounded() -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from tests.live.conftest import LiveServer
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.serial]
 FETCH = "import sys, httpx; assert httpx.get(sys.argv[1], timeout=60).status_code == 200"
 
 

@@ -18,7 +18,7 @@ import pytest
 from deploy.nginx.render import render
 from tests.live.conftest import LiveServer, free_port, start_server, stop_server
 
-pytestmark = [pytest.mark.live, pytest.mark.system]
+pytestmark = [pytest.mark.live, pytest.mark.system, pytest.mark.serial]
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 
 

@@ -23,7 +23,7 @@ from tests import crowd
 from tests.live.conftest import free_port
 from tests.system.dockerd import docker
 
-pytestmark = [pytest.mark.live, pytest.mark.system]
+pytestmark = [pytest.mark.live, pytest.mark.system, pytest.mark.serial]
 # The box this test proves; the deployment files may not give a replica less (they are checked).
 BOX_MEMORY_BYTES = 512 * 2**20
 BOX_CPUS = 1
