@@ -13,12 +13,15 @@ mode to the records.
 from __future__ import annotations
 
 import dataclasses
+import json
 import platform
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
+from posenc.numerics.float32 import power
 from posenc.schemes.rope.maths import encode
 from posenc.schemes.rope.models import config as rope_config
 from posenc.schemes.rope.params import RopeParams
@@ -134,3 +137,71 @@ def test_the_served_ggml_table_is_ggml_cpu_s_with_llama_cpp_s_own_arguments(name
     half = params.d_model // 2
     pick = slice(0, None, 2) if params.layout == "interleaved" else slice(0, half)
     assert np.array_equal(table[0][:, pick], cos) and np.array_equal(table[1][:, pick], sin)
+
+
+@pytest.fixture(scope="module")
+def llama3_conversions(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """Tiny Llama models of random Llama 3 ropes (width, base, factor, bands, original context),
+    each written by llama.cpp's converter, with the ``rope_freqs`` it wrote."""
+    import torch
+    from gguf import GGUFReader
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from tests.gguf.convert import convert
+
+    rng = np.random.default_rng(43)
+    root = tmp_path_factory.mktemp("llama3")
+    found, pairs = [], []
+    torch.manual_seed(0)
+    for draw in range(6):
+        low = float(rng.choice([0.5, 1.0, 2.0]))
+        rope = {
+            "rope_type": "llama3",
+            "factor": float(rng.choice([2.0, 5.5, 8.0, 16.0, 32.0])),
+            "low_freq_factor": low,
+            "high_freq_factor": low * float(rng.choice([1.0, 2.0, 4.0, 8.0])),
+            "original_max_position_embeddings": int(rng.choice([2048, 4096, 8192, 16384])),
+        }
+        head_dim, base = 2 * int(rng.integers(2, 129)), float(np.round(10 ** rng.uniform(3, 7)))
+        config = AutoConfig.for_model(
+            "llama", hidden_size=64, intermediate_size=128, num_attention_heads=2,
+            num_key_value_heads=1, num_hidden_layers=1, vocab_size=128, head_dim=head_dim,
+            rope_theta=base, max_position_embeddings=131072, rope_scaling=rope,
+        )  # fmt: skip
+        model_dir = root / str(draw)
+        model = AutoModelForCausalLM.from_config(config)  # type: ignore[no-untyped-call]
+        model.save_pretrained(model_dir)
+        found.append({"config": json.loads((model_dir / "config.json").read_text()), "n_ctx": None})
+        pairs.append((model_dir, root / f"{draw}.gguf"))
+    convert(pairs)
+    for case, (_, out) in zip(found, pairs, strict=True):
+        (tensor,) = (t for t in GGUFReader(out).tensors if t.name == "rope_freqs.weight")
+        case["rope_freqs"] = np.array(tensor.data, dtype=np.float32)
+    return found
+
+
+def _torch_pow_is_correctly_rounded(params: RopeParams) -> npt.NDArray[np.bool_]:
+    """Where torch's float32 ``base ** (arange(0, d, 2) / d)`` (SLEEF's vector ``powf``, which
+    depends on the CPU) is the correctly rounded power that posenc computes."""
+    import torch
+
+    exponents = torch.arange(0, params.d_model, 2, dtype=torch.float32) / params.d_model
+    theirs = (params.base**exponents).numpy()
+    return np.asarray(power(np.float32(params.base), exponents.numpy()) == theirs)
+
+
+@pytest.mark.llama_cpp
+def test_llama3_factors_are_the_converter_s_wherever_torch_s_pow_is_correctly_rounded(
+    llama3_conversions: list[dict[str, Any]],
+) -> None:
+    """The converter computes rope_freqs from torch's float32 pow, whose vector routine is not
+    always correctly rounded (numbers.md): where it is, llama3_factors is the converter's tensor
+    bit for bit; the torch expressions of tests.reference.llama_cpp_args are everywhere."""
+    rounded_otherwise = 0
+    for case in llama3_conversions:
+        params, written = model_params(case), case["rope_freqs"]
+        same = _torch_pow_is_correctly_rounded(params)
+        assert np.array_equal(ggml.llama3_factors(params)[same], written[same]), params
+        assert np.array(call(params).factors, np.float32).tobytes() == written.tobytes()
+        rounded_otherwise += int((~same).sum())
+    assert rounded_otherwise  # the draws reach frequencies torch rounds otherwise (2 here)
