@@ -58,7 +58,7 @@ def _arguments(rope: ggml.GgmlRope | Call) -> dict[str, Any]:
     return found
 
 
-def recorded(node: dict[str, Any]) -> dict[str, Any]:
+def _recorded(node: dict[str, Any]) -> dict[str, Any]:
     found = {name: node[name] for name in _SCALARS}
     found["n_ctx_orig"] = node["n_ctx_orig"] if node["ext_factor"] else None
     found["factors"] = node["factors"]
@@ -77,7 +77,7 @@ def test_derive_gives_the_arguments_llama_cpp_passed_ggml(name: str) -> None:
     case = CASES[name]
     derived = _arguments(ggml.derive(model_params(case)))
     for node in case["nodes"]:
-        assert derived == recorded(node), node["name"]
+        assert derived == _recorded(node), node["name"]
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -87,7 +87,7 @@ def test_the_reference_s_own_derivation_is_what_llama_cpp_passed(name: str) -> N
     case = CASES[name]
     derived = _arguments(call(model_params(case)))
     for node in case["nodes"]:
-        assert derived == recorded(node), node["name"]
+        assert derived == _recorded(node), node["name"]
 
 
 def _tensor(case: dict[str, Any], name: str) -> list[float]:

@@ -2,7 +2,9 @@
 holds posenc's llama.cpp arithmetic to (``recipes.ggml.derive``, ``recipes.llama_cpp``, the
 GGUF rules), written by ``python -m tests.gguf.records`` (nothing in the suite builds llama.cpp).
 
-Each JSON file names the llama.cpp it was measured with and the command that wrote it:
+Each JSON file names the machine (``platform.machine()``: libllama's float32 arithmetic is its
+build's) and the llama.cpp, transformers and torch it was measured with, and the command that
+wrote it:
 
 - ``scalings.json``: ``cases``, each a tiny random transformers model (``config``: its
   ``config.json``), converted by llama.cpp's converter, loaded by llama.cpp with ``n_ctx``
