@@ -150,7 +150,7 @@ def test_longrope_from_an_original_length_of_one_is_refused_not_a_500(
     [("ggml", "chunked", 200), ("ggml", "interleaved", 200), ("ggml", "glm_pairs", 422),
      ("mlx", "chunked", 422)],
 )  # fmt: skip
-def test_m_rope_ids_take_llama_cpp_s_modes_and_not_mlx_lm_s(
+def test_m_rope_ids_are_served_in_llama_cpp_s_modes_and_refused_for_mlx_lm(
     client: Client, recipe: str, rotary: str, status: int
 ) -> None:
     """llama.cpp turns (3, n) ids as MROPE or IMROPE; mlx-lm's mrope turns text positions only."""
@@ -168,7 +168,7 @@ def test_m_rope_ids_take_llama_cpp_s_modes_and_not_mlx_lm_s(
         assert response.json()["errors"][0]["loc"] == ["body", "recipe"]
 
 
-def test_float16_past_its_range_is_refused_before_computing(client: Client) -> None:
+def test_float16_angles_past_its_range_are_a_422_naming_dtype(client: Client) -> None:
     """The runtime's own angles (a factor of 2^-16 multiplies them by 65536) decide the
     refusal, not the exact rope's."""
     response = client.get(
@@ -176,6 +176,8 @@ def test_float16_past_its_range_is_refused_before_computing(client: Client) -> N
         "&dtype=float16&component=angle"
     )
     assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["loc"] == ["query", "dtype"]
+    assert "up to 65536" in response.json()["detail"]
 
 
 def test_a_cache_of_a_gguf_s_factor_tensor_is_verified_as_llama_cpp_s(client: Client) -> None:
@@ -214,11 +216,13 @@ def test_mlx_s_dynamic_inv_freq_is_that_of_the_table_s_length() -> None:
     assert inv_freq[1] < 0.5 * encode(params, np.arange(2), "float32", "inv_freq")[1]
 
 
-def test_llama_cpp_picks_longrope_factors_by_its_context() -> None:
+def test_recipe_ggml_picks_longrope_factors_by_llama_cpp_s_padded_context() -> None:
+    """Long past the original context, short within it, the context rounded up to 256 first as
+    llama.cpp rounds it (its own choice is held to tests/gguf/records)."""
     from posenc.schemes.rope.recipes import ggml
 
     short, long = (1.0, 1.5), (4.0, 8.0)
-    given = {
+    given: dict[str, Any] = {
         "d_model": 4,
         "recipe": "ggml",
         "scaling": "longrope",
@@ -227,9 +231,12 @@ def test_llama_cpp_picks_longrope_factors_by_its_context() -> None:
         "short_factor": short,
         "long_factor": long,
     }
-    assert ggml.derive(RopeParams(**given)).freq_factors == long  # type: ignore[arg-type]
-    assert ggml.derive(RopeParams(**given, n_ctx=4096)).freq_factors == short  # type: ignore[arg-type]
-    assert ggml.derive(RopeParams(**given, n_ctx=4097)).freq_factors == long  # type: ignore[arg-type]
+    assert ggml.derive(RopeParams(**given)).freq_factors == long
+    assert ggml.derive(RopeParams(**given, n_ctx=4096)).freq_factors == short
+    assert ggml.derive(RopeParams(**given, n_ctx=4097)).freq_factors == long
+    given["original_max_position_embeddings"] = 4000
+    assert ggml.derive(RopeParams(**given, n_ctx=3841)).freq_factors == long  # runs as 4096
+    assert ggml.derive(RopeParams(**given, n_ctx=3840)).freq_factors == short
 
 
 def test_the_ggml_link_of_a_config_leaves_out_the_yarn_betas_llama_cpp_ignores(
