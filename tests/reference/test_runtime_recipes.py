@@ -1,10 +1,10 @@
 """recipe=ggml and recipe=mlx against the runtimes themselves: ggml through ggml-python (the
 ggml llama.cpp builds, compiled here against this machine's glibc) with llama.cpp's arguments
 (tests.reference.llama_cpp_args, held to llama.cpp's own in tests/gguf/records), and MLX through
-mlx[cpu] with mlx-lm's rope modules. Random widths, bases and layouts for every scaling each runtime
-implements; positions from 0, around 2^24 (where positions stop being exact in float32) and up
-to 2^31 − 1. Both runtimes call the service's libm (glibc) or none, so every value must be
-bit-identical, which is stronger than the 1 ulp the README promises elsewhere."""
+mlx[cpu] with mlx-lm's rope modules. Random widths, bases and layouts for every scaling each
+runtime implements; positions from 0, around 2^24 (where positions stop being exact in float32)
+and up to 2^31 − 1. Both runtimes call the service's libm (glibc) or none, so every value is
+bit-identical, the bound docs/numbers.md states for the runtime recipes."""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def test_ggml_recipe_is_ggml_cpu_bit_for_bit(params: RopeParams) -> None:
 
 
 @pytest.mark.parametrize("recipe", ["ggml", "mlx"])
-def test_llama_4_s_rope_without_a_smooth_band(recipe: Recipe) -> None:
+def test_llama_4_s_rope_without_a_smooth_band_is_each_runtime_s_bit_for_bit(recipe: Recipe) -> None:
     """Llama 4 gives low_freq_factor = high_freq_factor: the band's division is by zero, and
     both runtimes keep only the values on either side of it."""
     params = RopeParams(
@@ -122,7 +122,7 @@ def test_llama_4_s_rope_without_a_smooth_band(recipe: Recipe) -> None:
     _assert_identical(reference, (cos, sin))
 
 
-def test_ggml_recipe_with_a_gguf_s_own_factor_tensor() -> None:
+def test_ggml_recipe_with_a_gguf_s_own_factor_tensor_is_ggml_cpu_bit_for_bit() -> None:
     rng = np.random.default_rng(7)
     factors = tuple(float(f) for f in np.round(1 + 10 * rng.random(32), 3))
     params = RopeParams(d_model=64, base=500000.0, recipe="ggml", freq_factors=factors)
