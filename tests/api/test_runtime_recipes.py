@@ -1,5 +1,6 @@
-"""recipe=ggml and recipe=mlx over HTTP: refusals name the recipe, and a cache a runtime built is
-diagnosed as that runtime's recipe rather than as imprecise float32 angles."""
+"""recipe=ggml and recipe=mlx over HTTP: refusals name the recipe, and a cache a runtime built
+(ggml-python with llama.cpp's arguments, mlx[cpu] with mlx-lm's rope) is diagnosed as that
+runtime's recipe rather than as imprecise float32 angles."""
 
 from __future__ import annotations
 
@@ -13,6 +14,22 @@ import pytest
 from posenc.schemes.rope.maths import encode
 from posenc.schemes.rope.params import Recipe, RopeParams
 from tests.conftest import Client
+from tests.reference import runtimes
+from tests.reference.llama_cpp_args import call
+
+
+def _runtime_cache(recipe: str, params: RopeParams, positions: np.ndarray) -> np.ndarray:
+    """The cos/sin cache ``(2, n, d)`` the runtime itself computes (not posenc's recipe), laid
+    out as ``params.layout`` lays a rope cache out."""
+    if recipe == "ggml":
+        pytest.importorskip("ggml", reason="ggml-python is part of the reference extra")
+        cos, sin = runtimes.ggml_halves(call(params), positions)
+    else:
+        pytest.importorskip("mlx.core", reason="mlx[cpu] is part of the reference extra")
+        cos, sin = runtimes.mlx_halves(params, positions)
+    if params.layout == "interleaved":
+        return np.stack([np.repeat(cos, 2, axis=1), np.repeat(sin, 2, axis=1)])
+    return np.stack([np.concatenate([cos, cos], axis=1), np.concatenate([sin, sin], axis=1)])
 
 
 @pytest.mark.parametrize(
@@ -36,15 +53,17 @@ def test_a_scaling_the_runtime_does_not_implement_is_a_422_naming_the_recipe(
     assert f"recipe={recipe}" in problem["detail"] or "mlx-lm" in problem["detail"]
 
 
-def test_freq_factors_belong_to_ggml_and_exact(client: Client) -> None:
+def test_freq_factors_give_ggml_s_own_rope_and_the_exact_one_and_no_other_recipe(
+    client: Client,
+) -> None:
     served = client.get(
         "/v1/rope/table?d_model=8&seq_len=2&recipe=ggml&freq_factors=1,2,3,4&format=npy"
     )
     assert served.status_code == 200
     table = np.load(io.BytesIO(served.content))
-    factors = np.array([1, 2, 3, 4], dtype=np.float32)
-    theta = np.float32(1.0) * np.float32(10000.0) ** (-np.arange(4) / 4)
-    assert np.allclose(table[1, 1, :4], np.sin(theta / factors), atol=1e-6)
+    # ggml's own rope of that factor tensor (ggml_rope_ext's src[2]), bit for bit.
+    stated = RopeParams(d_model=8, freq_factors=(1.0, 2.0, 3.0, 4.0))
+    assert np.array_equal(table, _runtime_cache("ggml", stated, np.arange(2)))
     # The exact rope of the same factor tensor: sin(1 · 10000^(-i/4) / f_i), correctly rounded.
     exact = client.get("/v1/rope/table?d_model=8&seq_len=2&freq_factors=1,2,3,4&format=npy")
     row = np.load(io.BytesIO(exact.content))[1, 1, :4]
@@ -82,8 +101,8 @@ def _verified(client: Client, table: np.ndarray, query: str) -> dict[str, Any]:
 def test_a_runtime_s_cache_is_named_as_that_runtime_s_recipe(
     client: Client, recipe: Recipe
 ) -> None:
-    params = RopeParams(d_model=64, base=500000.0, recipe=recipe)
-    table = encode(params, np.arange(100_000, 100_256), "float32", "cos_sin")
+    params = RopeParams(d_model=64, base=500000.0)
+    table = _runtime_cache(recipe, params, np.arange(100_000, 100_256))
     report = _verified(client, table, "d_model=64&base=500000&offset=100000")
     assert report["conforms"] is False
     names = [finding["name"] for finding in report["diagnosis"]]
@@ -105,12 +124,7 @@ def test_posenc_testing_names_the_runtime_a_port_s_cache_is() -> None:
     """The assertion a port's suite runs says 'this is llama.cpp's rope', not 'imprecise'."""
     from posenc.testing import assert_rope_matches
 
-    cache = encode(
-        RopeParams(d_model=32, base=10000.0, recipe="ggml"),
-        np.arange(200_000, 200_064),
-        "float32",
-        "cos_sin",
-    )
+    cache = _runtime_cache("ggml", RopeParams(d_model=32), np.arange(200_000, 200_064))
     with pytest.raises(AssertionError) as raised:
         assert_rope_matches(cache, d_model=32, offset=200_000)
     assert "matches_recipe" in str(raised.value)
@@ -136,7 +150,7 @@ def test_longrope_from_an_original_length_of_one_is_refused_not_a_500(
     [("ggml", "chunked", 200), ("ggml", "interleaved", 200), ("ggml", "glm_pairs", 422),
      ("mlx", "chunked", 422)],
 )  # fmt: skip
-def test_m_rope_ids_take_llama_cpp_s_modes_and_not_mlx_lm_s(
+def test_m_rope_ids_are_served_in_llama_cpp_s_modes_and_refused_for_mlx_lm(
     client: Client, recipe: str, rotary: str, status: int
 ) -> None:
     """llama.cpp turns (3, n) ids as MROPE or IMROPE; mlx-lm's mrope turns text positions only."""
@@ -154,7 +168,7 @@ def test_m_rope_ids_take_llama_cpp_s_modes_and_not_mlx_lm_s(
         assert response.json()["errors"][0]["loc"] == ["body", "recipe"]
 
 
-def test_float16_past_its_range_is_refused_before_computing(client: Client) -> None:
+def test_float16_angles_past_its_range_are_a_422_naming_dtype(client: Client) -> None:
     """The runtime's own angles (a factor of 2^-16 multiplies them by 65536) decide the
     refusal, not the exact rope's."""
     response = client.get(
@@ -162,13 +176,15 @@ def test_float16_past_its_range_is_refused_before_computing(client: Client) -> N
         "&dtype=float16&component=angle"
     )
     assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["loc"] == ["query", "dtype"]
+    assert "up to 65536" in response.json()["detail"]
 
 
 def test_a_cache_of_a_gguf_s_factor_tensor_is_verified_as_llama_cpp_s(client: Client) -> None:
     """verify holds a cache of a rope stated with a GGUF's own factors to the exact rope of
     those factors, and names llama.cpp's recipe when the cache is its (before, a 422)."""
-    stated = RopeParams(d_model=4, recipe="ggml", freq_factors=(1.0, 2.0))
-    table = encode(stated, np.arange(100_000, 100_064), "float32", "cos_sin")
+    stated = RopeParams(d_model=4, freq_factors=(1.0, 2.0))
+    table = _runtime_cache("ggml", stated, np.arange(100_000, 100_064))
     report = _verified(client, table, "d_model=4&freq_factors=1,2&offset=100000")
     (finding,) = report["diagnosis"]
     assert finding["name"] == "matches_recipe" and finding["evidence"]["recipe"] == "ggml"
@@ -200,11 +216,13 @@ def test_mlx_s_dynamic_inv_freq_is_that_of_the_table_s_length() -> None:
     assert inv_freq[1] < 0.5 * encode(params, np.arange(2), "float32", "inv_freq")[1]
 
 
-def test_llama_cpp_picks_longrope_factors_by_its_context() -> None:
+def test_recipe_ggml_picks_longrope_factors_by_llama_cpp_s_padded_context() -> None:
+    """Long past the original context, short within it, the context rounded up to 256 first as
+    llama.cpp rounds it (its own choice is held to tests/gguf/records)."""
     from posenc.schemes.rope.recipes import ggml
 
     short, long = (1.0, 1.5), (4.0, 8.0)
-    given = {
+    given: dict[str, Any] = {
         "d_model": 4,
         "recipe": "ggml",
         "scaling": "longrope",
@@ -213,9 +231,12 @@ def test_llama_cpp_picks_longrope_factors_by_its_context() -> None:
         "short_factor": short,
         "long_factor": long,
     }
-    assert ggml.derive(RopeParams(**given)).freq_factors == long  # type: ignore[arg-type]
-    assert ggml.derive(RopeParams(**given, n_ctx=4096)).freq_factors == short  # type: ignore[arg-type]
-    assert ggml.derive(RopeParams(**given, n_ctx=4097)).freq_factors == long  # type: ignore[arg-type]
+    assert ggml.derive(RopeParams(**given)).freq_factors == long
+    assert ggml.derive(RopeParams(**given, n_ctx=4096)).freq_factors == short
+    assert ggml.derive(RopeParams(**given, n_ctx=4097)).freq_factors == long
+    given["original_max_position_embeddings"] = 4000
+    assert ggml.derive(RopeParams(**given, n_ctx=3841)).freq_factors == long  # runs as 4096
+    assert ggml.derive(RopeParams(**given, n_ctx=3840)).freq_factors == short
 
 
 def test_the_ggml_link_of_a_config_leaves_out_the_yarn_betas_llama_cpp_ignores(

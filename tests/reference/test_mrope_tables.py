@@ -1,6 +1,7 @@
 """The cos/sin POST /v1/rope/positions gives for a layout are those of the model's own text
-rotary module (transformers), within API.md §6.3's bound for the framework recipe; the exact
-table takes each column from the id transformers' module turns that frequency by."""
+rotary module (transformers), within the framework recipe's bound (docs/numbers.md, "The bounds
+the suite holds"); the exact table takes each column from the id transformers' module turns
+that frequency by."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def test_a_table_not_modelled_is_refused_by_name(client: Client, model_type: str
 
 def _same_frequencies(params: dict[str, Any]) -> npt.NDArray[np.bool_]:
     """Columns whose frequency is bit-identical to torch's (default rope: base^(-2i/d) by
-    torch's float32 pow); §6.3 bounds cos/sin there."""
+    torch's float32 pow); docs/numbers.md bounds cos/sin there."""
     d = params["d_model"]
     exponents = torch.arange(0, d, 2, dtype=torch.int64).float() / d
     theirs = (1.0 / (params["base"] ** exponents)).numpy()
@@ -113,7 +114,7 @@ def test_encode_turns_a_client_s_ids_as_the_rotary_module_does(
 ) -> None:
     """POST /v1/rope/encode with (3, n) ids the client computed — any ids, not only those a
     layout gives — and the params and mrope /v1/rope/config names: the framework table is the
-    model's own rotary module's for those ids (API.md §6.3's bound), and the exact one is the
+    model's own rotary module's for those ids (docs/numbers.md's bound), and the exact one is the
     table /v1/rope/positions gives for a layout's ids, bit for bit."""
     config = hub_config(model_type)
     named = client.post("/v1/rope/config", json=config).json()
