@@ -35,12 +35,7 @@ def answer(
     query: Mapping[str, Any],
 ) -> dict[str, Any]:
     """The answer for the parts and query of one request (``config`` None: no config part)."""
-    if config is None:
-        if "layer" in query:
-            raise InconsistentError("layer", "names a layer of the config part, which is missing")
-        expected = expected_rope.from_query(query)
-    else:
-        expected = expected_rope.from_config(config, query)
+    expected = _expected(config, query)
     given = measure.data(
         reader.read(before, "before", reader.FLOATS),
         reader.read(after, "after", reader.FLOATS),
@@ -48,6 +43,38 @@ def answer(
         query.get("head_dim"),
     )
     ids = reader.positions(positions, given.tokens, int(query.get("offset", 0)))
+    return of_arrays(expected, given, ids, config is None)
+
+
+def _expected(config: Any, query: Mapping[str, Any]) -> Expected:
+    if config is not None:
+        return expected_rope.from_config(config, query)
+    if "layer" in query:
+        raise InconsistentError("layer", "names a layer of the config part, which is missing")
+    return expected_rope.from_query(query)
+
+
+def of_given(
+    before: reader.Given,
+    after: reader.Given,
+    positions: npt.NDArray[Any] | None,
+    config: Any,
+    query: Mapping[str, Any],
+) -> dict[str, Any]:
+    """:func:`answer` for arrays already in hand (``posenc.testing``)."""
+    expected = _expected(config, query)
+    given = measure.data(before, after, int(query.get("token_axis", 0)), query.get("head_dim"))
+    offset = int(query.get("offset", 0))
+    ids = reader.positions(None, given.tokens, offset)
+    if positions is not None:
+        ids = reader.checked_ids(positions, given.tokens)
+    return of_arrays(expected, given, ids, config is None)
+
+
+def of_arrays(
+    expected: Expected, given: Data, ids: npt.NDArray[np.int64], stated: bool
+) -> dict[str, Any]:
+    """The answer for checked arrays and ids (``stated``: the rope came in the query)."""
     ids = ids[None] if ids.ndim == 1 else ids
     if len(ids) == 3 and expected.mrope is None:
         raise InconsistentError(
@@ -56,7 +83,7 @@ def answer(
     end = expected.rotary_offset + expected.width
     if end > given.head:
         raise InconsistentError(
-            "d_model" if config is None else "config",
+            "d_model" if stated else "config",
             f"the rope turns dimensions {expected.rotary_offset} … {end - 1}, past a head of "
             f"{given.head} (set head_dim where the last axis holds several heads)",
         )

@@ -158,14 +158,20 @@ def positions(part: Part | None, tokens: int, offset: int) -> npt.NDArray[np.int
                 "offset", f"positions reach {offset + tokens - 1}, past 2^31 − 1 = {MAX_POSITION}"
             )
         return np.arange(offset, offset + tokens, dtype=np.int64)
-    given = read(part, "positions", INTEGERS)
+    return checked_ids(read(part, "positions", INTEGERS).values, tokens)
+
+
+def checked_ids(given: npt.NDArray[Any], tokens: int) -> npt.NDArray[np.int64]:
+    """Integer ids of shape ``(tokens,)`` or ``(3, tokens)``, each in ``[0, 2^31)``."""
     if given.shape not in ((tokens,), (3, tokens)):
         raise InconsistentError(
             "positions",
             f"must have shape ({tokens},) or (3, {tokens}), one id (or M-RoPE's three) a token "
             f"of the token axis, got {list(given.shape)}",
         )
-    ids = given.values.astype(np.int64)
+    if not np.issubdtype(given.dtype, np.integer):
+        raise ParameterError("positions", f"must be integers, got {given.dtype}")
+    ids = given.astype(np.int64)
     low, high = int(ids.min()), int(ids.max())
     if low < 0 or high > MAX_POSITION:
         bad = low if low < 0 else high
