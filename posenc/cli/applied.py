@@ -6,10 +6,9 @@ diagnosis printed), 2 on bad input — a CI step is one line."""
 from __future__ import annotations
 
 import json
-import mmap
+import os
 import uuid
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
 import click
@@ -72,13 +71,16 @@ def _run(
     if loaded is None and "layer" in query:
         raise click.UsageError("--layer names a layer of the model given by --config")
     headers = _headers(before, after, shape, dtype)
-    with ExitStack() as stack:
-        parts = {
-            name: (stack.enter_context(_mapped(path)), headers.get(name, {}))
-            for name, path in (("before", before), ("after", after), ("positions", positions))
-            if path is not None
-        }
-        answer = _ask(url, parts, loaded, query) if url else _compute(parts, loaded, query)
+    paths = {"before": before, "after": after, "positions": positions}
+    given = {name: path for name, path in paths.items() if path is not None}
+    if url is None:
+        from posenc.cli import budget
+
+        # The files are read whole, as the service holds a body: their size first.
+        sizes = sum(os.path.getsize(path) for path in given.values())
+        budget.admit(sizes, "reading the arrays", "before")
+    parts = {name: (Path(path).read_bytes(), headers.get(name, {})) for name, path in given.items()}
+    answer = _ask(url, parts, loaded, query) if url else _compute(parts, loaded, query)
     if as_json:
         click.echo(json.dumps(answer))
     else:
@@ -105,19 +107,8 @@ def _headers(
     return {name: described for name, path in (("before", before), ("after", after)) if path in raw}
 
 
-@contextmanager
-def _mapped(path: str) -> Iterator[memoryview]:
-    """The file's bytes, memory-mapped (read as the service reads a part: viewed, not copied)."""
-    with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        view = memoryview(mm)
-        try:
-            yield view
-        finally:
-            view.release()
-
-
 def _compute(
-    parts: dict[str, tuple[memoryview, dict[str, str]]], config: Any, query: dict[str, Any]
+    parts: dict[str, tuple[bytes, dict[str, str]]], config: Any, query: dict[str, Any]
 ) -> dict[str, Any]:
     from posenc.cli import budget
     from posenc.declare import Part, Upload
@@ -133,7 +124,7 @@ def _compute(
 
 def _ask(
     url: str,
-    parts: dict[str, tuple[memoryview, dict[str, str]]],
+    parts: dict[str, tuple[bytes, dict[str, str]]],
     config: Any,
     query: dict[str, Any],
 ) -> dict[str, Any]:
@@ -145,7 +136,7 @@ def _ask(
         lines = [f'Content-Disposition: form-data; name="{name}"; filename="{name}"']
         lines += [f"{key}: {value}" for key, value in headers.items()]
         head = f"--{boundary}\r\n" + "\r\n".join(lines) + "\r\n\r\n"
-        chunks.append(head.encode() + bytes(data) + b"\r\n")
+        chunks.append(head.encode() + data + b"\r\n")
     if config is not None:
         head = f'--{boundary}\r\nContent-Disposition: form-data; name="config"\r\n\r\n'
         chunks.append(head.encode() + json.dumps(config).encode() + b"\r\n")

@@ -34,8 +34,8 @@ def answer(
     config: Any,
     query: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """The answer for the parts and query of one request (``config`` None: no config part)."""
-    expected = _expected(config, query)
+    """The answer for the parts and query of one request (``config`` None: no config part):
+    the parts are read first, then the rope they are held to."""
     given = measure.data(
         reader.read(before, "before", reader.FLOATS),
         reader.read(after, "after", reader.FLOATS),
@@ -43,7 +43,7 @@ def answer(
         query.get("head_dim"),
     )
     ids = reader.positions(positions, given.tokens, int(query.get("offset", 0)))
-    return of_arrays(expected, given, ids, config is None)
+    return of_arrays(_expected(config, query), given, ids, config is None)
 
 
 def _expected(config: Any, query: Mapping[str, Any]) -> Expected:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from posenc.errors import InconsistentError, ParameterError
+from posenc.errors import InconsistentError
 from posenc.schemes.rope.models import config as model_config
 from posenc.schemes.rope.mrope import config as mrope_config
 from posenc.schemes.rope.mrope.families import MROPE_FAMILIES, Rotary
@@ -78,7 +78,7 @@ def from_query(query: Mapping[str, Any]) -> Expected:
     ``table``), at ``rotary_offset``."""
     values = {k: v for k, v in query.items() if k not in PLACING}
     if "d_model" not in values:
-        raise ParameterError(
+        raise InconsistentError(
             "d_model", "is required without a config part: the rotated width of the rope"
         )
     given: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
@@ -98,12 +98,12 @@ def from_config(config: Any, query: Mapping[str, Any]) -> Expected:
             "rotary_offset", "comes from the config part when one is sent: give one or the other"
         )
     if not isinstance(config, Mapping):
-        raise ParameterError("config", "must be a JSON object, a model's config.json")
+        raise InconsistentError("config", "must be a JSON object, a model's config.json")
     layer = int(query.get("layer", 0))
     model = model_config.read(config)
     count = model.num_hidden_layers
     if count is not None and layer >= count:
-        raise ParameterError(
+        raise InconsistentError(
             "layer", f"the model has {count} layers (0 … {count - 1}), got {layer}"
         )
     mrope = None

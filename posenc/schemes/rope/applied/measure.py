@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc.cancel import checkpoint
-from posenc.errors import InconsistentError, ParameterError
+from posenc.errors import InconsistentError
 from posenc.schemes.rope.applied import loops
 from posenc.schemes.rope.applied.reader import PRECISION, Given
 from posenc.schemes.rope.params import Layout
@@ -67,9 +67,9 @@ def data(before: Given, after: Given, token_axis: int, head_dim: int | None) -> 
         )  # fmt: skip
     shape = before.shape
     if len(shape) < 2:
-        raise ParameterError("before", f"needs a token axis and a head axis, got {list(shape)}")
+        raise InconsistentError("before", f"needs a token axis and a head axis, got {list(shape)}")
     if not 0 <= token_axis < len(shape) - 1:
-        raise ParameterError(
+        raise InconsistentError(
             "token_axis", f"must name one of the axes 0 … {len(shape) - 2} (the last holds the "
             f"heads), got {token_axis}"
         )  # fmt: skip
@@ -93,7 +93,7 @@ def check_finite(given: Given, name: str) -> None:
         bad = ~np.isfinite(values)
     if bad.any():
         where = [int(k) for k in np.argwhere(bad)[0]]
-        raise ParameterError(name, f"holds NaN or infinity, first at index {where}")
+        raise InconsistentError(name, f"holds NaN or infinity, first at index {where}")
 
 
 def pairs(layout: Layout, offset: int, width: int, relaid: bool = False) -> npt.NDArray[np.int64]:

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc.declare import Part
-from posenc.errors import InconsistentError, LimitError, ParameterError
+from posenc.errors import InconsistentError, LimitError
 from posenc.numerics.exact import MAX_POSITION
 
 NPY_MAGIC = b"\x93NUMPY"
@@ -75,13 +75,13 @@ def declared(part: Part, name: str, allowed: tuple[str, ...]) -> Declared:
         found = _raw_header(part.headers, name)
     shape, dtype = found.shape, found.dtype
     if dtype not in allowed:
-        raise ParameterError(name, f"dtype must be one of {', '.join(allowed)}, got {dtype}")
+        raise InconsistentError(name, f"dtype must be one of {', '.join(allowed)}, got {dtype}")
     if len(shape) > MAX_RANK:
-        raise ParameterError(name, f"may have at most {MAX_RANK} axes, got {len(shape)}")
+        raise InconsistentError(name, f"may have at most {MAX_RANK} axes, got {len(shape)}")
     values = math.prod(shape)
     size = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
     if values == 0:
-        raise ParameterError(name, f"is empty: shape {list(shape)}")
+        raise InconsistentError(name, f"is empty: shape {list(shape)}")
     if values * size != len(data) - found.start:
         raise InconsistentError(
             name,
@@ -106,43 +106,43 @@ def _npy_header(data: bytes | bytearray | memoryview, name: str) -> Declared:
     ``descr``, ``fortran_order`` and ``shape`` — parsed as a literal, never evaluated."""
     head = bytes(data[: _HEADER_BYTES + 12])
     if len(head) < 10:
-        raise ParameterError(name, "is not a valid .npy file: it stops in its header")
+        raise InconsistentError(name, "is not a valid .npy file: it stops in its header")
     major = head[6]
     width = 2 if major == 1 else 4
     if major not in (1, 2, 3):
-        raise ParameterError(name, f"is not a .npy file this service reads: version {major}")
+        raise InconsistentError(name, f"is not a .npy file this service reads: version {major}")
     length = int.from_bytes(head[8 : 8 + width], "little")
     start = 8 + width + length
     if length > _HEADER_BYTES or start > len(head):
-        raise ParameterError(name, f"is not a valid .npy file: a header of {length} bytes")
+        raise InconsistentError(name, f"is not a valid .npy file: a header of {length} bytes")
     try:
         header = ast.literal_eval(head[8 + width : start].decode("latin-1"))
     except (ValueError, SyntaxError, MemoryError, RecursionError):
-        raise ParameterError(name, "is not a valid .npy file: its header is no dict") from None
+        raise InconsistentError(name, "is not a valid .npy file: its header is no dict") from None
     if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}:
-        raise ParameterError(name, "is not a valid .npy file: its header is no dict")
+        raise InconsistentError(name, "is not a valid .npy file: its header is no dict")
     descr, fortran, shape = header["descr"], header["fortran_order"], header["shape"]
     if not isinstance(descr, str) or descr not in _NPY_DESCR:
-        raise ParameterError(name, f"holds dtype {str(descr)[:40]!r}, which is not read here")
+        raise InconsistentError(name, f"holds dtype {str(descr)[:40]!r}, which is not read here")
     if (
         not isinstance(fortran, bool)
         or not isinstance(shape, tuple)
         or not all(isinstance(size, int) and size >= 0 for size in shape)
     ):
-        raise ParameterError(name, "is not a valid .npy file: its header is malformed")
+        raise InconsistentError(name, "is not a valid .npy file: its header is malformed")
     return Declared(shape, _NPY_DESCR[descr], start, fortran)
 
 
 def _raw_header(headers: Mapping[str, str], name: str) -> Declared:
     shape_text, dtype = headers.get("x-array-shape"), headers.get("x-array-dtype")
     if shape_text is None or dtype is None:
-        raise ParameterError(
+        raise InconsistentError(
             name,
             "is neither .npy nor raw bytes with part headers X-Array-Shape (e.g. 4096,32,128) "
             "and X-Array-Dtype",
         )
     if not re.fullmatch(rf"[1-9][0-9]{{0,9}}(,[1-9][0-9]{{0,9}}){{0,{MAX_RANK - 1}}}", shape_text):
-        raise ParameterError(
+        raise InconsistentError(
             f"{name}.X-Array-Shape",
             f"must be 1 to {MAX_RANK} comma-separated sizes, each ≥ 1, got {shape_text[:40]!r}",
         )
@@ -170,12 +170,12 @@ def checked_ids(given: npt.NDArray[Any], tokens: int) -> npt.NDArray[np.int64]:
             f"of the token axis, got {list(given.shape)}",
         )
     if not np.issubdtype(given.dtype, np.integer):
-        raise ParameterError("positions", f"must be integers, got {given.dtype}")
+        raise InconsistentError("positions", f"must be integers, got {given.dtype}")
     ids = given.astype(np.int64)
     low, high = int(ids.min()), int(ids.max())
     if low < 0 or high > MAX_POSITION:
         bad = low if low < 0 else high
-        raise ParameterError(
+        raise InconsistentError(
             "positions", f"must be in [0, 2^31 − 1], got {bad} at index {_first(ids, bad)}"
         )
     return ids
