@@ -102,3 +102,28 @@ def test_the_assertion_passes_a_faithful_kernel_and_fails_with_the_diagnosis() -
         assert_rope_applied(x, turned, POSITIONS, d_model=64, base=10000.0)
     with pytest.raises(AssertionError, match="cannot tell"):
         assert_rope_applied(np.zeros_like(x), np.zeros_like(x), POSITIONS, d_model=64)
+
+
+@pytest.mark.live
+def test_url_asks_a_running_service_and_says_the_same(dumps: Path) -> None:
+    from tests.live.conftest import start_server, stop_server
+
+    server = start_server({"POSENC_LOG_LEVEL": "warning"})
+    try:
+        for after, extra in (("q_rope.npy", []), ("q_base.npy", ["--json"])):
+            args = [
+                "applied", dumps / "q.npy", dumps / after, "--positions", dumps / "ids.npy",
+                "--config", dumps / "config.json", "--layer", "2", *extra,
+            ]  # fmt: skip
+            here, there = posenc(*args), posenc(*args, "--url", server.url)
+            assert there.code == here.code, there.stderr
+            assert there.stdout == here.stdout
+        raw = ["--shape", "32,4,64", "--dtype", "bfloat16", "--d-model", "64", "--offset", "5000"]
+        there = posenc(
+            "applied", dumps / "q.bf16", dumps / "q_rope.bf16", *raw, "--url", server.url
+        )
+        assert (
+            there.stdout == posenc("applied", dumps / "q.bf16", dumps / "q_rope.bf16", *raw).stdout
+        )
+    finally:
+        stop_server(server)

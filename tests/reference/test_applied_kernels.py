@@ -299,7 +299,7 @@ def test_an_angle_table_built_in_bfloat16_is_named() -> None:
 # --- any width, base, scaling, dtype and position ---------------------------------------------
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     half=st.integers(1, 48),
     base=st.floats(100.0, 1e7),
@@ -329,3 +329,34 @@ def test_ggml_holds_for_any_rope_at_any_position(
     assert answer["holds"] is True, (names(answer), answer["measured"]["recipes"])
     measured = answer["measured"]
     assert "ggml" in [measured["recipe"], *measured["also_within"]]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    half=st.integers(1, 48),
+    base=st.floats(100.0, 1e7),
+    factor=st.sampled_from([1.0, 2.0, 8.0]),
+    traditional=st.booleans(),
+    dtype=st.sampled_from(["float32", "float16", "bfloat16"]),
+    offset=st.integers(0, 2**24 - 32),
+    seed=st.integers(0, 2**16),
+)
+def test_mlx_holds_for_any_rope_at_any_offset(
+    half: int, base: float, factor: float, traditional: bool, dtype: str, offset: int, seed: int
+) -> None:
+    import mlx.core as mx
+
+    x = mx.array(kernels.vectors((1, 3, 32, 2 * half), seed)).astype(getattr(mx, dtype))
+    y = mx.fast.rope(
+        x, 2 * half, traditional=traditional, base=base, scale=1 / factor, offset=offset
+    )
+    if dtype == "bfloat16":
+        dump = Dump(np.array(x.view(mx.uint16)), np.array(y.view(mx.uint16)), 2, dtype=dtype)
+    else:
+        dump = Dump(np.array(x), np.array(y), 2)
+    scaled = {"scaling": "linear", "factor": factor} if factor != 1 else {}
+    layout = "interleaved" if traditional else "split"
+    answer = analyse(dump, d_model=2 * half, base=base, layout=layout, offset=offset, **scaled)
+    assert answer["holds"] is True, (names(answer), answer["measured"]["recipes"])
+    measured = answer["measured"]
+    assert "mlx" in [measured["recipe"], *measured["also_within"]]
