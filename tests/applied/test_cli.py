@@ -110,8 +110,9 @@ def test_url_asks_a_running_service_and_says_the_same(dumps: Path) -> None:
 
     server = start_server({"POSENC_LOG_LEVEL": "warning"})
     try:
-        for after, extra in (("q_rope.npy", []), ("q_base.npy", ["--json"])):
-            args = [
+        runs: tuple[tuple[str, list[str]], ...] = (("q_rope.npy", []), ("q_base.npy", ["--json"]))
+        for after, extra in runs:
+            args: list[str | Path] = [
                 "applied", dumps / "q.npy", dumps / after, "--positions", dumps / "ids.npy",
                 "--config", dumps / "config.json", "--layer", "2", *extra,
             ]  # fmt: skip

@@ -22,7 +22,14 @@ from posenc.declare import Part
 from posenc.errors import InconsistentError
 from posenc.schemes.rope.applied import expected as expected_rope
 from posenc.schemes.rope.applied import faults, loops, measure, reader, report, structure
-from posenc.schemes.rope.applied.angles import RECIPES, Fit, Turning, closest, every_recipe
+from posenc.schemes.rope.applied.angles import (
+    RECIPES,
+    Fit,
+    Turning,
+    closest,
+    every_recipe,
+    rotations,
+)
 from posenc.schemes.rope.applied.expected import Expected
 from posenc.schemes.rope.applied.measure import Data
 
@@ -108,11 +115,10 @@ def _analysed(expected: Expected, given: Data, ids: npt.NDArray[np.int64]) -> di
         return report.document(expected, given, ids, read, None, None, read.findings, holds)
     if read.pairing is None:
         return report.document(expected, given, ids, read, None, None, read.findings, False)
-    assert expected.params is not None, "a NoPE layer was answered above"
     stats = measure.cells(given, read.columns)
     stated = Turning(expected.params, times=-1 if expected.reversed else 1)
     fits = every_recipe(stats, stated, ids, expected.id_rows())
-    verdict = _verdict(expected, read, stats, fits, stated, ids)
+    verdict = _verdict(expected, read, stats, fits)
     findings = list(read.findings)
     if verdict.holds is False:
         findings.extend(_diagnosis(expected, stats, ids, stated, fits, given.head))
@@ -134,9 +140,9 @@ def _verdict(
     read: structure.Structure,
     stats: npt.NDArray[np.float64],
     fits: dict[str, Fit | str],
-    stated: Turning,
-    ids: npt.NDArray[np.int64],
 ) -> _Verdict:
+    """Whether the kernel applied ``expected``: the pairing, the dimensions and one recipe's
+    rotations at every cell; None where nothing was read, or no rotation at all fits too."""
     recipe, also = closest(fits)
     holding = recipe is not None
     # Where no recipe holds whole, the one whose angles hold (its magnitudes do not) is named.
@@ -220,8 +226,6 @@ def _magnitude(
     """``attention_factor_mismatch`` where the angles hold and the lengths do not."""
     if fit.ratio_ok.all():
         return []
-    from posenc.schemes.rope.applied.angles import rotations
-
     cos, sin = rotations(turning, recipe, ids, id_rows)
     expected = float(np.median(np.hypot(cos, sin)))
     fitted = measure.lengths(stats).magnitude or 0.0
