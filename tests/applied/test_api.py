@@ -200,13 +200,19 @@ def tracing() -> Iterator[None]:
         tracemalloc.stop()
 
 
-@pytest.mark.parametrize(
-    ("tokens", "samples", "fault"),
-    [(512, 8, "none"), (512, 8, "applied twice"), (4096, 1, "angles of no rope")],
-)
-def test_no_request_allocates_more_than_it_reserved(
-    tracing: None, tokens: int, samples: int, fault: str
-) -> None:
+QWEN2_VL = {
+    "model_type": "qwen2_vl",
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "num_hidden_layers": 2,
+    "max_position_embeddings": 32768,
+    "rope_theta": 1000000.0,
+    "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]},
+}
+
+
+def _dump(tokens: int, samples: int, fault: str) -> tuple[Dump, str, dict[str, Any]]:
+    """A dump, its query, and its other parts (M-RoPE's: the config)."""
     params = RopeParams(d_model=64, base=500000.0)
     x = vectors(tokens, samples, 64)
     after = exact(params, x, np.arange(tokens))
@@ -214,12 +220,33 @@ def test_no_request_allocates_more_than_it_reserved(
         after = exact(params, after, np.arange(tokens))
     if fault == "angles of no rope":
         after = exact(params, x, np.random.default_rng(1).integers(0, 2**20, tokens))
-    dump = Dump(x, after, 0)
+    if fault != "M-RoPE ids, rows dropped":
+        return Dump(x, after, 0), "?d_model=64&base=500000", {}
+    ids = np.stack([np.arange(tokens) // 16, np.arange(tokens) % 16, np.arange(tokens) // 4])
+    x = vectors(tokens, samples, 16)
+    temporal = exact(RopeParams(d_model=16, base=1000000.0), x, ids[0])
+    config = ("config.json", orjson_bytes(QWEN2_VL), "application/json")
+    return Dump(x, temporal, 0, ids.astype(np.int64)), "", {"config": config}
+
+
+@pytest.mark.parametrize(
+    ("tokens", "samples", "fault"),
+    [
+        (512, 8, "none"),
+        (512, 8, "applied twice"),
+        (4096, 1, "angles of no rope"),
+        (2048, 2, "M-RoPE ids, rows dropped"),
+    ],
+)
+def test_no_request_allocates_more_than_it_reserved(
+    tracing: None, tokens: int, samples: int, fault: str
+) -> None:
+    dump, query, more = _dump(tokens, samples, fault)
 
     async def send() -> int:
         transport = httpx.ASGITransport(app=probe)
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
-            response = await http.post(f"{URL}?d_model=64&base=500000", files=files(dump))
+            response = await http.post(f"{URL}{query}", files={**files(dump), **more})
             return response.status_code
 
     gc.collect()
