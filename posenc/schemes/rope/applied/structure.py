@@ -68,7 +68,7 @@ def read(given: Data, expected: Expected) -> Structure:
     )
     moved = measure.moved(given, outside)
     moved_outside = [int(c) for c in outside[moved > 1]]
-    findings = [_turned_outside(expected, moved_outside)] if moved_outside else []
+    findings = [_turned_outside(expected, moved_outside, given.head)] if moved_outside else []
     if expected.params is None:
         return Structure(None, np.zeros((4, 0), np.int64), {}, moved_outside, findings)
     candidates = _candidates(expected, start, width)
@@ -109,13 +109,16 @@ def _not_a_rotation(kept: dict[str, float]) -> Finding:
     )
 
 
-def _turned_outside(expected: Expected, columns: list[int]) -> Finding:
+def _turned_outside(expected: Expected, columns: list[int], head: int) -> Finding:
     start, end = expected.rotary_offset, expected.rotary_offset + expected.width
     what = (
         f"layer {expected.layer} has no rope (a NoPE layer)"
         if expected.params is None
         else f"the model turns dimensions {start} … {end - 1} only"
     )
+    one = expected.head_dim or expected.width
+    if one and head > one and head % one == 0 and start == 0:
+        what += f" (if the last axis holds {head // one} heads of {one}, give head_dim={one})"
     return Finding(
         "partial_rotary",
         f"{len(columns)} dimensions that should come out unchanged moved (first {columns[0]}): "
