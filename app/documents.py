@@ -366,6 +366,8 @@ SCHEMES_LIST: dict[str, Any] = {
 
 
 def extra_body(extra: Extra) -> dict[str, Any]:
+    if extra.files:
+        return _file_parts_body(extra)
     if extra.binary:
         file = {"type": "string", "format": "binary"}
         content: dict[str, Any] = {"application/octet-stream": {"schema": file}}
@@ -386,6 +388,29 @@ def extra_body(extra: Extra) -> dict[str, Any]:
         }
     schema: dict[str, Any] = {"type": "object", **extra.body_schema}
     return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+def _file_parts_body(extra: Extra) -> dict[str, Any]:
+    """multipart/form-data alone: parts of bytes, each described, and JSON parts."""
+    properties: dict[str, Any] = {
+        file.name: {"type": "string", "format": "binary", "description": file.description}
+        for file in extra.files
+    }
+    properties.update({name: {"type": "object"} for name in extra.parts})
+    form = {
+        "type": "object",
+        "required": [file.name for file in extra.files if file.required],
+        "properties": properties,
+        "additionalProperties": False,
+    }
+    return {
+        "required": True,
+        "description": "multipart/form-data: "
+        + ", ".join(file.name for file in extra.files)
+        + (" (bytes, each with its own part headers)" if extra.files else "")
+        + (f"; JSON: {', '.join(extra.parts)}" if extra.parts else ""),
+        "content": {"multipart/form-data": {"schema": form}},
+    }
 
 
 def extra_parameters(extra: Extra) -> list[dict[str, Any]]:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 import re
 import types
 import typing
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -188,7 +189,8 @@ def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
             settings.max_elements, settings.max_work, settings.memory_bytes, settings.max_gguf_bytes
         )
         if extra.binary:
-            received = await handlers.read_file(request, limits.max_upload_bytes, bool(extra.parts))
+            multipart = bool(extra.parts or extra.files)
+            received = await handlers.read_file(request, limits.max_upload_bytes, multipart)
             content_type = request.headers.get("content-type", "")
         else:
             body = await bodies.receive_bounded(request, extra.max_body_bytes)
@@ -249,13 +251,36 @@ def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
     )
 
 
-def _upload(extra: Extra, received: bytearray, content_type: str, query: dict[str, int]) -> Upload:
-    """The file and the JSON parts beside it (multipart), or the body as the file."""
-    if not content_type.lower().startswith("multipart/"):
+def _upload(extra: Extra, received: bytearray, content_type: str, query: dict[str, Any]) -> Upload:
+    """The file and the JSON parts beside it (multipart), or the body as the file; or, for an
+    extra that takes parts of bytes, those parts with their headers and the JSON ones."""
+    multipart = content_type.lower().startswith("multipart/")
+    if extra.files:
+        if not multipart:
+            raise ParameterError("content-type", "must be multipart/form-data")
+        return _file_parts(extra, received, content_type, query)
+    if not multipart:
         return Upload(received, query)
     parts = bodies.split(received, content_type, (extra.name, *extra.parts))
     if extra.name not in parts:
         raise ParameterError(extra.name, "is the part that holds the file, and is missing")
+    return Upload(parts[extra.name], query, _json_parts(extra, parts))
+
+
+def _file_parts(
+    extra: Extra, received: bytearray, content_type: str, query: dict[str, Any]
+) -> Upload:
+    names = tuple(file.name for file in extra.files)
+    parts = bodies.parts(received, content_type, (*names, *extra.parts))
+    for file in extra.files:
+        if file.required and file.name not in parts:
+            raise ParameterError(file.name, "is a required part, and is missing")
+    files = {name: parts[name] for name in names if name in parts}
+    json = {name: parts[name].data for name in extra.parts if name in parts}
+    return Upload(memoryview(b""), query, _json_parts(extra, json), files)
+
+
+def _json_parts(extra: Extra, parts: Mapping[str, Any]) -> dict[str, Any]:
     given: dict[str, Any] = {}
     for name in extra.parts:
         if name in parts:
@@ -265,30 +290,60 @@ def _upload(extra: Extra, received: bytearray, content_type: str, query: dict[st
                 given[name] = orjson.loads(parts[name])
             except orjson.JSONDecodeError as error:
                 raise ParameterError(name, f"must be a JSON document: {error}") from None
-    return Upload(parts[extra.name], query, given)
+    return given
 
 
 # ASCII digits only: str.isdigit takes "²", which int() then refuses.
 _INTEGER = re.compile(r"-?[0-9]{1,19}")
 
 
-def _extra_query(request: Request, extra: Extra) -> tuple[str, dict[str, int]]:
+def _extra_query(request: Request, extra: Extra) -> tuple[str, dict[str, Any]]:
     """The format (json, or npy where the extra has an array answer) and the extra's own
-    (integer) query parameters; the body carries everything else, so any other query parameter
-    would go unheard: refused."""
+    query parameters, each read as its schema's type says; the body carries everything else,
+    so any other query parameter would go unheard: refused."""
     own = {param.name: param for param in extra.query}
-    given: dict[str, int] = {}
+    given: dict[str, Any] = {}
     for name, value in request.query_params.multi_items():
         if name in own:
-            if name in given or not _INTEGER.fullmatch(value):
-                raise ParameterError(name, f"must be one integer, got {value[:40]!r}")
-            given[name] = int(value)
+            if name in given:
+                raise ParameterError(name, "is given twice")
+            given[name] = _typed(name, value, own[name].schema.get("type", "integer"))
             bodies.validate(given[name], own[name].schema, name)
         elif name != "format" or extra.array is None:
             raise ParameterError(name, "this operation takes no such query parameter")
         elif value not in ("json", "npy"):
             raise ParameterError("format", f"must be json or npy, got {value[:40]!r}")
     return request.query_params.get("format", "json"), given
+
+
+_NUMBER = re.compile(
+    r"[-+]?(?:[0-9]{1,400}(?:\.[0-9]{0,400})?|\.[0-9]{1,400})(?:[eE][-+]?[0-9]{1,4})?"
+)
+_BOOLEANS = {"true": True, "false": False}
+
+
+def _typed(name: str, value: str, kind: str) -> Any:
+    """A query value as its schema's type: an integer (ASCII digits), a finite number, true or
+    false, an array of numbers (comma-separated), or the text itself."""
+    if kind == "integer":
+        if not _INTEGER.fullmatch(value):
+            raise ParameterError(name, f"must be one integer, got {value[:40]!r}")
+        return int(value)
+    if kind == "number":
+        return _number(name, value)
+    if kind == "boolean":
+        if value not in _BOOLEANS:
+            raise ParameterError(name, f"must be true or false, got {value[:40]!r}")
+        return _BOOLEANS[value]
+    if kind == "array":
+        return [_number(name, item) for item in value.split(",")] if value else []
+    return value
+
+
+def _number(name: str, value: str) -> float:
+    if not _NUMBER.fullmatch(value) or not math.isfinite(float(value)):
+        raise ParameterError(name, f"must be a finite number, got {value[:40]!r}")
+    return float(value)
 
 
 # --- the ?scheme= aliases -------------------------------------------------------------------

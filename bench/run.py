@@ -37,6 +37,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from bench.applied import applied
 from bench.configs import config_answers
 from bench.recipes import runtime_recipes
 from bench.soak import rss_mib
@@ -497,6 +498,7 @@ def main() -> None:
     core_table(row)
     runtime_recipes(row)
     config_answers(row)
+    applied(row)
     if core_only:
         return
     from bench.cold import cold_answers

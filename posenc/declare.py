@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Literal, Protocol
@@ -168,12 +168,31 @@ class Sized:
 
 @dataclass(frozen=True)
 class QueryParam:
-    """A query parameter of an extra operation: its name, the JSON Schema of its (integer)
-    value, and what it means."""
+    """A query parameter of an extra operation: its name, the JSON Schema of its value (an
+    integer, a number, a string, a boolean, or an array of numbers written comma-separated),
+    and what it means."""
 
     name: str
     schema: dict[str, Any]
     description: str
+
+
+@dataclass(frozen=True)
+class FileParam:
+    """A part of a multipart/form-data body that an extra takes as bytes (an array, a file),
+    handed over with its own headers: its name, what it holds, and whether it must be sent."""
+
+    name: str
+    description: str
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class Part:
+    """A part's bytes as sent, and its own headers (names in lower case)."""
+
+    data: bytes | bytearray | memoryview
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -182,9 +201,11 @@ class Upload:
     sent, and its query parameters that were given."""
 
     data: bytes | bytearray | memoryview
-    query: dict[str, int]
+    query: dict[str, Any]
     # The JSON parts of a multipart/form-data body (Extra.parts), parsed.
     parts: dict[str, Any] = field(default_factory=dict)
+    # The byte parts (Extra.files) that were sent, by name.
+    files: dict[str, Part] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -212,6 +233,9 @@ class Extra:
     # With binary: the JSON parts a multipart/form-data body may hold beside the file, whose
     # part is named as the extra.
     parts: tuple[str, ...] = ()
+    # With binary: parts of bytes, each with its own headers, in place of the one file: the
+    # body is then multipart/form-data only, and no part is named as the extra.
+    files: tuple[FileParam, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -262,19 +262,19 @@ function createClient(clientOptions) {
     }
   };
 }
-function serializePrimitiveParam(name, value2, options) {
-  if (value2 === void 0 || value2 === null) {
+function serializePrimitiveParam(name, value3, options) {
+  if (value3 === void 0 || value3 === null) {
     return "";
   }
-  if (typeof value2 === "object") {
+  if (typeof value3 === "object") {
     throw new Error(
       "Deeply-nested arrays/objects aren\u2019t supported. Provide your own `querySerializer()` to handle these."
     );
   }
-  return `${name}=${options?.allowReserved === true ? value2 : encodeURIComponent(value2)}`;
+  return `${name}=${options?.allowReserved === true ? value3 : encodeURIComponent(value3)}`;
 }
-function serializeObjectParam(name, value2, options) {
-  if (!value2 || typeof value2 !== "object") {
+function serializeObjectParam(name, value3, options) {
+  if (!value3 || typeof value3 !== "object") {
     return "";
   }
   const values = [];
@@ -284,8 +284,8 @@ function serializeObjectParam(name, value2, options) {
     matrix: ";"
   }[options.style] || "&";
   if (options.style !== "deepObject" && options.explode === false) {
-    for (const k in value2) {
-      values.push(k, options.allowReserved === true ? value2[k] : encodeURIComponent(value2[k]));
+    for (const k in value3) {
+      values.push(k, options.allowReserved === true ? value3[k] : encodeURIComponent(value3[k]));
     }
     const final2 = values.join(",");
     switch (options.style) {
@@ -303,20 +303,20 @@ function serializeObjectParam(name, value2, options) {
       }
     }
   }
-  for (const k in value2) {
+  for (const k in value3) {
     const finalName = options.style === "deepObject" ? `${name}[${k}]` : k;
-    values.push(serializePrimitiveParam(finalName, value2[k], options));
+    values.push(serializePrimitiveParam(finalName, value3[k], options));
   }
   const final = values.join(joiner);
   return options.style === "label" || options.style === "matrix" ? `${joiner}${final}` : final;
 }
-function serializeArrayParam(name, value2, options) {
-  if (!Array.isArray(value2)) {
+function serializeArrayParam(name, value3, options) {
+  if (!Array.isArray(value3)) {
     return "";
   }
   if (options.explode === false) {
     const joiner2 = { form: ",", spaceDelimited: "%20", pipeDelimited: "|" }[options.style] || ",";
-    const final = (options.allowReserved === true ? value2 : value2.map((v) => encodeURIComponent(v))).join(joiner2);
+    const final = (options.allowReserved === true ? value3 : value3.map((v) => encodeURIComponent(v))).join(joiner2);
     switch (options.style) {
       case "simple": {
         return final;
@@ -336,7 +336,7 @@ function serializeArrayParam(name, value2, options) {
   }
   const joiner = { simple: ",", label: ".", matrix: ";" }[options.style] || "&";
   const values = [];
-  for (const v of value2) {
+  for (const v of value3) {
     if (options.style === "simple" || options.style === "label") {
       values.push(options.allowReserved === true ? v : encodeURIComponent(v));
     } else {
@@ -350,16 +350,16 @@ function createQuerySerializer(options) {
     const search = [];
     if (queryParams && typeof queryParams === "object") {
       for (const name in queryParams) {
-        const value2 = queryParams[name];
-        if (value2 === void 0 || value2 === null) {
+        const value3 = queryParams[name];
+        if (value3 === void 0 || value3 === null) {
           continue;
         }
-        if (Array.isArray(value2)) {
-          if (value2.length === 0) {
+        if (Array.isArray(value3)) {
+          if (value3.length === 0) {
             continue;
           }
           search.push(
-            serializeArrayParam(name, value2, {
+            serializeArrayParam(name, value3, {
               style: "form",
               explode: true,
               ...options?.array,
@@ -368,9 +368,9 @@ function createQuerySerializer(options) {
           );
           continue;
         }
-        if (typeof value2 === "object") {
+        if (typeof value3 === "object") {
           search.push(
-            serializeObjectParam(name, value2, {
+            serializeObjectParam(name, value3, {
               style: "deepObject",
               explode: true,
               ...options?.object,
@@ -379,7 +379,7 @@ function createQuerySerializer(options) {
           );
           continue;
         }
-        search.push(serializePrimitiveParam(name, value2, options));
+        search.push(serializePrimitiveParam(name, value3, options));
       }
     }
     return search.join("&");
@@ -405,20 +405,20 @@ function defaultPathSerializer(pathname, pathParams) {
     if (!pathParams || pathParams[name] === void 0 || pathParams[name] === null) {
       continue;
     }
-    const value2 = pathParams[name];
-    if (Array.isArray(value2)) {
-      nextURL = nextURL.replace(match, serializeArrayParam(name, value2, { style, explode }));
+    const value3 = pathParams[name];
+    if (Array.isArray(value3)) {
+      nextURL = nextURL.replace(match, serializeArrayParam(name, value3, { style, explode }));
       continue;
     }
-    if (typeof value2 === "object") {
-      nextURL = nextURL.replace(match, serializeObjectParam(name, value2, { style, explode }));
+    if (typeof value3 === "object") {
+      nextURL = nextURL.replace(match, serializeObjectParam(name, value3, { style, explode }));
       continue;
     }
     if (style === "matrix") {
-      nextURL = nextURL.replace(match, `;${serializePrimitiveParam(name, value2)}`);
+      nextURL = nextURL.replace(match, `;${serializePrimitiveParam(name, value3)}`);
       continue;
     }
-    nextURL = nextURL.replace(match, style === "label" ? `.${encodeURIComponent(value2)}` : encodeURIComponent(value2));
+    nextURL = nextURL.replace(match, style === "label" ? `.${encodeURIComponent(value3)}` : encodeURIComponent(value3));
   }
   return nextURL;
 }
@@ -557,6 +557,23 @@ var Api = class {
       signal
     );
   }
+  appliedUrl(scheme, query = {}) {
+    const q = serialize(query);
+    return `${location.origin}/v1/${scheme}/applied${q ? `?${q}` : ""}`;
+  }
+  /** Which rope a kernel applied: its arrays (and the model's config) as multipart parts, the
+   * rope and the axes in the query; or the service's refusal. */
+  async applied(scheme, form2, query, signal) {
+    return this.settle(
+      (s) => client.POST(`/v1/${scheme}/applied`, {
+        params: { query },
+        body: form2,
+        bodySerializer: (b) => b,
+        signal: s
+      }),
+      signal
+    );
+  }
   positionsUrl(scheme, verify2 = false) {
     return `${location.origin}/v1/${scheme}/positions${verify2 ? "/verify" : ""}`;
   }
@@ -606,7 +623,7 @@ var PAGE_DEFAULTS = {
   position: "10"
 };
 var INLINE = 6;
-var serviceDefault = (p, value2) => p.default !== null && p.default !== void 0 && String(p.default) === value2;
+var serviceDefault = (p, value3) => p.default !== null && p.default !== void 0 && String(p.default) === value3;
 var form = () => document.getElementById("controls");
 function defaultFor(p) {
   if (p.name in PAGE_DEFAULTS) return PAGE_DEFAULTS[p.name];
@@ -615,7 +632,7 @@ function defaultFor(p) {
   return p.default === null || p.default === void 0 ? "" : String(p.default);
 }
 var hints = 0;
-function field(p, value2) {
+function field(p, value3) {
   const label = document.createElement("label");
   const name = Object.assign(document.createElement("span"), { textContent: p.name });
   let input;
@@ -637,7 +654,7 @@ function field(p, value2) {
     if (p.default === null && /required/.test(p.rule) && !/\(required\)/.test(p.rule)) input.required = true;
   }
   input.name = p.name;
-  input.value = value2;
+  input.value = value3;
   const hint = Object.assign(document.createElement("small"), { id: `hint-${++hints}`, textContent: p.rule });
   input.setAttribute("aria-describedby", hint.id);
   label.append(name, input, hint);
@@ -683,19 +700,19 @@ function read(schemes2) {
   const scheme = schemes2.find((s) => s.name === chosen) ?? schemes2[0];
   const all = [...scheme.parameters, ...rowParameters(scheme), ...viewParameters(scheme)];
   for (const element of Array.from(form().elements)) {
-    const value2 = (element.value ?? "").trim();
+    const value3 = (element.value ?? "").trim();
     const p = all.find((q) => q.name === element.name);
-    if (!element.name || element.name === "scheme" || value2 === "") continue;
-    if (p && p.default !== null && serviceDefault(p, value2)) continue;
-    values[element.name] = value2;
+    if (!element.name || element.name === "scheme" || value3 === "") continue;
+    if (p && p.default !== null && serviceDefault(p, value3)) continue;
+    values[element.name] = value3;
   }
   return { scheme: scheme.name, values };
 }
 function fromUrl() {
   const query = new URLSearchParams(location.search);
   const values = {};
-  query.forEach((value2, key) => {
-    if (key !== "scheme") values[key] = value2;
+  query.forEach((value3, key) => {
+    if (key !== "scheme") values[key] = value3;
   });
   return { scheme: query.get("scheme") ?? "", values };
 }
@@ -727,14 +744,14 @@ function layout(title, x, y, extra = {}) {
     ...extra
   };
 }
-function writeFindings(list, diagnosis, passed, value2, title) {
+function writeFindings(list, diagnosis, passed, value3, title) {
   list.className = "report findings";
   for (const finding of diagnosis) {
     const item = document.createElement("li");
     item.dataset.finding = finding.name;
     const evidence = document.createElement("dl");
     for (const [k, v] of Object.entries(finding.evidence)) {
-      evidence.append(Object.assign(document.createElement("dt"), { textContent: k.replaceAll("_", " ") }), Object.assign(document.createElement("dd"), { textContent: value2(v) }));
+      evidence.append(Object.assign(document.createElement("dt"), { textContent: k.replaceAll("_", " ") }), Object.assign(document.createElement("dd"), { textContent: value3(v) }));
     }
     item.append(Object.assign(document.createElement("strong"), { textContent: title(finding.name) }), Object.assign(document.createElement("p"), { textContent: finding.summary }), evidence);
     list.append(item);
@@ -1250,14 +1267,14 @@ async function unpack(code) {
   const chunks = [];
   let size = 0;
   for (; ; ) {
-    const { done, value: value2 } = await reader.read();
+    const { done, value: value3 } = await reader.read();
     if (done) break;
-    size += value2.length;
+    size += value3.length;
     if (size > MAX_TEXT) {
       await reader.cancel();
       throw new Error(`it inflates past ${MAX_TEXT} bytes`);
     }
-    chunks.push(value2);
+    chunks.push(value3);
   }
   const whole = new Uint8Array(size);
   let at = 0;
@@ -1295,14 +1312,14 @@ function ranges(layers) {
   }
   return parts.join(", ");
 }
-var text = (value2) => Array.isArray(value2) ? value2.map(String).join(",") : String(value2);
-function shown(value2) {
-  if (Array.isArray(value2)) return value2.length > 6 ? `${value2.length} numbers: ${value2.slice(0, 4).join(", ")}, \u2026, ${value2.at(-1)}` : value2.join(", ");
-  return value2 === null || value2 === void 0 ? "\u2014" : String(value2);
+var text = (value3) => Array.isArray(value3) ? value3.map(String).join(",") : String(value3);
+function shown(value3) {
+  if (Array.isArray(value3)) return value3.length > 6 ? `${value3.length} numbers: ${value3.slice(0, 4).join(", ")}, \u2026, ${value3.at(-1)}` : value3.join(", ");
+  return value3 === null || value3 === void 0 ? "\u2014" : String(value3);
 }
 function terms(list, entries) {
-  for (const [term, value2] of entries) {
-    list.append(Object.assign(document.createElement("dt"), { textContent: term }), Object.assign(document.createElement("dd"), { textContent: shown(value2) }));
+  for (const [term, value3] of entries) {
+    list.append(Object.assign(document.createElement("dt"), { textContent: term }), Object.assign(document.createElement("dd"), { textContent: shown(value3) }));
   }
 }
 async function drawInto(view, ctx, slot) {
@@ -1510,7 +1527,7 @@ var ModelPanel = class _ModelPanel {
       ...Object.entries(rope.params),
       ...typeof apply === "string" && apply !== layout2 ? [["q and k turn in", `${apply} pairs (the cache is ${String(layout2)})`]] : [],
       ["rotary_dim", rope.rotary_dim === answer.head_dim ? rope.rotary_dim : `${rope.rotary_dim} of head_dim ${answer.head_dim} (partial_rotary_factor ${rope.partial_rotary_factor})`],
-      ...Object.entries(rope.query_scaling ?? {}).map(([name, value2]) => [`query scaling ${name}`, value2]),
+      ...Object.entries(rope.query_scaling ?? {}).map(([name, value3]) => [`query scaling ${name}`, value3]),
       ["positions in the links", `table ${rope.seq_len.table}, verify ${rope.seq_len.verify}`]
     ]);
     const link = Object.assign(document.createElement("a"), { className: "rope-link", textContent: "show this rope in every view above" });
@@ -1541,11 +1558,11 @@ var ModelPanel = class _ModelPanel {
   /** A rope's parameters as the controls' query: strings, the service's defaults left out. */
   query(params) {
     const query = {};
-    for (const [name, value2] of Object.entries(params)) {
+    for (const [name, value3] of Object.entries(params)) {
       const p = this.scheme.parameters.find((q) => q.name === name);
-      if (!p || value2 === null || value2 === void 0) continue;
-      if (p.default !== null && p.default !== void 0 && text(p.default) === text(value2)) continue;
-      query[name] = text(value2);
+      if (!p || value3 === null || value3 === void 0) continue;
+      if (p.default !== null && p.default !== void 0 && text(p.default) === text(value3)) continue;
+      query[name] = text(value3);
     }
     return query;
   }
@@ -1577,9 +1594,175 @@ var ModelPanel = class _ModelPanel {
   }
 };
 
+// app/static/src/applied.ts
+var PARTS = ["before", "after", "positions"];
+var MAX_CONFIG = 1 << 20;
+function value(v) {
+  if (typeof v === "number") return Number.isInteger(v) ? String(v) : v.toPrecision(3);
+  if (Array.isArray(v)) return v.length > 8 ? `${v.slice(0, 8).map(value).join(", ")}, \u2026 (${v.length})` : v.map(value).join(", ");
+  if (typeof v === "object" && v !== null) return Object.entries(v).map(([k, w]) => `${k}=${value(w)}`).join(" ");
+  return String(v);
+}
+function queryOf(text2) {
+  const query = {};
+  for (const [key, v] of new URLSearchParams(text2.trim().replace(/^\?/, ""))) if (v !== "") query[key] = v;
+  return query;
+}
+var AppliedPanel = class _AppliedPanel {
+  constructor(api2, scheme) {
+    this.api = api2;
+    this.scheme = scheme;
+    this.section = Object.assign(document.createElement("section"), { id: "view-applied", className: "view" });
+    this.section.setAttribute("aria-labelledby", "view-applied-title");
+    const title = Object.assign(document.createElement("h2"), { id: "view-applied-title", textContent: _AppliedPanel.title });
+    const blurb = Object.assign(document.createElement("p"), {
+      textContent: "Drop what went into a rope kernel and what came out (q or k before and after, as .npy), with their positions if they are not 0, 1, 2, \u2026: the service reads the rotation of every pair and says whether the kernel applied the model's rope \u2014 which pairs, which dimensions, which runtime's arithmetic \u2014 and otherwise what is wrong. Paste the model's config.json (and the layer), or give the rope's parameters as for a table."
+    });
+    const zone = Object.assign(document.createElement("div"), { className: "dropzone", id: "applied-drop" });
+    const labels = {
+      before: "before: the kernel's input (.npy)",
+      after: "after: what it returned (.npy)",
+      positions: "positions (optional .npy of ids: (n,) or M-RoPE's (3, n))"
+    };
+    for (const name of PARTS) {
+      const input = Object.assign(document.createElement("input"), { type: "file", id: `applied-${name}`, accept: ".npy" });
+      input.addEventListener("change", () => {
+        if (input.files?.[0]) this.files.set(name, input.files[0]);
+      });
+      this.inputs.set(name, input);
+      zone.append(Object.assign(document.createElement("label"), { htmlFor: input.id, textContent: labels[name] }), input);
+    }
+    this.query = Object.assign(document.createElement("input"), { type: "text", id: "applied-query", spellcheck: false, placeholder: "d_model=128&base=500000&token_axis=2 (or layer=3 beside a config)" });
+    this.config = Object.assign(document.createElement("textarea"), { id: "applied-config", rows: 4, spellcheck: false, placeholder: '{"model_type": "llama", "rope_theta": 500000.0, \u2026}' });
+    const send = Object.assign(document.createElement("button"), { type: "button", id: "applied-send", textContent: "read the rope the kernel applied" });
+    zone.append(
+      Object.assign(document.createElement("label"), { htmlFor: this.query.id, textContent: "The rope and the axes, as a query (layer, token_axis, head_dim, offset; d_model, base \u2026 without a config):" }),
+      this.query,
+      Object.assign(document.createElement("label"), { htmlFor: this.config.id, textContent: "The model's config.json (optional; paste it, or drop it here):" }),
+      this.config,
+      send
+    );
+    send.addEventListener("click", () => void this.show());
+    acceptDrops(zone, (dropped) => void this.dropped(dropped));
+    this.section.append(title, blurb, zone, Object.assign(document.createElement("div"), { className: "api" }));
+    this.slot = new Slot(this.section);
+    this.slot.done("waiting");
+  }
+  api;
+  scheme;
+  section;
+  slot;
+  inputs = /* @__PURE__ */ new Map();
+  files = /* @__PURE__ */ new Map();
+  config;
+  query;
+  reading = new AbortController();
+  static title = "Which rope a kernel applied";
+  /** A dropped config.json goes in the text box; an array fills the first empty part. */
+  async dropped(file) {
+    if (file.size <= MAX_CONFIG && /\.json$/i.test(file.name)) {
+      this.config.value = await file.text();
+      return;
+    }
+    const free = PARTS.find((name) => !this.files.has(name)) ?? "after";
+    this.files.set(free, file);
+  }
+  begin() {
+    this.reading.abort();
+    this.reading = new AbortController();
+    this.slot.reset();
+    for (const key of ["holds", "recipe", "findings", "pairs"]) delete this.section.dataset[key];
+    return this.reading.signal;
+  }
+  async show() {
+    const signal = this.begin();
+    const before = this.files.get("before");
+    const after = this.files.get("after");
+    if (!before || !after) {
+      this.slot.fail(new ApiError("Choose or drop the two arrays first: before and after.", 0));
+      return;
+    }
+    const query = queryOf(this.query.value);
+    const form2 = new FormData();
+    for (const name of PARTS) {
+      const file = this.files.get(name);
+      if (file) form2.append(name, file, file.name);
+    }
+    const config = this.config.value.trim();
+    if (config) form2.append("config", new Blob([config], { type: "application/json" }), "config.json");
+    const parts = PARTS.filter((name) => this.files.has(name)).map((name) => `-F ${name}=@${this.files.get(name)?.name}`);
+    this.slot.command(`curl -X POST '${this.api.appliedUrl(this.scheme.name, query)}' ${parts.join(" ")}${config ? " -F config=@config.json" : ""}`);
+    try {
+      const answer = await this.api.applied(this.scheme.name, form2, query, signal);
+      if (signal.aborted) return;
+      await this.render(answer);
+      this.slot.done();
+    } catch (error) {
+      if (!signal.aborted) this.slot.fail(error);
+    }
+  }
+  async render(answer) {
+    const measured = answer.measured;
+    const verdict = this.slot.block("p");
+    verdict.className = `report verdict ${answer.holds === true ? "pass" : answer.holds === false ? "fail" : ""}`;
+    const recipe = measured.recipe ? ` (recipe ${measured.recipe}${measured.also_within?.length ? `; also within: ${measured.also_within.join(", ")}` : ""})` : "";
+    verdict.textContent = answer.holds === true ? `Holds: the kernel applied the model's rope${recipe}.` : answer.holds === false ? `Does not hold: ${answer.diagnosis.length} finding${answer.diagnosis.length === 1 ? "" : "s"}${recipe}.` : `Cannot tell: ${answer.reason ?? ""}`;
+    this.section.dataset.holds = String(answer.holds);
+    this.section.dataset.recipe = measured.recipe ?? "";
+    this.section.dataset.pairs = measured.pairs ?? "";
+    this.section.dataset.findings = answer.diagnosis.map((f) => f.name).join(" ");
+    await this.heatmap(measured);
+    writeFindings(this.slot.block("ul"), answer.diagnosis.map((f) => ({
+      name: f.name,
+      summary: f.detail,
+      evidence: f.evidence
+    })), answer.holds !== false, value, (name) => name.replaceAll("_", " "));
+    const summary = this.slot.block("dl");
+    summary.className = "report measured";
+    const recipes2 = Object.entries(measured.recipes ?? {}).map(([name, fit]) => `${name} ${fit.holds === null ? "n/a" : `${value(fit.max_angle_error)} rad${fit.holds ? " \u2713" : ""}`}`).join(", ");
+    for (const [term, v] of [
+      ["tokens \xD7 samples, head", `${measured.tokens} \xD7 ${measured.samples}, ${measured.head_dim}`],
+      ["dtypes", measured.dtypes],
+      ["pairs that keep their length", measured.pairs ?? "none"],
+      ["dimensions turned", measured.rotated_dims ? `${measured.rotated_dims[0]} \u2026 ${measured.rotated_dims[1] - 1}` : "none"],
+      ["magnitude", measured.magnitude],
+      ["largest angle error", `${value(measured.max_angle_error)} rad`],
+      ["resolution of the dtypes", `${value(measured.resolution)} rad`],
+      ["each recipe's largest error", recipes2],
+      ["rope expected", answer.expected.params ?? "none (a NoPE layer)"]
+    ]) {
+      summary.append(Object.assign(document.createElement("dt"), { textContent: term }), Object.assign(document.createElement("dd"), { textContent: value(v) }));
+    }
+  }
+  /** log10 of the angle error (rad) by position and pair, against the recipe named (else exact). */
+  async heatmap(measured) {
+    const map = measured.angle_error_map;
+    if (!map || !map.values.length) return;
+    const z = map.values.map((row) => row.map((e) => e === null ? null : Math.log10(Math.max(e, 1e-12))));
+    const floor = measured.resolution ? Math.log10(measured.resolution) : void 0;
+    const node = this.slot.plot("angle error by position and pair, log10 radians", "applied-heatmap");
+    const trace = {
+      type: "heatmap",
+      x: map.pairs,
+      y: map.positions.map(String),
+      z,
+      colorscale: "Viridis",
+      zmin: floor !== void 0 ? Math.min(floor - 1, ...z.flat().filter((v) => v !== null)) : void 0,
+      colorbar: { title: { text: "log10 rad" } },
+      hovertemplate: "pair %{x}, position %{y}: 10^%{z:.2f} rad<extra></extra>"
+    };
+    await Plotly.newPlot(node, [trace], {
+      title: { text: `angle error by position and pair (resolution ${value(measured.resolution)} rad)`, font: { size: 14 } },
+      xaxis: { title: { text: "pair" } },
+      yaxis: { title: { text: "position" }, type: "category" },
+      margin: { l: 80, r: 20, t: 40, b: 50 }
+    }, { responsive: true, displaylogo: false });
+  }
+};
+
 // app/static/src/gguf.ts
 var FIRST_SLICE = 1 << 20;
-var MAX_CONFIG = 1 << 20;
+var MAX_CONFIG2 = 1 << 20;
 function bytesAskedFor(error) {
   if (!(error instanceof ApiError) || error.status !== 422) return null;
   const asked = error.problem.needed_bytes;
@@ -1590,16 +1773,16 @@ function nextSlice(sent, asked, size) {
   return Math.min(size, Math.max(asked, 2 * sent));
 }
 var isMagic = async (file) => new TextDecoder("latin1").decode(await file.slice(0, 4).arrayBuffer()) === "GGUF";
-function value(v) {
+function value2(v) {
   if (Array.isArray(v)) return v.length > 6 ? `${v.length} numbers` : v.join(",");
-  if (typeof v === "object" && v !== null) return Object.entries(v).map(([k, w]) => `${k}=${value(w)}`).join(" ");
+  if (typeof v === "object" && v !== null) return Object.entries(v).map(([k, w]) => `${k}=${value2(w)}`).join(" ");
   return String(v);
 }
 function paramsLine(rope) {
   const ggml = rope.ggml;
-  return Object.entries(rope.params).filter(([, v]) => v !== null && v !== void 0).map(([k, v]) => `${k}=${Array.isArray(v) && typeof ggml[k] === "string" ? ggml[k] : value(v)}`).join(" ");
+  return Object.entries(rope.params).filter(([, v]) => v !== null && v !== void 0).map(([k, v]) => `${k}=${Array.isArray(v) && typeof ggml[k] === "string" ? ggml[k] : value2(v)}`).join(" ");
 }
-var fmt2 = (v) => typeof v === "number" ? Number.isInteger(v) ? String(v) : v.toPrecision(2) : value(v);
+var fmt2 = (v) => typeof v === "number" ? Number.isInteger(v) ? String(v) : v.toPrecision(2) : value2(v);
 var GgufPanel = class _GgufPanel {
   constructor(api2, scheme) {
     this.api = api2;
@@ -1646,7 +1829,7 @@ var GgufPanel = class _GgufPanel {
   static title = "A GGUF file's ropes, as llama.cpp applies them";
   /** A dropped config.json goes beside the file; anything else is the file. */
   async dropped(file) {
-    if (file.size <= MAX_CONFIG && !await isMagic(file) && /\.json$/i.test(file.name)) {
+    if (file.size <= MAX_CONFIG2 && !await isMagic(file) && /\.json$/i.test(file.name)) {
       this.config.value = await file.text();
       if (this.file) await this.show(this.file);
       return;
@@ -1725,7 +1908,7 @@ var GgufPanel = class _GgufPanel {
         name: f.kind,
         summary: `${f.detail} (layers ${ranges(f.layers)})`,
         evidence: f.evidence
-      })), answer.conforms, value, (kind) => kind.replaceAll("_", " "));
+      })), answer.conforms, value2, (kind) => kind.replaceAll("_", " "));
     }
     const summary = this.slot.block("dl");
     summary.className = "report model";
@@ -1739,7 +1922,7 @@ var GgufPanel = class _GgufPanel {
       ["llama.cpp's rules", `${answer.llama_cpp_rules} at ${rules.commit.slice(0, 9)}`],
       ...answer.mrope ? [["M-RoPE sections", `${answer.mrope.section.join(", ")}${answer.mrope.interleaved ? " (interleaved)" : ""}`]] : []
     ]) {
-      summary.append(Object.assign(document.createElement("dt"), { textContent: term }), Object.assign(document.createElement("dd"), { textContent: value(v) }));
+      summary.append(Object.assign(document.createElement("dt"), { textContent: term }), Object.assign(document.createElement("dd"), { textContent: value2(v) }));
     }
     const nope = this.slot.block("p");
     nope.className = "report nope";
@@ -1760,7 +1943,7 @@ var GgufPanel = class _GgufPanel {
     const ggml = rope.ggml;
     const call = Object.assign(document.createElement("p"), { className: "ggml" });
     call.append("llama.cpp's call: ", Object.assign(document.createElement("code"), {
-      textContent: `ggml_rope_ext(${Object.entries(ggml).filter(([, v]) => v !== null).map(([name, v]) => `${name}=${value(v)}`).join(", ")})`
+      textContent: `ggml_rope_ext(${Object.entries(ggml).filter(([, v]) => v !== null).map(([name, v]) => `${name}=${value2(v)}`).join(", ")})`
     }));
     const from = Object.assign(document.createElement("p"), {
       className: "read-from",
@@ -1844,12 +2027,12 @@ function readNpy(bytes) {
   return Array.from({ length: rows }, (_, r) => Array.from({ length: columns }, (_2, c) => values[fortran ? c * rows + r : r * columns + c]));
 }
 function parseIds(text2) {
-  const value2 = JSON.parse(text2);
-  if (value2 !== null && typeof value2 === "object" && !Array.isArray(value2)) {
-    const holder = value2;
+  const value3 = JSON.parse(text2);
+  if (value3 !== null && typeof value3 === "object" && !Array.isArray(value3)) {
+    const holder = value3;
     return holder.position_ids ?? holder.data;
   }
-  return value2;
+  return value3;
 }
 function theirsAt(ids, k) {
   if (!Array.isArray(ids)) return null;
@@ -1859,7 +2042,7 @@ function theirsAt(ids, k) {
     return typeof v === "number" ? v : void 0;
   });
 }
-var shown2 = (value2) => typeof value2 === "object" && value2 !== null ? JSON.stringify(value2) : String(value2);
+var shown2 = (value3) => typeof value3 === "object" && value3 !== null ? JSON.stringify(value3) : String(value3);
 var segmentText = (segments) => `[
 ${segments.map((s) => `  ${JSON.stringify(s)}`).join(",\n")}
 ]`;
@@ -2045,9 +2228,9 @@ var LayoutPanel = class _LayoutPanel {
     const signal = this.begin().signal;
     let layout2;
     try {
-      const value2 = JSON.parse(await unpack(code));
-      if (typeof value2?.config !== "object" || !Array.isArray(value2.segments)) throw new Error("it holds no config and segments");
-      layout2 = value2;
+      const value3 = JSON.parse(await unpack(code));
+      if (typeof value3?.config !== "object" || !Array.isArray(value3.segments)) throw new Error("it holds no config and segments");
+      layout2 = value3;
     } catch (error) {
       if (!signal.aborted) this.slot.fail(new ApiError(`The link's layout could not be read (${error.message}): write it again.`, 0));
       return;
@@ -2276,6 +2459,14 @@ function sections() {
     main.append(ggufPanel.section);
     const item = document.createElement("li");
     item.append(Object.assign(document.createElement("a"), { href: `#${ggufPanel.section.id}`, textContent: GgufPanel.title }));
+    nav.append(item);
+  }
+  const applied = schemes.find((s) => s.endpoints?.includes("applied"));
+  if (applied) {
+    const appliedPanel = new AppliedPanel(api, applied);
+    main.append(appliedPanel.section);
+    const item = document.createElement("li");
+    item.append(Object.assign(document.createElement("a"), { href: `#${appliedPanel.section.id}`, textContent: AppliedPanel.title }));
     nav.append(item);
   }
   const positions = schemes.find((s) => s.endpoints?.includes("positions"));

@@ -4,6 +4,7 @@
     posenc table rope --d-model 128 --seq-len 8192 -o cos_sin.npy
     posenc check rope cos_sin.npy --d-model 128    exit 0 conforms, 1 does not, 2 bad input
     posenc check cos_sin.npy --config config.json
+    posenc applied q.npy q_rope.npy --positions ids.npy --config config.json --layer 3
 
 Each runs in this process, or with ``--url`` asks a running service the same question and prints
 the same output. Subcommands are imported when they run, and the registry (numba and every
@@ -52,6 +53,7 @@ class _Commands(click.Group):
         "model": "posenc.cli.model",
         "table": "posenc.cli.table",
         "check": "posenc.cli.check",
+        "applied": "posenc.cli.applied",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -6,6 +6,7 @@
 // fragment) restores the view in a fresh page, and a refused config names the field. Issue 23: a
 // multimodal layout is drawn cell by cell with the service's ids, and dropped ids are diagnosed.
 // Issue 33: a GGUF file of 4 GiB is read from its first bytes alone, and checked beside its config.
+// Issue 40: a kernel's arrays dropped on their view: the verdict beside the angle error heatmap.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -833,6 +834,67 @@ test("a GGUF file and its config.json dropped on the GGUF view: the ropes, then 
   assert.equal(await page.inputValue("#gguf-config"), LLAMA31);
   assert.equal(await page.getAttribute("#view-gguf", "data-conforms"), "true");
   assert.equal(await page.getAttribute("#view-gguf", "data-sent"), "768", "a file smaller than the first slice is sent whole");
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+// Issue 40: which rope a kernel applied, read from the arrays dropped on its view — here
+// llama.cpp's own rope (ggml_rope_ext through ggml-python) on random q, Llama 3.1's rope at
+// positions 100000 … 100063, and the same kernel without its factor tensor.
+const KERNEL_DUMPS = `import sys
+import numpy as np
+from posenc.schemes.rope.params import RopeParams
+from tests.applied import kernels
+out = sys.argv[1]
+llama3 = RopeParams(d_model=64, base=500000.0, scaling="llama3", factor=8.0, low_freq_factor=1.0,
+                    high_freq_factor=4.0, original_max_position_embeddings=8192)
+ids = np.arange(100000, 100064)
+x = kernels.vectors((64, 8, 64))
+np.save(f"{out}/q.npy", x)
+np.save(f"{out}/ids.npy", ids)
+np.save(f"{out}/q_rope.npy", kernels.ggml_rope(llama3, x, ids))
+np.save(f"{out}/q_no_factors.npy", kernels.ggml_rope(RopeParams(d_model=64, base=500000.0), x, ids))`;
+const LLAMA31_SMALL = JSON.stringify({ ...JSON.parse(LLAMA31), hidden_size: 512, num_attention_heads: 8 });
+const appliedState = (page) => page.waitForSelector("#view-applied:not([data-state=loading])", { timeout: 60000 })
+  .then(() => page.getAttribute("#view-applied", "data-state"));
+
+test("a kernel's q before and after its rope, dropped with its ids and config: the verdict beside the angle error", async () => {
+  const dumps = join(scratch, "applied");
+  mkdirSync(dumps, { recursive: true });
+  execFileSync(PYTHON, ["-c", KERNEL_DUMPS, dumps]);
+  const { page, problems } = await open("/?scheme=rope&d_model=16&seq_len=32");
+  assert.equal(await page.getAttribute("#view-applied", "data-state"), "waiting");
+  await page.setInputFiles("#applied-before", join(dumps, "q.npy"));
+  await page.setInputFiles("#applied-after", join(dumps, "q_rope.npy"));
+  await page.setInputFiles("#applied-positions", join(dumps, "ids.npy"));
+  await page.fill("#applied-config", LLAMA31_SMALL);
+  await page.fill("#applied-query", "layer=5");
+  await page.click("#applied-send");
+  assert.equal(await appliedState(page), "drawn");
+  assert.equal(await page.getAttribute("#view-applied", "data-holds"), "true");
+  assert.equal(await page.getAttribute("#view-applied", "data-recipe"), "ggml");
+  assert.equal(await page.getAttribute("#view-applied", "data-pairs"), "split");
+  assert.match(await page.locator("#view-applied .verdict").textContent(), /^Holds: the kernel applied the model's rope \(recipe ggml\)\.$/);
+  assert.equal(await page.locator("#view-applied [data-plot=applied-heatmap] .main-svg").count() > 0, true, "the heatmap is drawn");
+  assert.match(await page.locator("#view-applied .api code").textContent(), /^curl -X POST '.*\/v1\/rope\/applied\?layer=5' -F before=@q\.npy -F after=@q_rope\.npy -F positions=@ids\.npy -F config=@config\.json$/);
+  await page.locator("#view-applied").screenshot({ path: join(ARTIFACTS, "views", "1200-applied.png") });
+
+  // The same kernel without llama.cpp's factor tensor: Llama 3's scaling missing, named.
+  await page.setInputFiles("#applied-after", join(dumps, "q_no_factors.npy"));
+  await page.click("#applied-send");
+  assert.equal(await appliedState(page), "drawn");
+  assert.equal(await page.getAttribute("#view-applied", "data-holds"), "false");
+  assert.equal(await page.getAttribute("#view-applied", "data-findings"), "scaling_mismatch");
+  assert.match(await page.locator("#view-applied li[data-finding=scaling_mismatch]").innerText(), /the frequencies fit no scaling, not the stated llama3 scaling with factor 8/);
+  await page.setViewportSize({ width: 375, height: 900 });
+  const wide = await page.evaluate(() => [...document.querySelectorAll("#view-applied *")]
+    .filter((node) => node.getBoundingClientRect().right > window.innerWidth + 1 && !node.closest(".plot")).map((node) => `${node.tagName}.${node.className}`));
+  assert.deepEqual(wide, [], "the applied view at 375 px is wider than the window");
+  await page.locator("#view-applied").screenshot({ path: join(ARTIFACTS, "views", "375-applied.png") });
+  await page.addScriptTag({ path: AXE });
+  const audit = await page.evaluate(() => globalThis.axe.run("#view-applied", { runOnly: ["wcag2a", "wcag2aa", "best-practice"] }));
+  const bad = audit.violations.filter((v) => ["serious", "critical"].includes(v.impact));
+  assert.deepEqual(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.length}) ${v.nodes[0].target}`), []);
   assert.deepEqual(problems, []);
   await page.close();
 });

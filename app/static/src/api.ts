@@ -61,6 +61,10 @@ export type IdsReport = paths[IdsPath]["post"]["responses"][200]["content"]["app
 type GgufPath = Extract<keyof paths, `/v1/${string}/gguf`>;
 export type GgufAnswer = paths[GgufPath]["post"]["responses"][200]["content"]["application/json"];
 
+// Which rope a kernel applied, from its input and output (`/v1/{scheme}/applied`).
+type AppliedPath = Extract<keyof paths, `/v1/${string}/applied`>;
+export type AppliedAnswer = paths[AppliedPath]["post"]["responses"][200]["content"]["application/json"];
+
 const TIMEOUT_MS = 20000;
 
 // Commas stay commas: the copied URLs read like the README's (`positions=0,5,17`).
@@ -151,6 +155,24 @@ export class Api {
         body: body as never,
         bodySerializer: (b: unknown) => b as BodyInit,
         headers,
+        signal: s,
+      }),
+    signal);
+  }
+
+  appliedUrl(scheme: string, query: Query = {}): string {
+    const q = serialize(query);
+    return `${location.origin}/v1/${scheme}/applied${q ? `?${q}` : ""}`;
+  }
+
+  /** Which rope a kernel applied: its arrays (and the model's config) as multipart parts, the
+   * rope and the axes in the query; or the service's refusal. */
+  async applied(scheme: string, form: FormData, query: Query, signal: AbortSignal): Promise<AppliedAnswer> {
+    return this.settle<AppliedAnswer>((s) =>
+      client.POST(`/v1/${scheme}/applied` as AppliedPath, {
+        params: { query: query as never },
+        body: form as never,
+        bodySerializer: (b: unknown) => b as BodyInit,
         signal: s,
       }),
     signal);

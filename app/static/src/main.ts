@@ -1,6 +1,7 @@
 // The page: controls from /v1/schemes, state in the URL (a model's config in its fragment), every
 // view drawn from the API.
 import { Api, loadSchemes, type Scheme } from "./api";
+import { AppliedPanel } from "./applied";
 import { apiParameters, build, fromUrl, read, type State, toUrl } from "./controls";
 import { GgufPanel } from "./gguf";
 import { LayoutPanel } from "./layout";
@@ -71,6 +72,15 @@ function sections(): void {
     main.append(ggufPanel.section);
     const item = document.createElement("li");
     item.append(Object.assign(document.createElement("a"), { href: `#${ggufPanel.section.id}`, textContent: GgufPanel.title }));
+    nav.append(item);
+  }
+  // The scheme that reads the rope a kernel applied, if one does.
+  const applied = schemes.find((s) => s.endpoints?.includes("applied"));
+  if (applied) {
+    const appliedPanel = new AppliedPanel(api, applied);
+    main.append(appliedPanel.section);
+    const item = document.createElement("li");
+    item.append(Object.assign(document.createElement("a"), { href: `#${appliedPanel.section.id}`, textContent: AppliedPanel.title }));
     nav.append(item);
   }
   // The scheme that gives a multimodal layout's ids, if one does.

@@ -12,6 +12,8 @@ from posenc.conformance import Conformance
 from posenc.cost import Cost
 from posenc.declare import Extra, Scheme
 from posenc.schemes.rope import conformance, maths, verify
+from posenc.schemes.rope.applied import operation as applied_operation
+from posenc.schemes.rope.applied import schemas as applied_schemas
 from posenc.schemes.rope.gguf import operation as gguf_operation
 from posenc.schemes.rope.gguf import schemas as gguf_schemas
 from posenc.schemes.rope.models import answer as config_answer
@@ -97,6 +99,20 @@ _GGUF = Extra(
     parts=("config",),
 )
 
+_APPLIED = Extra(
+    "applied",
+    "Which rope a kernel applied, read from what went into it and what came out: the pairs, "
+    "the dimensions, the angles against the model's rope under each recipe, and what is wrong",
+    applied_operation.handle,
+    {},
+    applied_schemas.ANSWER_SCHEMA,
+    size=applied_operation.size,
+    binary=True,
+    query=applied_schemas.QUERY,
+    parts=("config",),
+    files=applied_schemas.FILES,
+)
+
 declaration = Scheme(
     "rope",
     "RoFormer rotary embedding with the long-context scalings of Hugging Face transformers",
@@ -133,7 +149,7 @@ declaration = Scheme(
     conformance_cost=_conformance_cost,
     components=COMPONENTS,
     rotate=maths.rotate,
-    extras=(_CONFIG, _POSITIONS, _POSITIONS_VERIFY, _VISION, _GGUF),
+    extras=(_CONFIG, _POSITIONS, _POSITIONS_VERIFY, _VISION, _GGUF, _APPLIED),
     magnitude=maths.magnitude,
     ids=mrope_given.IDS,
 )

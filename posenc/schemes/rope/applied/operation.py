@@ -1,0 +1,73 @@
+"""``POST /v1/rope/applied`` as an operation: what it costs, declared from the parts' headers
+before any value is read, and its answer (:mod:`.answer`)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from posenc.cost import Cost
+from posenc.declare import Limits, Part, Sized, Upload
+from posenc.errors import ParameterError
+from posenc.schemes.rope.applied import answer, reader
+from posenc.schemes.rope.applied.loops import STATS
+
+# Work units (≈ ns) per value of before: converting both arrays to float64 a block at a time,
+# the finiteness checks, the pairing read on a spread of tokens, and the cells' pass (measured
+# 17 ns a value over 2^24 values, 4096 tokens × 32 heads × 128).
+WORK_PER_VALUE = 40
+# Per cell (a token and a pair): each recipe's rotations and their fit, for the stated rope and
+# the fault that explains it, each fault tried on a spread of tokens first (measured: 1.1 µs a
+# cell where nothing explains the angles, 262144 cells); three times the ids for M-RoPE's
+# (3, n) (measured 2.5 µs).
+WORK_PER_CELL = 4_000
+WORK_PER_MROPE_CELL = 8_000
+# Bytes per cell: the statistics (STATS float64), four recipes' fits kept side by side, and one
+# recipe's rotations and fit being made (cos, sin, their power, offsets, errors: ~24 float64).
+BYTES_PER_CELL = 8 * (STATS + 24) + 4 * 10
+# The finiteness checks hold a boolean a value; positions become int64 ids.
+BYTES_PER_VALUE = 2
+FIXED = Cost(8 * 2**20, 50_000_000)
+
+
+def size(given: Upload, limits: Limits) -> Sized:
+    """What answering costs beyond the body: from the shapes the parts declare (``.npy``
+    headers or part headers), checked against their lengths, before any value is read."""
+    shape = reader.declared(_part(given, "before"), "before", reader.FLOATS).shape
+    values = math.prod(shape)
+    cells = _cells(shape, given.query)
+    ids, per_cell = 0, WORK_PER_CELL
+    if "positions" in given.files:
+        stated = reader.declared(given.files["positions"], "positions", reader.INTEGERS).shape
+        ids = math.prod(stated)
+        per_cell = WORK_PER_MROPE_CELL if len(stated) == 2 else WORK_PER_CELL
+    cost = Cost(BYTES_PER_VALUE * values + BYTES_PER_CELL * cells + 8 * ids, 0)
+    work = WORK_PER_VALUE * values + per_cell * cells
+    return Sized(FIXED + cost + Cost(0, work), 0, "before")
+
+
+def _cells(shape: tuple[int, ...], query: dict[str, Any]) -> int:
+    """Tokens × pairs of a head: at most half the values (one sample a token), fewer where
+    the query's token axis and head width say so."""
+    most = math.prod(shape) // 2
+    axis, head = int(query.get("token_axis", 0)), int(query.get("head_dim") or shape[-1])
+    if not 0 <= axis < len(shape) - 1:
+        return most  # refused when read
+    return min(most, shape[axis] * (head // 2))
+
+
+def handle(given: Upload, limits: Limits) -> dict[str, Any]:
+    """``POST /v1/rope/applied``: the answer for the parts and query of ``given``."""
+    return answer.answer(
+        _part(given, "before"),
+        _part(given, "after"),
+        given.files.get("positions"),
+        given.parts.get("config"),
+        given.query,
+    )
+
+
+def _part(given: Upload, name: str) -> Part:
+    if name not in given.files:
+        raise ParameterError(name, "is a required part, and is missing")
+    return given.files[name]

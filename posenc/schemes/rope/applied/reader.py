@@ -1,0 +1,185 @@
+"""The arrays of ``POST /v1/rope/applied``, read from their parts without trusting them: a
+``.npy`` header is parsed from its first bytes alone and its shape held to the bytes that
+follow before anything is made of them; a raw part's shape and dtype come from its own
+``X-Array-Shape`` and ``X-Array-Dtype`` headers. The arrays are views of the received bytes
+(never copies), kept in their own dtype; ``bfloat16`` (raw, or a ``.npy`` of two-byte void
+values, as ml_dtypes writes it) is kept as its ``uint16`` words."""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from posenc.declare import Part
+from posenc.errors import InconsistentError, LimitError
+from posenc.numerics.exact import MAX_POSITION
+
+NPY_MAGIC = b"\x93NUMPY"
+# Precision (bits, the leading one included) and smallest normal exponent of each dtype: what
+# a value's rounding in it can be.
+PRECISION: dict[str, tuple[int, int]] = {
+    "float16": (11, -14),
+    "bfloat16": (8, -126),
+    "float32": (24, -126),
+    "float64": (53, -1022),
+}
+FLOATS = tuple(PRECISION)
+INTEGERS = ("int32", "int64")
+MAX_RANK = 6
+_HEADER_BYTES = 2**16
+_NPY_DESCR = {
+    "<f2": "float16", "<f4": "float32", "<f8": "float64", "|V2": "bfloat16", "<V2": "bfloat16",
+    "<i4": "int32", "<i8": "int64",
+}  # fmt: skip
+_STORED = {"bfloat16": "<u2"}
+
+
+@dataclass(frozen=True)
+class Given:
+    """An array read from a part: ``values`` its bytes viewed in ``dtype`` (``bfloat16`` as
+    ``uint16`` words)."""
+
+    values: npt.NDArray[Any]
+    dtype: str
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.values.shape)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What a part says of its array: shape, dtype, where its values start, and whether they
+    are stored in Fortran order."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    start: int = 0
+    fortran: bool = False
+
+
+def declared(part: Part, name: str, allowed: tuple[str, ...]) -> Declared:
+    """The shape, dtype and first data byte a part declares, checked against its length: what
+    sizing a request reads before anything is allocated."""
+    data = part.data
+    if bytes(data[: len(NPY_MAGIC)]) == NPY_MAGIC:
+        found = _npy_header(data, name)
+    else:
+        found = _raw_header(part.headers, name)
+    shape, dtype = found.shape, found.dtype
+    if dtype not in allowed:
+        raise InconsistentError(name, f"dtype must be one of {', '.join(allowed)}, got {dtype}")
+    if len(shape) > MAX_RANK:
+        raise InconsistentError(name, f"may have at most {MAX_RANK} axes, got {len(shape)}")
+    values = math.prod(shape)
+    size = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
+    if values == 0:
+        raise InconsistentError(name, f"is empty: shape {list(shape)}")
+    if values * size != len(data) - found.start:
+        raise InconsistentError(
+            name,
+            f"shape {list(shape)} of {dtype} needs {values * size} bytes, the part has "
+            f"{len(data) - found.start}",
+        )
+    return found
+
+
+def read(part: Part, name: str, allowed: tuple[str, ...]) -> Given:
+    """The array a part holds, viewed in place, in its own dtype."""
+    found = declared(part, name, allowed)
+    stored = np.dtype(_STORED.get(found.dtype, found.dtype)).newbyteorder("<")
+    flat = np.frombuffer(part.data, dtype=stored, offset=found.start)
+    shape = found.shape
+    values = flat.reshape(shape[::-1]).T if found.fortran else flat.reshape(shape)
+    return Given(values, found.dtype)
+
+
+def _npy_header(data: bytes | bytearray | memoryview, name: str) -> Declared:
+    """``.npy`` versions 1 to 3: a little-endian header length, then a Python dict literal of
+    ``descr``, ``fortran_order`` and ``shape`` — parsed as a literal, never evaluated."""
+    head = bytes(data[: _HEADER_BYTES + 12])
+    if len(head) < 10:
+        raise InconsistentError(name, "is not a valid .npy file: it stops in its header")
+    major = head[6]
+    width = 2 if major == 1 else 4
+    if major not in (1, 2, 3):
+        raise InconsistentError(name, f"is not a .npy file this service reads: version {major}")
+    length = int.from_bytes(head[8 : 8 + width], "little")
+    start = 8 + width + length
+    if length > _HEADER_BYTES or start > len(head):
+        raise InconsistentError(name, f"is not a valid .npy file: a header of {length} bytes")
+    try:
+        header = ast.literal_eval(head[8 + width : start].decode("latin-1"))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        raise InconsistentError(name, "is not a valid .npy file: its header is no dict") from None
+    if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}:
+        raise InconsistentError(name, "is not a valid .npy file: its header is no dict")
+    descr, fortran, shape = header["descr"], header["fortran_order"], header["shape"]
+    if not isinstance(descr, str) or descr not in _NPY_DESCR:
+        raise InconsistentError(name, f"holds dtype {str(descr)[:40]!r}, which is not read here")
+    if (
+        not isinstance(fortran, bool)
+        or not isinstance(shape, tuple)
+        or not all(isinstance(size, int) and size >= 0 for size in shape)
+    ):
+        raise InconsistentError(name, "is not a valid .npy file: its header is malformed")
+    return Declared(shape, _NPY_DESCR[descr], start, fortran)
+
+
+def _raw_header(headers: Mapping[str, str], name: str) -> Declared:
+    shape_text, dtype = headers.get("x-array-shape"), headers.get("x-array-dtype")
+    if shape_text is None or dtype is None:
+        raise InconsistentError(
+            name,
+            "is neither .npy nor raw bytes with part headers X-Array-Shape (e.g. 4096,32,128) "
+            "and X-Array-Dtype",
+        )
+    if not re.fullmatch(rf"[1-9][0-9]{{0,9}}(,[1-9][0-9]{{0,9}}){{0,{MAX_RANK - 1}}}", shape_text):
+        raise InconsistentError(
+            f"{name}.X-Array-Shape",
+            f"must be 1 to {MAX_RANK} comma-separated sizes, each ≥ 1, got {shape_text[:40]!r}",
+        )
+    return Declared(tuple(int(size) for size in shape_text.split(",")), dtype.strip())
+
+
+def positions(part: Part | None, tokens: int, offset: int) -> npt.NDArray[np.int64]:
+    """The ids of the tokens: ``(tokens,)`` or M-RoPE's ``(3, tokens)``, each in
+    ``[0, 2^31)``; without the part, ``offset, offset + 1, …``."""
+    if part is None:
+        if offset + tokens - 1 > MAX_POSITION:
+            raise LimitError(
+                "offset", f"positions reach {offset + tokens - 1}, past 2^31 − 1 = {MAX_POSITION}"
+            )
+        return np.arange(offset, offset + tokens, dtype=np.int64)
+    return checked_ids(read(part, "positions", INTEGERS).values, tokens)
+
+
+def checked_ids(given: npt.NDArray[Any], tokens: int) -> npt.NDArray[np.int64]:
+    """Integer ids of shape ``(tokens,)`` or ``(3, tokens)``, each in ``[0, 2^31)``."""
+    if given.shape not in ((tokens,), (3, tokens)):
+        raise InconsistentError(
+            "positions",
+            f"must have shape ({tokens},) or (3, {tokens}), one id (or M-RoPE's three) a token "
+            f"of the token axis, got {list(given.shape)}",
+        )
+    if not np.issubdtype(given.dtype, np.integer):
+        raise InconsistentError("positions", f"must be integers, got {given.dtype}")
+    ids = given.astype(np.int64)
+    low, high = int(ids.min()), int(ids.max())
+    if low < 0 or high > MAX_POSITION:
+        bad = low if low < 0 else high
+        raise InconsistentError(
+            "positions", f"must be in [0, 2^31 − 1], got {bad} at index {_first(ids, bad)}"
+        )
+    return ids
+
+
+def _first(ids: npt.NDArray[np.int64], value: int) -> list[int]:
+    return [int(k) for k in np.argwhere(ids == value)[0]]
