@@ -49,6 +49,30 @@ PREFIX_PROBLEM: dict[str, Any] = {
         },
     },
 }
+# The problem of an operation whose file refers to bytes elsewhere (Extra.files): which to send.
+EXTERNAL_PROBLEM: dict[str, Any] = {
+    **PREFIX_PROBLEM,
+    "properties": {
+        **PREFIX_PROBLEM["properties"],
+        "needed": {
+            "type": "array",
+            "description": "with type urn:posenc:problem:external-data-needed: the byte ranges of "
+            "the files the body's file refers to that the next request must send, each as a "
+            "part whose filename is <location>@<offset>",
+            "items": {
+                "type": "object",
+                "required": ["tensor", "location", "offset", "length"],
+                "additionalProperties": False,
+                "properties": {
+                    "tensor": {"type": "string"},
+                    "location": {"type": "string"},
+                    "offset": {"type": "integer", "minimum": 0},
+                    "length": {"type": "integer", "minimum": 1},
+                },
+            },
+        },
+    },
+}
 _RETRY_AFTER = {"Retry-After": {"schema": {"type": "string"}, "description": "seconds"}}
 
 
@@ -257,6 +281,13 @@ def extra_responses(extra: Extra) -> dict[int | str, dict[str, Any]]:
         "what is read from them (needed_bytes: how many to send)",
         "content": {"application/problem+json": {"schema": PREFIX_PROBLEM}},
     }
+    if extra.files:
+        short = {
+            "description": PROBLEMS[422]["description"] + ", or the file keeps what is read "
+            "in external data the body does not hold (type "
+            "urn:posenc:problem:external-data-needed; needed: the byte ranges to send)",
+            "content": {"application/problem+json": {"schema": EXTERNAL_PROBLEM}},
+        }
     return {200: ok, **PROBLEMS, 422: short}
 
 
@@ -369,11 +400,16 @@ def extra_body(extra: Extra) -> dict[str, Any]:
     if extra.binary:
         file = {"type": "string", "format": "binary"}
         content: dict[str, Any] = {"application/octet-stream": {"schema": file}}
-        if extra.parts:
-            properties = {extra.name: file, **{name: {"type": "object"} for name in extra.parts}}
+        part = extra.file_part or extra.name
+        if extra.parts or extra.files:
+            properties = {
+                part: file,
+                **{name: {"type": "object"} for name in extra.parts},
+                **{name: {"type": "array", "items": file} for name in extra.files},
+            }
             form = {
                 "type": "object",
-                "required": [extra.name],
+                "required": [part],
                 "properties": properties,
                 "additionalProperties": False,
             }
@@ -381,7 +417,12 @@ def extra_body(extra: Extra) -> dict[str, Any]:
         return {
             "required": True,
             "description": "the file's first bytes, up to POSENC_MAX_GGUF_BYTES"
-            + (f"; with multipart/form-data, in the part {extra.name}" if extra.parts else ""),
+            + (f"; with multipart/form-data, in the part {part}" if extra.parts else "")
+            + "".join(
+                f"; parts {name}: byte ranges of the files it refers to, each part's filename "
+                "<location>@<offset>"
+                for name in extra.files
+            ),
             "content": content,
         }
     schema: dict[str, Any] = {"type": "object", **extra.body_schema}

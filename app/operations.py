@@ -188,7 +188,9 @@ def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
             settings.max_elements, settings.max_work, settings.memory_bytes, settings.max_gguf_bytes
         )
         if extra.binary:
-            received = await handlers.read_file(request, limits.max_upload_bytes, bool(extra.parts))
+            received = await handlers.read_file(
+                request, limits.max_upload_bytes, bool(extra.parts or extra.files)
+            )
             content_type = request.headers.get("content-type", "")
         else:
             body = await bodies.receive_bounded(request, extra.max_body_bytes)
@@ -253,9 +255,12 @@ def _upload(extra: Extra, received: bytearray, content_type: str, query: dict[st
     """The file and the JSON parts beside it (multipart), or the body as the file."""
     if not content_type.lower().startswith("multipart/"):
         return Upload(received, query)
-    parts = bodies.split(received, content_type, (extra.name, *extra.parts))
-    if extra.name not in parts:
-        raise ParameterError(extra.name, "is the part that holds the file, and is missing")
+    file_part = extra.file_part or extra.name
+    parts, files = bodies.split_files(
+        received, content_type, (file_part, *extra.parts), extra.files
+    )
+    if file_part not in parts:
+        raise ParameterError(file_part, "is the part that holds the file, and is missing")
     given: dict[str, Any] = {}
     for name in extra.parts:
         if name in parts:
@@ -265,7 +270,7 @@ def _upload(extra: Extra, received: bytearray, content_type: str, query: dict[st
                 given[name] = orjson.loads(parts[name])
             except orjson.JSONDecodeError as error:
                 raise ParameterError(name, f"must be a JSON document: {error}") from None
-    return Upload(parts[extra.name], query, given)
+    return Upload(parts[file_part], query, given, files)
 
 
 # ASCII digits only: str.isdigit takes "²", which int() then refuses.

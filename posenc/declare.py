@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Literal, Protocol
@@ -180,6 +180,10 @@ class Upload:
     query: dict[str, int]
     # The JSON parts of a multipart/form-data body (Extra.parts), parsed.
     parts: dict[str, Any] = field(default_factory=dict)
+    # The binary parts that may come many times (Extra.files): each its filename and bytes.
+    files: Mapping[str, Sequence[tuple[str, bytes | bytearray | memoryview]]] = field(
+        default_factory=dict
+    )
 
 
 @dataclass(frozen=True)
@@ -205,8 +209,13 @@ class Extra:
     binary: bool = False
     query: tuple[QueryParam, ...] = ()
     # With binary: the JSON parts a multipart/form-data body may hold beside the file, whose
-    # part is named as the extra.
+    # part is named as the extra (or file_part).
     parts: tuple[str, ...] = ()
+    # With binary: the name of the file's part in a multipart/form-data body (None: the extra's).
+    file_part: str | None = None
+    # With binary: parts of raw bytes that may come many times, each with its filename (what
+    # the file refers to, sent in pieces: an ONNX model's external data).
+    files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ One module per thing a body is read as, in one package so that the handlers keep
   ones as NumPy arrays, parsed by :mod:`app.bodies.json_arrays` without a Python object per
   number; :mod:`app.bodies.json_text`, what the two share;
 - :mod:`app.bodies.schema`: a JSON body held to the schema the OpenAPI document gives it;
-- :mod:`app.bodies.multipart`: a multipart/form-data body's parts, as views of its bytes.
+- :mod:`app.bodies.multipart`: a multipart/form-data body's parts, as views of its bytes,
+  and the parts that may repeat with their filenames.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from app.bodies.cost import body_cost, chunked_limit
 from app.bodies.json_arrays import positions_of
 from app.bodies.json_object import read_object
 from app.bodies.json_text import invalid
-from app.bodies.multipart import split
+from app.bodies.multipart import split, split_files
 from app.bodies.schema import check_schema, validate
 from app.bodies.stream import receive, receive_bounded
 from app.bodies.table import read_table
@@ -41,5 +42,6 @@ __all__ = [
     "receive",
     "receive_bounded",
     "split",
+    "split_files",
     "validate",
 ]

@@ -18,6 +18,8 @@ from posenc.schemes.rope.models import answer as config_answer
 from posenc.schemes.rope.mrope import answer as mrope_answer
 from posenc.schemes.rope.mrope import given as mrope_given
 from posenc.schemes.rope.mrope import schemas as mrope_schemas
+from posenc.schemes.rope.onnx import operation as onnx_operation
+from posenc.schemes.rope.onnx import schemas as onnx_schemas
 from posenc.schemes.rope.params import COMPONENTS, RopeParams
 from posenc.schemes.rope.vision import answer as vision_answer
 from posenc.schemes.rope.vision import schemas as vision_schemas
@@ -97,6 +99,21 @@ _GGUF = Extra(
     parts=("config",),
 )
 
+_ONNX = Extra(
+    "onnx",
+    "The rope an ONNX Runtime GenAI model applies, read from its graph and the rows of its "
+    "cos/sin caches (asking for the external data ranges that hold them), and whether it is "
+    "the model's",
+    onnx_operation.handle,
+    {},
+    onnx_schemas.ANSWER_SCHEMA,
+    size=onnx_operation.size,
+    binary=True,
+    parts=("genai_config", "config"),
+    file_part="model",
+    files=("external",),
+)
+
 declaration = Scheme(
     "rope",
     "RoFormer rotary embedding with the long-context scalings of Hugging Face transformers",
@@ -133,7 +150,7 @@ declaration = Scheme(
     conformance_cost=_conformance_cost,
     components=COMPONENTS,
     rotate=maths.rotate,
-    extras=(_CONFIG, _POSITIONS, _POSITIONS_VERIFY, _VISION, _GGUF),
+    extras=(_CONFIG, _POSITIONS, _POSITIONS_VERIFY, _VISION, _GGUF, _ONNX),
     magnitude=maths.magnitude,
     ids=mrope_given.IDS,
 )
