@@ -82,6 +82,12 @@ def ropes(model: Model, genai_config: Mapping[str, Any] | None) -> tuple[list[Ro
             raise ONNXError(
                 f"the caches {cos.tensor.name!r} and {sin.tensor.name!r} differ in shape or type"
             )
+        if cos.tensor.data_type not in rules.FLOAT_TYPES:
+            raise ONNXError(
+                f"the rope cache {cos.tensor.name!r} has data type "
+                f"{cos.tensor.data_type}: not a float type (float32, float16, "
+                "bfloat16, float64)"
+            )
         pairs = cos.tensor.dims[1]
         if cos.rows[1] - cos.rows[0] < 2 or pairs > MAX_PAIRS:
             raise ONNXError(

@@ -199,7 +199,9 @@ def recipe_of(
     dtype: str,
 ) -> str | None:
     """The float32 recipe whose rows, cast to the cache's type, are the stored ones within one
-    ulp of that type: transformers' (``framework``) or the builder's own."""
+    ulp of that type (two where an attention factor multiplies a cos or sin that is itself
+    within one ulp of torch's, as ``recipe=framework`` promises): transformers'
+    (``framework``) or the builder's own."""
     split = replace(params, layout="split")
     candidates: list[tuple[str, Any]] = []
     try:
@@ -210,16 +212,19 @@ def recipe_of(
     except ParameterError:
         pass
     candidates.append((recipe.NAME, recipe.rows(split, seq_len, positions, attention)))
+    ulps = 1 if attention == 1 else 2
     for name, rows in candidates:
         if rows is not None and all(
-            _within_ulp(np.asarray(mine, np.float64), theirs, dtype)
+            _within_ulp(np.asarray(mine, np.float64), theirs, dtype, ulps)
             for mine, theirs in zip(rows, stored, strict=True)
         ):
             return name
     return None
 
 
-def _within_ulp(mine: npt.NDArray[np.float64], theirs: npt.NDArray[np.float64], dtype: str) -> bool:
+def _within_ulp(
+    mine: npt.NDArray[np.float64], theirs: npt.NDArray[np.float64], dtype: str, ulps: int
+) -> bool:
     kind = np.float32 if dtype in ("float32", "bfloat16") else np.dtype(dtype).type
     if dtype == "bfloat16":
         mine = _bfloat16(mine)
@@ -229,7 +234,7 @@ def _within_ulp(mine: npt.NDArray[np.float64], theirs: npt.NDArray[np.float64], 
     step = np.spacing(largest.astype(kind)).astype(np.float64)
     if dtype == "bfloat16":
         step = step * 2.0**16
-    return bool(np.all(np.abs(mine - theirs) <= step))
+    return bool(np.all(np.abs(mine - theirs) <= ulps * step))
 
 
 def _bfloat16(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

@@ -204,7 +204,7 @@ def _describe(model: Model, name: str, scope: _Scope, depth: int) -> str:
     if depth > 8 or made is None or isinstance(made, Tensor):
         return name
     inputs = made.inputs
-    if made.op_type in ("Cast", "Identity", "Squeeze", "Unsqueeze", "Reshape") and inputs:
+    if made.op_type in ("Cast", "Identity") and inputs:
         return _describe(model, inputs[0], where, depth + 1)
     if made.op_type == "ReduceMax" and inputs:
         return f"max({_describe(model, inputs[0], where, depth + 1)})"

@@ -11,20 +11,21 @@ from posenc.declare import Limits, Sized, Upload
 from posenc.errors import ParameterError
 from posenc.schemes.rope.onnx import answer, conformance, reader, rows
 
-# Work units (≈ ns) per body byte: stepping over fields of 2 bytes each is the slowest a body
-# can be read (≈ 0.6 µs a field, measured), capped by the fields the reader walks at most.
-WORK_PER_BODY_BYTE = 400
-WALK_WORK = 800 * reader.MAX_FIELDS
-# Bytes of Python objects a body keeps per byte while read (the nodes and initializers kept,
-# the fields of one message at a time), capped by the most it keeps.
-BYTES_PER_BODY_BYTE = 24
-WALK_BYTES = 192 * 2**20
+# Work units (≈ ns) per body byte: a graph of the smallest fields (empty nodes, 2 bytes each)
+# or of the smallest kept nodes (11 bytes each) is read at 0.5–0.8 µs a byte (measured),
+# capped by the fields and nodes the reader walks at most (≈ 0.55 s measured at either cap).
+WORK_PER_BODY_BYTE = 1000
+WALK_WORK = 10**9
+# Bytes of Python objects the reader keeps per body byte (the kept nodes are the densest: 29
+# measured for 2^15 Identity nodes of 11 bytes), capped by the most it keeps.
+BYTES_PER_BODY_BYTE = 64
+WALK_BYTES = 64 * 2**20
 # Measuring the ropes, one at a time: a rope's sampled rows in about a dozen float64 arrays
 # (stored, lengths, angles, the exact and float32 recipes' rows; ≈ 140 bytes a value
 # measured), ≈ 1 µs a value in all (the exact rows' angle reduction is most of it).
 ROPE_BYTES = 160 * answer.MAX_ROPE_VALUES
 ROPE_WORK = 1000 * answer.MAX_VALUES
-ANSWER_BYTES = 16 * 2**20
+ANSWER_BYTES = 8 * 2**20
 
 
 def size(given: Upload, limits: Limits) -> Sized:

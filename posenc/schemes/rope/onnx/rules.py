@@ -129,9 +129,6 @@ TRACED_OPS = frozenset(
         "ReduceMax",
         "Add",
         "Mul",
-        "Squeeze",
-        "Unsqueeze",
-        "Reshape",
     }
 )
 # Operators whose graph attributes hold subgraphs (If's branches, loop bodies).
