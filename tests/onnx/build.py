@@ -211,6 +211,61 @@ BUILDS: dict[str, Build] = {
 }
 
 
+# Two real models' shapes (their layers, heads, contexts and ropes) with tiny widths: what a
+# check reads of a real graph, for the speed test. Llama 3.1 8B: 32 layers, head 128, 131072
+# positions in external data; Phi-3 mini 128k: 32 layers, head 96, its two LongRoPE pairs
+# inline in the graph's If branches (≈ 52 MB of graph).
+_PHI3_FACTORS = {
+    "type": "longrope",
+    "short_factor": [round(1 + 0.02 * i, 4) for i in range(48)],
+    "long_factor": [round(1 + 60 * (i / 47) ** 2, 4) for i in range(48)],
+}
+REAL_SHAPES: dict[str, Build] = {
+    "llama3.1-8b": Build(
+        "llama",
+        {
+            "hidden_size": 128,
+            "head_dim": 128,
+            "num_attention_heads": 1,
+            "num_key_value_heads": 1,
+            "intermediate_size": 32,
+            "num_hidden_layers": 32,
+            "max_position_embeddings": 131072,
+            "rope_parameters": {
+                "rope_type": "llama3",
+                "factor": 8.0,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 8192,
+                "rope_theta": 500000.0,
+            },
+        },
+    ),
+    "phi3-mini-128k": Build(
+        "phi3",
+        {
+            "hidden_size": 96,
+            "head_dim": 96,
+            "num_attention_heads": 1,
+            "num_key_value_heads": 1,
+            "intermediate_size": 32,
+            "num_hidden_layers": 32,
+            "max_position_embeddings": 131072,
+            "original_max_position_embeddings": 4096,
+            "rope_parameters": {
+                "rope_type": "longrope",
+                "rope_theta": 10000.0,
+                "short_factor": _PHI3_FACTORS["short_factor"],
+                "long_factor": _PHI3_FACTORS["long_factor"],
+                "original_max_position_embeddings": 4096,
+            },
+        },
+        raw={"rope_theta": 10000.0, "rope_scaling": _PHI3_FACTORS},
+        drop=("rope_parameters",),
+    ),
+}
+
+
 def cache_root() -> Path:
     return Path(os.environ.get("POSENC_CACHE", Path.home() / ".cache" / "posenc"))
 

@@ -11,3 +11,11 @@ from tests.onnx.build import built
 def builds() -> Path:
     """Every build of tests.onnx.build.BUILDS, made once (and kept under $POSENC_CACHE)."""
     return built()
+
+
+@pytest.fixture(scope="session")
+def real_shapes() -> Path:
+    """tests.onnx.build.REAL_SHAPES built once: two real models' shapes with tiny widths."""
+    from tests.onnx.build import REAL_SHAPES
+
+    return built(REAL_SHAPES)

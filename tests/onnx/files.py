@@ -50,7 +50,8 @@ def check(
     model: str = "model.onnx",
 ) -> tuple[dict[str, Any], int]:
     """POST /v1/rope/onnx for the model in ``folder`` (with its genai_config.json and
-    ``config``), sending the external ranges it asks for: the answer and the bytes sent."""
+    ``config``), sending the external ranges it asks for: the answer and the bytes of
+    external data sent."""
     base: list[tuple[str, str | None, bytes]] = [("model", model, (folder / model).read_bytes())]
     if (folder / "genai_config.json").exists():
         base.append(("genai_config", None, (folder / "genai_config.json").read_bytes()))
@@ -61,7 +62,7 @@ def check(
         body, headers = multipart(base + extra)
         response = client.post("/v1/rope/onnx", content=body, headers=headers)
         if response.status_code == 200:
-            return response.json(), len(body)
+            return response.json(), sum(len(data) for _, _, data in extra)
         problem = response.json()
         assert response.status_code == 422 and problem["type"] == EXTERNAL_DATA_NEEDED, problem
         extra = ranges(folder, problem["needed"])
