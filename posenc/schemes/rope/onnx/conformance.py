@@ -266,9 +266,12 @@ def _frequency_cause(
                 f"another base: the model's {params.base}, the cache's {rope.params.base}",
                 evidence,
             )
+    moved = np.flatnonzero(~fit.agree(measured, omega)).tolist()
+    evidence["pairs"] = moved
     return (
         "scaling_changed",
-        f"the model's {params.scaling} scaling is another in the cache",
+        f"the model's {params.scaling} scaling is another in the cache: pairs "
+        f"{moved[0]}–{moved[-1]} turn at other frequencies ({len(moved)} of {len(omega)})",
         evidence,
     )
 
