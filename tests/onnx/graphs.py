@@ -4,6 +4,7 @@ or LongRoPE's two pairs as Constants in an If's branches."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -138,3 +139,39 @@ def serialised(made: onnx.ModelProto) -> bytes:
 
 def array(values: Any) -> npt.NDArray[np.float32]:
     return np.asarray(values, dtype=np.float32)
+
+
+# SmolLM2-135M's shape (30 layers, head 64, 8192 positions, base 100000), as the builder writes
+# it for the CPU: one cos/sin pair in external data, transformers' float32 table.
+SMOLLM2 = {
+    "model_type": "llama",
+    "hidden_size": 576,
+    "num_attention_heads": 9,
+    "num_key_value_heads": 3,
+    "num_hidden_layers": 30,
+    "max_position_embeddings": 8192,
+    "rope_theta": 100000,
+}
+
+
+def smollm2_folder(folder: Path) -> Path:
+    """The builder's output folder for SmolLM2-135M's shape: model.onnx, model.onnx.data and
+    genai_config.json (its weights left out: the check never reads them)."""
+    from posenc.schemes.rope.params import RopeParams
+    from posenc.schemes.rope.recipes import framework
+
+    params = RopeParams(d_model=64, base=100000.0, recipe="framework")
+    cos, sin, _ = framework.prepare(params, 8192)(np.arange(8192, dtype=np.int64))
+    caches = [numpy_helper.from_array(cos, "cos_cache"), numpy_helper.from_array(sin, "sin_cache")]
+    made = model([attention(il, num_heads=9, kv_num_heads=3) for il in range(30)], caches)
+    made.producer_name, made.producer_version = "onnxruntime-genai", "0.18.0"
+    saved(made, folder, True)
+    genai = {
+        "model": {
+            "context_length": 8192,
+            "type": "llama",
+            "decoder": {"filename": "model.onnx", "head_size": 64, "num_hidden_layers": 30},
+        }
+    }
+    (folder / "genai_config.json").write_text(json.dumps(genai, indent=4))
+    return folder
