@@ -3,6 +3,7 @@
 import { Api, loadSchemes, type Scheme } from "./api";
 import { apiParameters, build, fromUrl, read, type State, toUrl } from "./controls";
 import { GgufPanel } from "./gguf";
+import { OnnxPanel } from "./onnx";
 import { LayoutPanel } from "./layout";
 import { ModelPanel } from "./model";
 import { type Context, drop, rotation, Slot, VIEWS } from "./views";
@@ -71,6 +72,15 @@ function sections(): void {
     main.append(ggufPanel.section);
     const item = document.createElement("li");
     item.append(Object.assign(document.createElement("a"), { href: `#${ggufPanel.section.id}`, textContent: GgufPanel.title }));
+    nav.append(item);
+  }
+  // The scheme that reads an ONNX Runtime GenAI model's graph, if one does.
+  const onnx = schemes.find((s) => s.endpoints?.includes("onnx"));
+  if (onnx) {
+    const onnxPanel = new OnnxPanel(api, onnx);
+    main.append(onnxPanel.section);
+    const item = document.createElement("li");
+    item.append(Object.assign(document.createElement("a"), { href: `#${onnxPanel.section.id}`, textContent: OnnxPanel.title }));
     nav.append(item);
   }
   // The scheme that gives a multimodal layout's ids, if one does.
