@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from posenc.errors import ParameterError
+from posenc.errors import InconsistentError, ParameterError
 
 _BOUNDARY = re.compile(r'boundary="?([^";]{1,70})"?', re.IGNORECASE)
 _NAME = re.compile(rb'\bname="([^"]{1,64})"', re.IGNORECASE)
@@ -33,7 +33,8 @@ def split_files(
         if key in repeated:
             filename = _FILENAME.search(head)
             if filename is None:
-                raise ParameterError(key, "each such part needs its filename")
+                # A rule the document states in prose (a schema of binary parts cannot).
+                raise InconsistentError(key, "each such part needs its filename")
             files.setdefault(key, []).append(
                 (filename.group(1).decode("utf-8", "replace"), content)
             )

@@ -82,9 +82,6 @@ class _Scope:
                 return graph.initializers[name], _Scope(self.graphs[k:])
         return None, self
 
-    def is_input(self, name: str) -> bool:
-        return any(name in graph.inputs for graph in self.graphs)
-
 
 def uses(model: Model, genai_config: Mapping[str, Any] | None) -> tuple[list[Use], list[Node]]:
     """Every node's use of a cos/sin pair (one per alternative), and the attention nodes."""

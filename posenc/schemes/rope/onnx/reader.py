@@ -96,11 +96,10 @@ class Node(NamedTuple):
 
 @dataclass(frozen=True)
 class Graph:
-    """One graph's kept nodes, initializers, and its inputs' and outputs' names."""
+    """One graph's kept nodes, initializers, and its outputs' names (a branch's, in order)."""
 
     nodes: tuple[Node, ...]
     initializers: dict[str, Tensor]
-    inputs: tuple[str, ...]
     outputs: tuple[str, ...]
 
 
@@ -126,7 +125,6 @@ class _Reader:
             raise ONNXError(f"subgraphs nest more than {MAX_DEPTH} deep at byte {lo}")
         nodes: list[Node] = []
         initializers: dict[str, Tensor] = {}
-        inputs: list[str] = []
         outputs: list[str] = []
         for number, wire, a, b in fields(self.data, lo, hi, self.budget):
             if wire != LEN:
@@ -143,9 +141,9 @@ class _Reader:
                     )
                 tensor = self.tensor(a, b)
                 initializers[tensor.name] = tensor
-            elif number in (11, 12):
-                (inputs if number == 11 else outputs).append(self.value_name(a, b))
-        return Graph(tuple(nodes), initializers, tuple(inputs), tuple(outputs))
+            elif number == 12:
+                outputs.append(self.value_name(a, b))
+        return Graph(tuple(nodes), initializers, tuple(outputs))
 
     def value_name(self, lo: int, hi: int) -> str:
         for number, wire, a, b in fields(self.data, lo, hi, self.budget):

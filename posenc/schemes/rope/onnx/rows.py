@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from posenc.errors import ExternalDataNeededError, ParameterError
+from posenc.errors import ExternalDataNeededError, InconsistentError, LimitError
 from posenc.schemes.rope.onnx.graph import Cache
 from posenc.schemes.rope.onnx.reader import ITEMSIZE, Model, values
 from posenc.schemes.rope.onnx.rules import FLOAT_TYPES
@@ -61,12 +61,12 @@ class Parts:
 
     def __init__(self, sent: Sequence[tuple[str, Data]]) -> None:
         if len(sent) > MAX_PARTS:
-            raise ParameterError("external", f"at most {MAX_PARTS} parts, got {len(sent)}")
+            raise LimitError("external", f"at most {MAX_PARTS} parts, got {len(sent)}")
         self.by_location: dict[str, list[tuple[int, Data]]] = {}
         for filename, data in sent:
             location, at, offset = filename.rpartition("@")
             if not at or not location or not offset.isascii() or not offset.isdigit():
-                raise ParameterError(
+                raise InconsistentError(
                     "external",
                     f"a part's filename must be <location>@<offset>, got {filename[:80]!r}",
                 )

@@ -8,9 +8,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-ONNXRUNTIME_VERSION = "1.31.1"
-GENAI_VERSION = "0.18.0"
-
 
 @dataclass(frozen=True)
 class RopeOp:
