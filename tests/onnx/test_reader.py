@@ -269,3 +269,14 @@ def test_the_external_data_offset_and_length_are_integers_the_file_states() -> N
     body = _with_cache([256, 8], location="d", offset="1e3", length="8192")
     with pytest.raises(wire.ONNXError, match="offset"):
         _handle(body)
+
+
+def test_a_cache_kept_as_more_varints_than_the_reader_decodes_is_refused() -> None:
+    made = graphs.plain()
+    rows = reader.MAX_PACKED // 8 + 1
+    for k, tensor in enumerate(made.graph.initializer):
+        halves = np.ones((rows, 8), np.float16)
+        kept = helper.make_tensor(tensor.name, onnx.TensorProto.FLOAT16, halves.shape, halves)
+        made.graph.initializer[k].CopyFrom(kept)
+    with pytest.raises(wire.ONNXError, match="varints"):
+        _handle(graphs.serialised(made))

@@ -50,6 +50,8 @@ MAX_DEPTH = 8
 MAX_KEPT = 1 << 15
 MAX_INITIALIZERS = 1 << 17
 MAX_DIMS = 8
+# Values of a tensor kept as varints (int32_data, int64_data: float16 bits, say) at most.
+MAX_PACKED = 1 << 18
 # Inputs or outputs of one kept node at most (GroupQueryAttention has 16).
 MAX_NODE_VALUES = 64
 
@@ -350,6 +352,12 @@ def values(model: Model, tensor: Tensor, start: int, count: int) -> npt.NDArray[
                 f"tensor {tensor.name!r}: {kind} holds {(hi - lo) // size} values for {tensor.size}"
             )
         return np.frombuffer(data, "<f4" if size == 4 else "<f8", count, lo + size * start)
+    if tensor.size > MAX_PACKED:
+        # Varints are found by decoding them all: a cache so kept is read whole each time.
+        raise ONNXError(
+            f"tensor {tensor.name!r} keeps {tensor.size} values as {kind} (varints): "
+            f"at most {MAX_PACKED} are read so; the builder writes raw_data"
+        )
     packed = packed_varints(data, lo, hi)
     if len(packed) != tensor.size:
         raise ONNXError(
