@@ -416,7 +416,9 @@ def extra_body(extra: Extra) -> dict[str, Any]:
             content["multipart/form-data"] = {"schema": form}
         return {
             "required": True,
-            "description": "the file's first bytes, up to POSENC_MAX_GGUF_BYTES"
+            # A file that refers to others (Extra.files) is sent whole; the others in ranges.
+            "description": ("the file" if extra.files else "the file's first bytes")
+            + ", up to POSENC_MAX_GGUF_BYTES"
             + (f"; with multipart/form-data, in the part {part}" if extra.parts else "")
             + "".join(
                 f"; parts {name}: byte ranges of the files it refers to, each part's filename "
