@@ -4603,7 +4603,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description the file's first bytes, up to POSENC_MAX_GGUF_BYTES; with multipart/form-data, in the part model; parts external: byte ranges of the files it refers to, each part's filename <location>@<offset> */
+        /** @description the file, up to POSENC_MAX_GGUF_BYTES; with multipart/form-data, in the part model; parts external: byte ranges of the files it refers to, each part's filename <location>@<offset> */
         requestBody: {
             content: {
                 "application/octet-stream": string;
