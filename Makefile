@@ -69,7 +69,7 @@ test: lint system-deps
 
 # The fast part: lint, core and API tests, no real servers, containers or browsers.
 check: lint
-	$(BIN)/pytest $(PARALLEL) -m "not live and not system and not llama_cpp"
+	$(BIN)/pytest $(PARALLEL) -m "not live and not system and not llama_cpp and not onnx_builder"
 
 format: install
 	$(BIN)/ruff format .

@@ -49,6 +49,31 @@ PREFIX_PROBLEM: dict[str, Any] = {
         },
     },
 }
+# The problem of an operation whose file refers to bytes elsewhere (Extra.incomplete): which to
+# send.
+EXTERNAL_PROBLEM: dict[str, Any] = {
+    **PREFIX_PROBLEM,
+    "properties": {
+        **PREFIX_PROBLEM["properties"],
+        "needed": {
+            "type": "array",
+            "description": "with type urn:posenc:problem:external-data-needed: the byte ranges of "
+            "the files the body's file refers to that the next request must send, each as a "
+            "part whose filename is <location>@<offset>",
+            "items": {
+                "type": "object",
+                "required": ["tensor", "location", "offset", "length"],
+                "additionalProperties": False,
+                "properties": {
+                    "tensor": {"type": "string"},
+                    "location": {"type": "string"},
+                    "offset": {"type": "integer", "minimum": 0},
+                    "length": {"type": "integer", "minimum": 1},
+                },
+            },
+        },
+    },
+}
 _RETRY_AFTER = {"Retry-After": {"schema": {"type": "string"}, "description": "seconds"}}
 
 
@@ -250,13 +275,21 @@ def extra_responses(extra: Extra) -> dict[int | str, dict[str, Any]]:
             },
             **{name: _ARRAY_HEADERS[name] for name in ("X-Array-Shape", "X-Array-Dtype")},
         }
-    if not extra.binary:
+    if extra.incomplete is None:
         return {200: ok, **PROBLEMS}
-    short = {
-        "description": PROBLEMS[422]["description"] + ", or the file's first bytes stop before "
-        "what is read from them (needed_bytes: how many to send)",
-        "content": {"application/problem+json": {"schema": PREFIX_PROBLEM}},
-    }
+    if extra.incomplete == "prefix":
+        short = {
+            "description": PROBLEMS[422]["description"] + ", or the file's first bytes stop "
+            "before what is read from them (needed_bytes: how many to send)",
+            "content": {"application/problem+json": {"schema": PREFIX_PROBLEM}},
+        }
+    else:
+        short = {
+            "description": PROBLEMS[422]["description"] + ", or the file keeps what is read "
+            "in external data the body does not hold (type "
+            "urn:posenc:problem:external-data-needed; needed: the byte ranges to send)",
+            "content": {"application/problem+json": {"schema": EXTERNAL_PROBLEM}},
+        }
     return {200: ok, **PROBLEMS, 422: short}
 
 
@@ -391,11 +424,12 @@ def extra_body(extra: Extra) -> dict[str, Any]:
 
 
 def _file_parts_body(extra: Extra) -> dict[str, Any]:
-    """multipart/form-data alone: parts of bytes, each described, and JSON parts."""
-    properties: dict[str, Any] = {
-        file.name: {"type": "string", "format": "binary", "description": file.description}
-        for file in extra.files
-    }
+    """multipart/form-data alone: parts of bytes, each described (a part that repeats, as an
+    array of them), and JSON parts."""
+    properties: dict[str, Any] = {}
+    for file in extra.files:
+        part = {"type": "string", "format": "binary", "description": file.description}
+        properties[file.name] = {"type": "array", "items": part} if file.repeats else part
     properties.update({name: {"type": "object"} for name in extra.parts})
     form = {
         "type": "object",
@@ -405,9 +439,9 @@ def _file_parts_body(extra: Extra) -> dict[str, Any]:
     }
     return {
         "required": True,
-        "description": "multipart/form-data: "
-        + ", ".join(file.name for file in extra.files)
-        + (" (bytes, each with its own part headers)" if extra.files else "")
+        "description": "multipart/form-data, up to POSENC_MAX_GGUF_BYTES: "
+        + ", ".join(file.name + (" (any number)" if file.repeats else "") for file in extra.files)
+        + " (bytes, each with its own part headers)"
         + (f"; JSON: {', '.join(extra.parts)}" if extra.parts else ""),
         "content": {"multipart/form-data": {"schema": form}},
     }

@@ -270,13 +270,14 @@ def _upload(extra: Extra, received: bytearray, content_type: str, query: dict[st
 def _file_parts(
     extra: Extra, received: bytearray, content_type: str, query: dict[str, Any]
 ) -> Upload:
-    names = tuple(file.name for file in extra.files)
-    parts = bodies.parts(received, content_type, (*names, *extra.parts))
+    single = tuple(file.name for file in extra.files if not file.repeats)
+    repeated = tuple(file.name for file in extra.files if file.repeats)
+    parts = bodies.parts(received, content_type, (*single, *extra.parts), repeated)
     for file in extra.files:
         if file.required and file.name not in parts:
             raise ParameterError(file.name, "is a required part, and is missing")
-    files = {name: parts[name] for name in names if name in parts}
-    json = {name: parts[name].data for name in extra.parts if name in parts}
+    files = {file.name: parts[file.name] for file in extra.files if file.name in parts}
+    json = {name: parts[name][0].data for name in extra.parts if name in parts}
     return Upload(memoryview(b""), query, _json_parts(extra, json), files)
 
 

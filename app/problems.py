@@ -24,6 +24,7 @@ from app.admission import (
     RequestTimeoutError,
 )
 from posenc.errors import (
+    ExternalDataNeededError,
     IncompleteError,
     InconsistentError,
     LimitError,
@@ -42,6 +43,7 @@ PROBLEMS: dict[type[Exception], tuple[int, str]] = {
     NotApplicableError: (422, "urn:posenc:problem:not-applicable"),
     LimitError: (422, "urn:posenc:problem:limit-exceeded"),
     InconsistentError: (422, "urn:posenc:problem:inconsistent-parameters"),
+    ExternalDataNeededError: (422, "urn:posenc:problem:external-data-needed"),
 }
 
 
@@ -56,6 +58,7 @@ def problem(
     type_: str = "about:blank",
     headers: Mapping[str, str] | None = None,
     needed_bytes: int | None = None,
+    needed: list[dict[str, Any]] | None = None,
 ) -> Response:
     body: dict[str, Any] = {
         "type": type_,
@@ -67,6 +70,8 @@ def problem(
         body["errors"] = errors
     if needed_bytes is not None:
         body["needed_bytes"] = needed_bytes
+    if needed is not None:
+        body["needed"] = needed
     return Response(orjson.dumps(body), status_code=status, media_type=MEDIA_TYPE, headers=headers)
 
 
@@ -80,7 +85,9 @@ def _core_error(request: Request, exc: Exception) -> Response:
     # A file's first bytes that stop too soon: how many to send, a number a client acts on
     # rather than parses from the detail's prose.
     needed = exc.needed_bytes if isinstance(exc, IncompleteError) else None
-    return problem(status, str(exc), errors, type_, needed_bytes=needed)
+    # Bytes of another file the body's file refers to: the ranges to send, likewise.
+    ranges = exc.needed if isinstance(exc, ExternalDataNeededError) else None
+    return problem(status, str(exc), errors, type_, needed_bytes=needed, needed=ranges)
 
 
 def _validation_error(request: Request, exc: Exception) -> Response:

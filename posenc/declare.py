@@ -179,20 +179,23 @@ class QueryParam:
 
 @dataclass(frozen=True)
 class FileParam:
-    """A part of a multipart/form-data body that an extra takes as bytes (an array, a file),
-    handed over with its own headers: its name, what it holds, and whether it must be sent."""
+    """A part of a multipart/form-data body that an extra takes as bytes (an array, a file, a
+    range of one), handed over with its own headers: its name, what it holds, whether it must
+    be sent, and whether it may be sent many times (each then named by its filename)."""
 
     name: str
     description: str
     required: bool = False
+    repeats: bool = False
 
 
 @dataclass(frozen=True)
 class Part:
-    """A part's bytes as sent, and its own headers (names in lower case)."""
+    """A part's bytes as sent, its own headers (names in lower case) and its filename."""
 
     data: bytes | bytearray | memoryview
     headers: Mapping[str, str] = field(default_factory=dict)
+    filename: str | None = None
 
 
 @dataclass(frozen=True)
@@ -204,8 +207,14 @@ class Upload:
     query: dict[str, Any]
     # The JSON parts of a multipart/form-data body (Extra.parts), parsed.
     parts: dict[str, Any] = field(default_factory=dict)
-    # The byte parts (Extra.files) that were sent, by name.
-    files: dict[str, Part] = field(default_factory=dict)
+    # The byte parts (Extra.files) that were sent, by name, in the order sent: one each, but
+    # for a part that repeats.
+    files: Mapping[str, tuple[Part, ...]] = field(default_factory=dict)
+
+    def file(self, name: str) -> Part | None:
+        """The byte part ``name`` (one that does not repeat), if it was sent."""
+        sent = self.files.get(name)
+        return sent[0] if sent else None
 
 
 @dataclass(frozen=True)
@@ -236,6 +245,10 @@ class Extra:
     # With binary: parts of bytes, each with its own headers, in place of the one file: the
     # body is then multipart/form-data only, and no part is named as the extra.
     files: tuple[FileParam, ...] = ()
+    # With binary: what a 422 says of a body that stops short of what is read: "prefix", the
+    # bytes from the file's start to send (needed_bytes); "external", the byte ranges of the
+    # files it refers to (needed); None, neither can happen.
+    incomplete: Literal["prefix", "external"] | None = None
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
     PosencError(ValueError)
     ├── ParameterError(param, message)        a parameter is out of its range
     │   ├── InconsistentError(param, message) it breaks a rule tying it to another parameter
-    │   │   └── IncompleteError(…, needed_bytes) a file's first bytes stop too soon
+    │   │   ├── IncompleteError(…, needed_bytes) a file's first bytes stop too soon
+    │   │   └── ExternalDataNeededError(…, needed) bytes the body refers to, not sent
     │   └── LimitError(param, message)        together, the parameters ask for too much
     └── NotApplicableError(param, scheme)     a parameter that the scheme does not take
 
@@ -49,6 +50,16 @@ class IncompleteError(InconsistentError):
         # __init__ takes other arguments (the GGUF reader's errors).
         ParameterError.__init__(self, param, message)
         self.needed_bytes = needed_bytes
+
+
+class ExternalDataNeededError(InconsistentError):
+    """A file in the body keeps data in another file (an ONNX model's external data), and the
+    body does not hold the bytes that are read from it: ``needed`` lists them, each
+    ``{"tensor", "location", "offset", "length"}``, ranges a client sends next."""
+
+    def __init__(self, param: str, message: str, needed: list[dict[str, object]]) -> None:
+        super().__init__(param, message)
+        self.needed = needed
 
 
 class LimitError(ParameterError):

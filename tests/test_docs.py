@@ -41,6 +41,7 @@ from app.settings import Settings
 from posenc.cli import main
 from tests.conftest import Client
 from tests.gguf.files import llama_31_prefix
+from tests.onnx.graphs import smollm2_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -185,6 +186,9 @@ def test_every_example_on_the_page_runs_as_shown(
     # The one file the pages name and cannot show: a GGUF's first bytes (Llama 3.1 8B's header
     # and rope_freqs tensor, as llama.cpp's converter writes them).
     (tmp_path / "model.gguf").write_bytes(llama_31_prefix())
+    # And an ONNX Runtime GenAI model's folder (SmolLM2-135M's graph, its caches in external
+    # data, without weights), as the GenAI builder writes it.
+    smollm2_folder(tmp_path / "onnx-out")
     found = blocks(page)
     for number, block in enumerate(found):
         where = f"{page.name}:{block.line}"

@@ -37,7 +37,7 @@ import orjson
 
 from app.main import create_app
 from app.settings import Settings
-from posenc.declare import Scheme, spec
+from posenc.declare import Extra, Scheme, spec
 from posenc.errors import PosencError
 from posenc.numerics import kernels, rotation
 from posenc.numerics.exact import MAX_POSITION
@@ -194,11 +194,16 @@ def _of(scheme: Scheme) -> Iterator[Walked]:
         if "conformance" in scheme.endpoints:
             yield from _conformance(scheme, params(), axes)
     for extra in scheme.extras:
+        if extra.files:  # parts of bytes: each of the files, shared among them, beside the parts
+            for query, file in _files():
+                yield _multipart(f"{prefix}/{extra.name}", _shared(extra, file), extra.parts, query)
+            continue
         if extra.binary:
             for query, file in _files():
                 yield Walked("POST", f"{prefix}/{extra.name}", query, file, _FILE)
             if extra.parts:  # the smallest file beside the parts, each the longest it may be
-                yield _multipart(f"{prefix}/{extra.name}", extra.name, extra.parts, _files()[0][1])
+                path = f"{prefix}/{extra.name}"
+                yield _multipart(path, [(extra.name, "", _files()[0][1])], extra.parts)
             continue
         for body in _extra_bodies(extra.body_schema):
             yield Walked("POST", f"{prefix}/{extra.name}", (), orjson.dumps(body), _JSON)
@@ -209,23 +214,40 @@ _FILE = (("content-type", "application/octet-stream"),)
 MAX_FILE_BYTES = 64 * 2**20  # POSENC_MAX_GGUF_BYTES' default
 
 
-def _multipart(path: str, name: str, parts: tuple[str, ...], file: bytes) -> Walked:
-    """A file and JSON parts of a megabyte each (the most a part takes): a config whose one
-    key holds a long list, which the reader refuses or ignores."""
+def _shared(extra: Extra, file: bytes) -> list[tuple[str, str, bytes]]:
+    """``file`` cut into as many pieces as ``extra`` has parts of bytes, the body's limit
+    shared among them (a part that repeats named as a range of a file)."""
+    size = min(len(file), (MAX_FILE_BYTES - 2**20) // len(extra.files))
+    return [(part.name, "data@0" if part.repeats else "", file[:size]) for part in extra.files]
+
+
+def _multipart(
+    path: str,
+    files: list[tuple[str, str, bytes]],
+    parts: tuple[str, ...],
+    query: tuple[tuple[str, str], ...] = (),
+) -> Walked:
+    """Parts of bytes (name, filename, content) and JSON parts of a megabyte each (the most a
+    part takes): a config whose one key holds a long list, which the reader refuses or
+    ignores."""
     boundary = "walk0boundary"
     long = orjson.dumps({"model_type": "llama", "layer_types": ["full_attention"] * 61_000})
-    chunks = [(name, file), *((part, long) for part in parts)]
+    chunks = [
+        *((f'name="{name}"' + (f'; filename="{filename}"' if filename else ""), content)
+          for name, filename, content in files),
+        *((f'name="{part}"', long) for part in parts),
+    ]  # fmt: skip
     body = (
         b"".join(
-            f'--{boundary}\r\nContent-Disposition: form-data; name="{part}"\r\n\r\n'.encode()
+            f"--{boundary}\r\nContent-Disposition: form-data; {head}\r\n\r\n".encode()
             + content
             + b"\r\n"
-            for part, content in chunks
+            for head, content in chunks
         )
         + f"--{boundary}--\r\n".encode()
     )
     headers = (("content-type", f"multipart/form-data; boundary={boundary}"),)
-    return Walked("POST", path, (), body, headers)
+    return Walked("POST", path, query, body, headers)
 
 
 @cache

@@ -43,5 +43,6 @@ __all__ = [
     "receive",
     "receive_bounded",
     "split",
+    "split_files",
     "validate",
 ]

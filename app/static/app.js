@@ -262,19 +262,19 @@ function createClient(clientOptions) {
     }
   };
 }
-function serializePrimitiveParam(name, value3, options) {
-  if (value3 === void 0 || value3 === null) {
+function serializePrimitiveParam(name, value4, options) {
+  if (value4 === void 0 || value4 === null) {
     return "";
   }
-  if (typeof value3 === "object") {
+  if (typeof value4 === "object") {
     throw new Error(
       "Deeply-nested arrays/objects aren\u2019t supported. Provide your own `querySerializer()` to handle these."
     );
   }
-  return `${name}=${options?.allowReserved === true ? value3 : encodeURIComponent(value3)}`;
+  return `${name}=${options?.allowReserved === true ? value4 : encodeURIComponent(value4)}`;
 }
-function serializeObjectParam(name, value3, options) {
-  if (!value3 || typeof value3 !== "object") {
+function serializeObjectParam(name, value4, options) {
+  if (!value4 || typeof value4 !== "object") {
     return "";
   }
   const values = [];
@@ -284,8 +284,8 @@ function serializeObjectParam(name, value3, options) {
     matrix: ";"
   }[options.style] || "&";
   if (options.style !== "deepObject" && options.explode === false) {
-    for (const k in value3) {
-      values.push(k, options.allowReserved === true ? value3[k] : encodeURIComponent(value3[k]));
+    for (const k in value4) {
+      values.push(k, options.allowReserved === true ? value4[k] : encodeURIComponent(value4[k]));
     }
     const final2 = values.join(",");
     switch (options.style) {
@@ -303,20 +303,20 @@ function serializeObjectParam(name, value3, options) {
       }
     }
   }
-  for (const k in value3) {
+  for (const k in value4) {
     const finalName = options.style === "deepObject" ? `${name}[${k}]` : k;
-    values.push(serializePrimitiveParam(finalName, value3[k], options));
+    values.push(serializePrimitiveParam(finalName, value4[k], options));
   }
   const final = values.join(joiner);
   return options.style === "label" || options.style === "matrix" ? `${joiner}${final}` : final;
 }
-function serializeArrayParam(name, value3, options) {
-  if (!Array.isArray(value3)) {
+function serializeArrayParam(name, value4, options) {
+  if (!Array.isArray(value4)) {
     return "";
   }
   if (options.explode === false) {
     const joiner2 = { form: ",", spaceDelimited: "%20", pipeDelimited: "|" }[options.style] || ",";
-    const final = (options.allowReserved === true ? value3 : value3.map((v) => encodeURIComponent(v))).join(joiner2);
+    const final = (options.allowReserved === true ? value4 : value4.map((v) => encodeURIComponent(v))).join(joiner2);
     switch (options.style) {
       case "simple": {
         return final;
@@ -336,7 +336,7 @@ function serializeArrayParam(name, value3, options) {
   }
   const joiner = { simple: ",", label: ".", matrix: ";" }[options.style] || "&";
   const values = [];
-  for (const v of value3) {
+  for (const v of value4) {
     if (options.style === "simple" || options.style === "label") {
       values.push(options.allowReserved === true ? v : encodeURIComponent(v));
     } else {
@@ -350,16 +350,16 @@ function createQuerySerializer(options) {
     const search = [];
     if (queryParams && typeof queryParams === "object") {
       for (const name in queryParams) {
-        const value3 = queryParams[name];
-        if (value3 === void 0 || value3 === null) {
+        const value4 = queryParams[name];
+        if (value4 === void 0 || value4 === null) {
           continue;
         }
-        if (Array.isArray(value3)) {
-          if (value3.length === 0) {
+        if (Array.isArray(value4)) {
+          if (value4.length === 0) {
             continue;
           }
           search.push(
-            serializeArrayParam(name, value3, {
+            serializeArrayParam(name, value4, {
               style: "form",
               explode: true,
               ...options?.array,
@@ -368,9 +368,9 @@ function createQuerySerializer(options) {
           );
           continue;
         }
-        if (typeof value3 === "object") {
+        if (typeof value4 === "object") {
           search.push(
-            serializeObjectParam(name, value3, {
+            serializeObjectParam(name, value4, {
               style: "deepObject",
               explode: true,
               ...options?.object,
@@ -379,7 +379,7 @@ function createQuerySerializer(options) {
           );
           continue;
         }
-        search.push(serializePrimitiveParam(name, value3, options));
+        search.push(serializePrimitiveParam(name, value4, options));
       }
     }
     return search.join("&");
@@ -405,20 +405,20 @@ function defaultPathSerializer(pathname, pathParams) {
     if (!pathParams || pathParams[name] === void 0 || pathParams[name] === null) {
       continue;
     }
-    const value3 = pathParams[name];
-    if (Array.isArray(value3)) {
-      nextURL = nextURL.replace(match, serializeArrayParam(name, value3, { style, explode }));
+    const value4 = pathParams[name];
+    if (Array.isArray(value4)) {
+      nextURL = nextURL.replace(match, serializeArrayParam(name, value4, { style, explode }));
       continue;
     }
-    if (typeof value3 === "object") {
-      nextURL = nextURL.replace(match, serializeObjectParam(name, value3, { style, explode }));
+    if (typeof value4 === "object") {
+      nextURL = nextURL.replace(match, serializeObjectParam(name, value4, { style, explode }));
       continue;
     }
     if (style === "matrix") {
-      nextURL = nextURL.replace(match, `;${serializePrimitiveParam(name, value3)}`);
+      nextURL = nextURL.replace(match, `;${serializePrimitiveParam(name, value4)}`);
       continue;
     }
-    nextURL = nextURL.replace(match, style === "label" ? `.${encodeURIComponent(value3)}` : encodeURIComponent(value3));
+    nextURL = nextURL.replace(match, style === "label" ? `.${encodeURIComponent(value4)}` : encodeURIComponent(value4));
   }
   return nextURL;
 }
@@ -574,6 +574,18 @@ var Api = class {
       signal
     );
   }
+  /** What a model's graph (multipart: the graph, its genai_config, its model's config, the
+   * external ranges asked for) says, or the service's refusal. */
+  async onnx(scheme, body, signal) {
+    return this.settle(
+      (s) => client.POST(`/v1/${scheme}/onnx`, {
+        body,
+        bodySerializer: (b) => b,
+        signal: s
+      }),
+      signal
+    );
+  }
   positionsUrl(scheme, verify2 = false) {
     return `${location.origin}/v1/${scheme}/positions${verify2 ? "/verify" : ""}`;
   }
@@ -623,7 +635,7 @@ var PAGE_DEFAULTS = {
   position: "10"
 };
 var INLINE = 6;
-var serviceDefault = (p, value3) => p.default !== null && p.default !== void 0 && String(p.default) === value3;
+var serviceDefault = (p, value4) => p.default !== null && p.default !== void 0 && String(p.default) === value4;
 var form = () => document.getElementById("controls");
 function defaultFor(p) {
   if (p.name in PAGE_DEFAULTS) return PAGE_DEFAULTS[p.name];
@@ -632,7 +644,7 @@ function defaultFor(p) {
   return p.default === null || p.default === void 0 ? "" : String(p.default);
 }
 var hints = 0;
-function field(p, value3) {
+function field(p, value4) {
   const label = document.createElement("label");
   const name = Object.assign(document.createElement("span"), { textContent: p.name });
   let input;
@@ -654,7 +666,7 @@ function field(p, value3) {
     if (p.default === null && /required/.test(p.rule) && !/\(required\)/.test(p.rule)) input.required = true;
   }
   input.name = p.name;
-  input.value = value3;
+  input.value = value4;
   const hint = Object.assign(document.createElement("small"), { id: `hint-${++hints}`, textContent: p.rule });
   input.setAttribute("aria-describedby", hint.id);
   label.append(name, input, hint);
@@ -700,19 +712,19 @@ function read(schemes2) {
   const scheme = schemes2.find((s) => s.name === chosen) ?? schemes2[0];
   const all = [...scheme.parameters, ...rowParameters(scheme), ...viewParameters(scheme)];
   for (const element of Array.from(form().elements)) {
-    const value3 = (element.value ?? "").trim();
+    const value4 = (element.value ?? "").trim();
     const p = all.find((q) => q.name === element.name);
-    if (!element.name || element.name === "scheme" || value3 === "") continue;
-    if (p && p.default !== null && serviceDefault(p, value3)) continue;
-    values[element.name] = value3;
+    if (!element.name || element.name === "scheme" || value4 === "") continue;
+    if (p && p.default !== null && serviceDefault(p, value4)) continue;
+    values[element.name] = value4;
   }
   return { scheme: scheme.name, values };
 }
 function fromUrl() {
   const query = new URLSearchParams(location.search);
   const values = {};
-  query.forEach((value3, key) => {
-    if (key !== "scheme") values[key] = value3;
+  query.forEach((value4, key) => {
+    if (key !== "scheme") values[key] = value4;
   });
   return { scheme: query.get("scheme") ?? "", values };
 }
@@ -744,14 +756,14 @@ function layout(title, x, y, extra = {}) {
     ...extra
   };
 }
-function writeFindings(list, diagnosis, passed, value3, title) {
+function writeFindings(list, diagnosis, passed, value4, title) {
   list.className = "report findings";
   for (const finding of diagnosis) {
     const item = document.createElement("li");
     item.dataset.finding = finding.name;
     const evidence = document.createElement("dl");
     for (const [k, v] of Object.entries(finding.evidence)) {
-      evidence.append(Object.assign(document.createElement("dt"), { textContent: k.replaceAll("_", " ") }), Object.assign(document.createElement("dd"), { textContent: value3(v) }));
+      evidence.append(Object.assign(document.createElement("dt"), { textContent: k.replaceAll("_", " ") }), Object.assign(document.createElement("dd"), { textContent: value4(v) }));
     }
     item.append(Object.assign(document.createElement("strong"), { textContent: title(finding.name) }), Object.assign(document.createElement("p"), { textContent: finding.summary }), evidence);
     list.append(item);
@@ -1267,14 +1279,14 @@ async function unpack(code) {
   const chunks = [];
   let size = 0;
   for (; ; ) {
-    const { done, value: value3 } = await reader.read();
+    const { done, value: value4 } = await reader.read();
     if (done) break;
-    size += value3.length;
+    size += value4.length;
     if (size > MAX_TEXT) {
       await reader.cancel();
       throw new Error(`it inflates past ${MAX_TEXT} bytes`);
     }
-    chunks.push(value3);
+    chunks.push(value4);
   }
   const whole = new Uint8Array(size);
   let at = 0;
@@ -1312,14 +1324,14 @@ function ranges(layers) {
   }
   return parts.join(", ");
 }
-var text = (value3) => Array.isArray(value3) ? value3.map(String).join(",") : String(value3);
-function shown(value3) {
-  if (Array.isArray(value3)) return value3.length > 6 ? `${value3.length} numbers: ${value3.slice(0, 4).join(", ")}, \u2026, ${value3.at(-1)}` : value3.join(", ");
-  return value3 === null || value3 === void 0 ? "\u2014" : String(value3);
+var text = (value4) => Array.isArray(value4) ? value4.map(String).join(",") : String(value4);
+function shown(value4) {
+  if (Array.isArray(value4)) return value4.length > 6 ? `${value4.length} numbers: ${value4.slice(0, 4).join(", ")}, \u2026, ${value4.at(-1)}` : value4.join(", ");
+  return value4 === null || value4 === void 0 ? "\u2014" : String(value4);
 }
 function terms(list, entries) {
-  for (const [term, value3] of entries) {
-    list.append(Object.assign(document.createElement("dt"), { textContent: term }), Object.assign(document.createElement("dd"), { textContent: shown(value3) }));
+  for (const [term, value4] of entries) {
+    list.append(Object.assign(document.createElement("dt"), { textContent: term }), Object.assign(document.createElement("dd"), { textContent: shown(value4) }));
   }
 }
 async function drawInto(view, ctx, slot) {
@@ -1527,7 +1539,7 @@ var ModelPanel = class _ModelPanel {
       ...Object.entries(rope.params),
       ...typeof apply === "string" && apply !== layout2 ? [["q and k turn in", `${apply} pairs (the cache is ${String(layout2)})`]] : [],
       ["rotary_dim", rope.rotary_dim === answer.head_dim ? rope.rotary_dim : `${rope.rotary_dim} of head_dim ${answer.head_dim} (partial_rotary_factor ${rope.partial_rotary_factor})`],
-      ...Object.entries(rope.query_scaling ?? {}).map(([name, value3]) => [`query scaling ${name}`, value3]),
+      ...Object.entries(rope.query_scaling ?? {}).map(([name, value4]) => [`query scaling ${name}`, value4]),
       ["positions in the links", `table ${rope.seq_len.table}, verify ${rope.seq_len.verify}`]
     ]);
     const link = Object.assign(document.createElement("a"), { className: "rope-link", textContent: "show this rope in every view above" });
@@ -1558,11 +1570,11 @@ var ModelPanel = class _ModelPanel {
   /** A rope's parameters as the controls' query: strings, the service's defaults left out. */
   query(params) {
     const query = {};
-    for (const [name, value3] of Object.entries(params)) {
+    for (const [name, value4] of Object.entries(params)) {
       const p = this.scheme.parameters.find((q) => q.name === name);
-      if (!p || value3 === null || value3 === void 0) continue;
-      if (p.default !== null && p.default !== void 0 && text(p.default) === text(value3)) continue;
-      query[name] = text(value3);
+      if (!p || value4 === null || value4 === void 0) continue;
+      if (p.default !== null && p.default !== void 0 && text(p.default) === text(value4)) continue;
+      query[name] = text(value4);
     }
     return query;
   }
@@ -1961,6 +1973,200 @@ var GgufPanel = class _GgufPanel {
   }
 };
 
+// app/static/src/onnx.ts
+var EXTERNAL_DATA_NEEDED = "urn:posenc:problem:external-data-needed";
+var MAX_CONFIG3 = 1 << 20;
+var ROUNDS = 2;
+function rangesAskedFor(error) {
+  if (!(error instanceof ApiError) || error.problem.type !== EXTERNAL_DATA_NEEDED) return null;
+  const asked = error.problem.needed;
+  return Array.isArray(asked) ? asked : null;
+}
+function sortFiles(files) {
+  const chosen = { model: null, genai: null, config: null, data: /* @__PURE__ */ new Map() };
+  for (const file of files) {
+    if (/\.onnx$/i.test(file.name)) chosen.model = file;
+    else if (file.name === "genai_config.json") chosen.genai = file;
+    else if (/\.json$/i.test(file.name) && file.size <= MAX_CONFIG3) chosen.config = file;
+    else chosen.data.set(file.name, file);
+  }
+  return chosen;
+}
+function value3(v) {
+  if (Array.isArray(v)) return v.length > 6 ? `${v.length} numbers` : v.join(",");
+  if (typeof v === "object" && v !== null) return Object.entries(v).map(([k, w]) => `${k}=${value3(w)}`).join(" ");
+  return String(v);
+}
+var fmt3 = (v) => Number.isInteger(v) ? String(v) : v.toPrecision(3);
+var OnnxPanel = class _OnnxPanel {
+  constructor(api2, scheme) {
+    this.api = api2;
+    this.scheme = scheme;
+    this.section = Object.assign(document.createElement("section"), { id: "view-onnx", className: "view" });
+    this.section.setAttribute("aria-labelledby", "view-onnx-title");
+    const title = Object.assign(document.createElement("h2"), { id: "view-onnx-title", textContent: _OnnxPanel.title });
+    const blurb = Object.assign(document.createElement("p"), {
+      textContent: "Choose or drop the GenAI builder's files together \u2014 model.onnx, its model.onnx.data, genai_config.json, and the model's config.json if you have it: the page sends the graph, then only the rows of the rope caches the service asks for, sliced from the data file, never the weights. The service says what rope each cache holds and, beside the config, whether it is the model's."
+    });
+    const zone = Object.assign(document.createElement("div"), { className: "dropzone", id: "onnx-drop" });
+    this.input = Object.assign(document.createElement("input"), { type: "file", id: "onnx-files", multiple: true, accept: ".onnx,.data,.json" });
+    this.config = Object.assign(document.createElement("textarea"), { id: "onnx-config", rows: 5, spellcheck: false, placeholder: '{"model_type": "phi3", "rope_scaling": {"type": "longrope", \u2026}, \u2026}' });
+    const send = Object.assign(document.createElement("button"), { type: "button", id: "onnx-send", textContent: "check the model against this config" });
+    zone.append(
+      Object.assign(document.createElement("label"), { htmlFor: "onnx-files", textContent: "The model's files (drop them here, or choose them):" }),
+      this.input,
+      Object.assign(document.createElement("label"), { htmlFor: "onnx-config", textContent: "The model's config.json (optional; paste it, or choose it with the files):" }),
+      this.config,
+      send
+    );
+    this.input.addEventListener("change", () => void this.choose([...this.input.files ?? []]));
+    send.addEventListener("click", () => void this.show());
+    zone.addEventListener("dragover", (event) => {
+      if (event.dataTransfer?.types.includes("Files")) {
+        event.preventDefault();
+        zone.classList.add("over");
+      }
+    });
+    zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+    zone.addEventListener("drop", (event) => {
+      zone.classList.remove("over");
+      const dropped = [...event.dataTransfer?.files ?? []];
+      if (!dropped.length) return;
+      event.preventDefault();
+      void this.choose(dropped);
+    });
+    this.section.append(title, blurb, zone, Object.assign(document.createElement("div"), { className: "api" }));
+    this.slot = new Slot(this.section);
+    this.slot.done("waiting");
+  }
+  api;
+  scheme;
+  section;
+  slot;
+  input;
+  config;
+  chosen = { model: null, genai: null, config: null, data: /* @__PURE__ */ new Map() };
+  reading = new AbortController();
+  static title = "An ONNX Runtime GenAI model's ropes";
+  /** New files join the ones chosen before (a data file chosen after its graph, say). */
+  async choose(files) {
+    const added = sortFiles(files);
+    this.chosen = {
+      model: added.model ?? this.chosen.model,
+      genai: added.genai ?? this.chosen.genai,
+      config: added.config ?? this.chosen.config,
+      data: new Map([...this.chosen.data, ...added.data])
+    };
+    if (added.config) this.config.value = await added.config.text();
+    await this.show();
+  }
+  begin() {
+    this.reading.abort();
+    this.reading = new AbortController();
+    this.slot.reset();
+    for (const key of ["requests", "external", "conforms", "findings", "layers"]) delete this.section.dataset[key];
+    return this.reading.signal;
+  }
+  /** The service's answer for the chosen model, sending the ranges it asks for. */
+  async show() {
+    const signal = this.begin();
+    const { model, genai, data } = this.chosen;
+    if (!model) {
+      this.slot.fail(new ApiError("Choose or drop the model's .onnx file first.", 0));
+      return;
+    }
+    const config = this.config.value.trim() ? this.config.value : null;
+    this.slot.replaceUrls();
+    this.slot.command(`posenc model ${model.name}${config === null ? "" : " --config config.json"}`);
+    let external = [];
+    let sent = 0;
+    for (let requests = 1; requests <= ROUNDS; requests++) {
+      const body = new FormData();
+      body.append("model", model, model.name);
+      if (genai) body.append("genai_config", genai, genai.name);
+      if (config !== null) body.append("config", new Blob([config], { type: "application/json" }), "config.json");
+      for (const [name, part] of external) body.append("external", part, name);
+      let answer;
+      try {
+        answer = await this.api.onnx(this.scheme.name, body, signal);
+      } catch (error) {
+        if (signal.aborted) return;
+        const asked = rangesAskedFor(error);
+        const missing = asked?.find((need) => !data.has(need.location));
+        if (asked && !missing && requests < ROUNDS) {
+          external = asked.map((need) => [`${need.location}@${need.offset}`, data.get(need.location).slice(need.offset, need.offset + need.length)]);
+          sent = asked.reduce((total, need) => total + need.length, 0);
+          continue;
+        }
+        this.slot.fail(missing ? new ApiError(`The caches are in ${missing.location}: choose it with the model.`, 422) : error);
+        return;
+      }
+      if (signal.aborted) return;
+      this.section.dataset.requests = String(requests);
+      this.section.dataset.external = String(sent);
+      this.render(answer, model, sent, requests);
+      this.slot.done();
+      return;
+    }
+  }
+  render(answer, model, sent, requests) {
+    const read2 = this.slot.block("p");
+    read2.className = "report sent";
+    read2.textContent = `Read the graph of ${model.name} (${model.size.toLocaleString("en")} bytes) and ${sent.toLocaleString("en")} bytes of its external data, in ${requests} request${requests === 1 ? "" : "s"}.`;
+    if (answer.conforms !== void 0) {
+      const verdict = this.slot.block("p");
+      const findings = answer.findings ?? [];
+      verdict.className = `report verdict ${answer.conforms ? "pass" : "fail"}`;
+      verdict.textContent = answer.conforms ? "Conforms: every cache is the model's rope for the layers and lengths that read it." : `Does not conform: ${findings.length} finding${findings.length === 1 ? "" : "s"}.`;
+      this.section.dataset.conforms = String(answer.conforms);
+      this.section.dataset.findings = findings.map((f) => f.kind).join(" ");
+      writeFindings(this.slot.block("ul"), findings.map((f) => ({
+        name: f.kind,
+        summary: `${f.detail} (layers ${ranges(f.layers)})`,
+        evidence: f.evidence
+      })), answer.conforms, value3, (kind) => kind.replaceAll("_", " "));
+    }
+    const summary = this.slot.block("dl");
+    summary.className = "report model";
+    for (const [term, v] of [
+      ["producer", `${answer.producer.name} ${answer.producer.version}`],
+      ["layers", answer.num_hidden_layers],
+      ["context_length", answer.context_length],
+      ["head_size", answer.head_size]
+    ]) {
+      summary.append(Object.assign(document.createElement("dt"), { textContent: term }), Object.assign(document.createElement("dd"), { textContent: value3(v ?? "\u2014") }));
+    }
+    const nope = this.slot.block("p");
+    nope.className = "report nope";
+    nope.dataset.layers = answer.nope_layers.join(",");
+    nope.textContent = answer.nope_layers.length ? `NoPE layers (attention without a rope): ${ranges(answer.nope_layers)}` : "NoPE layers: none \u2014 every layer's attention turns q and k.";
+    this.section.dataset.layers = String(answer.num_hidden_layers ?? "");
+    answer.ropes.forEach((rope, k) => this.rope(answer, rope, k));
+  }
+  rope(answer, rope, k) {
+    const article = this.slot.block("article");
+    article.classList.add("rope");
+    article.dataset.layers = rope.layers.join(",");
+    article.dataset.recipe = String(rope.recipe);
+    const pairs = rope.interleaved ? "interleaved pairs (2i, 2i+1)" : "pairs (i, i + d/2)";
+    const heading = Object.assign(document.createElement("h3"), { textContent: `Rope ${k + 1} of ${answer.ropes.length}: ${rope.op}` });
+    const layers = Object.assign(document.createElement("p"), { className: "layers", textContent: `Read by layers ${ranges(rope.layers)}, turning ${rope.rotary_dim} dimensions as ${pairs}.` });
+    const cos = rope.caches.cos;
+    const cache = Object.assign(document.createElement("p"), {
+      className: "cache",
+      textContent: `${cos.tensor} and ${rope.caches.sin.tensor}: rows ${cos.rows[0]}\u2013${cos.rows[1] - 1} (${rope.cache_length} positions) of ${rope.dtype}, ${cos.location ? `in ${cos.location}` : "in the graph"}${rope.selected_by.length ? `, when ${rope.selected_by.map((c) => `${c.holds ? "" : "not "}${c.test}`).join(" and ")}` : ""}.`
+    });
+    const params = Object.assign(document.createElement("p"), { className: "params" });
+    params.append(rope.params ? Object.assign(document.createElement("code"), { textContent: Object.entries(rope.params).map(([n, v]) => `${n}=${value3(v)}`).join(" ") }) : "The rows are not one rope's cos and sin.");
+    const noise = rope.max_abs_difference;
+    const measured = Object.assign(document.createElement("p"), {
+      className: "measured",
+      textContent: `Attention factor ${fmt3(rope.attention_factor)}; ${rope.recipe ? `the ${rope.recipe} float32 recipe's rows, to the ulp` : "no float32 recipe's rows"}${noise ? `; ${noise.exact.toPrecision(2)} from exact at positions ${noise.positions[0]}\u2013${noise.positions[1]}` : ""} (measured on ${rope.positions.length} rows).`
+    });
+    article.append(heading, layers, cache, params, measured);
+  }
+};
+
 // app/static/src/layout.ts
 var ROWS = ["temporal", "height", "width"];
 var MODEL_TYPES = ["qwen2_vl", "qwen2_5_vl", "qwen3_vl", "glm4v", "ernie4_5_vl_moe"];
@@ -2027,12 +2233,12 @@ function readNpy(bytes) {
   return Array.from({ length: rows }, (_, r) => Array.from({ length: columns }, (_2, c) => values[fortran ? c * rows + r : r * columns + c]));
 }
 function parseIds(text2) {
-  const value3 = JSON.parse(text2);
-  if (value3 !== null && typeof value3 === "object" && !Array.isArray(value3)) {
-    const holder = value3;
+  const value4 = JSON.parse(text2);
+  if (value4 !== null && typeof value4 === "object" && !Array.isArray(value4)) {
+    const holder = value4;
     return holder.position_ids ?? holder.data;
   }
-  return value3;
+  return value4;
 }
 function theirsAt(ids, k) {
   if (!Array.isArray(ids)) return null;
@@ -2042,7 +2248,7 @@ function theirsAt(ids, k) {
     return typeof v === "number" ? v : void 0;
   });
 }
-var shown2 = (value3) => typeof value3 === "object" && value3 !== null ? JSON.stringify(value3) : String(value3);
+var shown2 = (value4) => typeof value4 === "object" && value4 !== null ? JSON.stringify(value4) : String(value4);
 var segmentText = (segments) => `[
 ${segments.map((s) => `  ${JSON.stringify(s)}`).join(",\n")}
 ]`;
@@ -2228,9 +2434,9 @@ var LayoutPanel = class _LayoutPanel {
     const signal = this.begin().signal;
     let layout2;
     try {
-      const value3 = JSON.parse(await unpack(code));
-      if (typeof value3?.config !== "object" || !Array.isArray(value3.segments)) throw new Error("it holds no config and segments");
-      layout2 = value3;
+      const value4 = JSON.parse(await unpack(code));
+      if (typeof value4?.config !== "object" || !Array.isArray(value4.segments)) throw new Error("it holds no config and segments");
+      layout2 = value4;
     } catch (error) {
       if (!signal.aborted) this.slot.fail(new ApiError(`The link's layout could not be read (${error.message}): write it again.`, 0));
       return;
@@ -2453,20 +2659,14 @@ function sections() {
     item.append(Object.assign(document.createElement("a"), { href: `#${panel.section.id}`, textContent: ModelPanel.title }));
     nav.append(item);
   }
-  const gguf = schemes.find((s) => s.endpoints?.includes("gguf"));
-  if (gguf) {
-    const ggufPanel = new GgufPanel(api, gguf);
-    main.append(ggufPanel.section);
+  const readers = [["gguf", GgufPanel], ["applied", AppliedPanel], ["onnx", OnnxPanel]];
+  for (const [endpoint, Reader] of readers) {
+    const scheme = schemes.find((s) => s.endpoints?.includes(endpoint));
+    if (!scheme) continue;
+    const reading = new Reader(api, scheme);
+    main.append(reading.section);
     const item = document.createElement("li");
-    item.append(Object.assign(document.createElement("a"), { href: `#${ggufPanel.section.id}`, textContent: GgufPanel.title }));
-    nav.append(item);
-  }
-  const applied = schemes.find((s) => s.endpoints?.includes("applied"));
-  if (applied) {
-    const appliedPanel = new AppliedPanel(api, applied);
-    main.append(appliedPanel.section);
-    const item = document.createElement("li");
-    item.append(Object.assign(document.createElement("a"), { href: `#${appliedPanel.section.id}`, textContent: AppliedPanel.title }));
+    item.append(Object.assign(document.createElement("a"), { href: `#${reading.section.id}`, textContent: Reader.title }));
     nav.append(item);
   }
   const positions = schemes.find((s) => s.endpoints?.includes("positions"));

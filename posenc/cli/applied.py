@@ -114,7 +114,7 @@ def _compute(
     from posenc.declare import Part, Upload
     from posenc.schemes.rope.applied import operation
 
-    files = {name: Part(data, headers) for name, (data, headers) in parts.items()}
+    files = {name: (Part(data, headers),) for name, (data, headers) in parts.items()}
     given = Upload(memoryview(b""), query, {} if config is None else {"config": config}, files)
     cost = operation.size(given, budget.SERVICE_DEFAULTS).cost
     budget.admit(cost.bytes, "reading the two arrays", "before")

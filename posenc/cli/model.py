@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import click
@@ -51,12 +52,13 @@ def one_rope(answer: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @click.command(
-    short_help="the rope of a model's config.json, or of a GGUF file",
+    short_help="the rope of a model's config.json, or of a GGUF or ONNX file",
     epilog="\b\nExample:\n  posenc model config.json          # Llama 3.1 8B: one rope in 5 lines"
     "\n  posenc model config.json --urls   # and the HTTP URLs of its table and verify"
-    "\n  posenc model model.gguf --config config.json   # llama.cpp's rope, checked",
+    "\n  posenc model model.gguf --config config.json   # llama.cpp's rope, checked"
+    "\n  posenc model onnx-out/ --config config.json    # ONNX Runtime GenAI's, checked",
 )
-@click.argument("config", type=click.Path(exists=True, dir_okay=False))
+@click.argument("config", type=click.Path(exists=True))
 @click.option("--urls", "with_urls", is_flag=True, help="also print each rope's URLs")
 @click.option("--json", "as_json", is_flag=True, help="print the whole answer as JSON")
 @click.option("--url", metavar="URL", help=URL_HELP)
@@ -64,7 +66,7 @@ def one_rope(answer: Mapping[str, Any]) -> dict[str, Any]:
     "--config",
     "model_config",
     type=click.Path(exists=True, dir_okay=False),
-    help="with a GGUF file: the model's config.json, to check the file against (exit 0 "
+    help="with a GGUF or ONNX file: the model's config.json, to check the file against (exit 0 "
     "conforms, 1 not)",
 )
 @click.option("--n-ctx", type=click.IntRange(1), help="with a GGUF file: llama.cpp's context")
@@ -79,14 +81,23 @@ def model(
     """The rope of every layer of a model, read from its CONFIG (its config.json, as the Hub
     publishes it): each distinct rope once, with its layers, its parameters and the commands
     that build and check its cache. Given a GGUF file instead (model.gguf), what llama.cpp
-    applies at each of its layers, read from the file's header and rope tensors only."""
-    from posenc.cli import gguf
+    applies at each of its layers, read from the file's header and rope tensors only. Given an
+    ONNX Runtime GenAI model (model.onnx, or the builder's output folder), the rope each of its
+    caches holds, read from its graph and a few rows of each cache."""
+    from posenc.cli import gguf, onnx
 
+    if onnx.is_onnx(config):
+        if n_ctx is not None:
+            raise click.UsageError("--n-ctx takes a GGUF file")
+        onnx.run(config, model_config, as_json, url)
+        return
+    if Path(config).is_dir():
+        raise click.UsageError(f"{config} is a folder without a genai_config.json")
     if gguf.is_gguf(config):
         gguf.run(config, model_config, n_ctx, as_json, url)
         return
     if model_config is not None or n_ctx is not None:
-        raise click.UsageError("--config and --n-ctx take a GGUF file")
+        raise click.UsageError("--config and --n-ctx take a GGUF file (--config an ONNX one too)")
     scheme, answer = describe(config, url)
     click.echo(
         json.dumps(answer, indent=2) if as_json else render(scheme, answer, config, with_urls)

@@ -7,6 +7,7 @@
 // multimodal layout is drawn cell by cell with the service's ids, and dropped ids are diagnosed.
 // Issue 33: a GGUF file of 4 GiB is read from its first bytes alone, and checked beside its config.
 // Issue 40: a kernel's arrays dropped on their view: the verdict beside the angle error heatmap.
+// Issue 42: an ONNX model's graph is sent, then only the cache rows the service names.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -895,6 +896,98 @@ test("a kernel's q before and after its rope, dropped with its ids and config: t
   const audit = await page.evaluate(() => globalThis.axe.run("#view-applied", { runOnly: ["wcag2a", "wcag2aa", "best-practice"] }));
   const bad = audit.violations.filter((v) => ["serious", "critical"].includes(v.impact));
   assert.deepEqual(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.length}) ${v.nodes[0].target}`), []);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+// Issue 42: an ONNX Runtime GenAI model's files chosen together: the graph is sent, then only the
+// byte ranges of its caches the service names, sliced from the data file (here a sparse file of
+// 4 GiB, the weights' place: the page must never read it beyond those ranges).
+const SMOLLM2 = `import sys
+from pathlib import Path
+from tests.onnx.graphs import smollm2_folder
+smollm2_folder(Path(sys.argv[1]))`;
+// SmolLM2-135M's config.json, as docs/onnx.md shows it.
+const SMOLLM2_CONFIG = JSON.stringify({
+  model_type: "llama", hidden_size: 576, num_attention_heads: 9, num_key_value_heads: 3,
+  num_hidden_layers: 30, max_position_embeddings: 8192, rope_theta: 100000,
+}, null, 2);
+const onnxState = (page) => page.waitForSelector("#view-onnx:not([data-state=loading])", { timeout: 60000 })
+  .then(() => page.getAttribute("#view-onnx", "data-state"));
+
+/** The builder's folder for SmolLM2-135M's graph, its data file grown to 4 GiB (sparse). */
+function smollm2() {
+  const folder = join(scratch, "onnx-out");
+  execFileSync(PYTHON, ["-c", SMOLLM2, folder]);
+  truncateSync(join(folder, "model.onnx.data"), GIB4);
+  return ["model.onnx", "model.onnx.data", "genai_config.json"].map((name) => join(folder, name));
+}
+
+test("an ONNX model's files: the graph, then only the cache rows the service names; the verdict beside its config", async () => {
+  const { page, problems } = await open("/?scheme=rope&d_model=16&seq_len=32");
+  const answers = [];
+  const sent = [];
+  page.on("request", (request) => {
+    if (new URL(request.url()).pathname !== "/v1/rope/onnx") return;
+    const entry = { bytes: null };
+    sent.push(entry);
+    void request.allHeaders().then((headers) => { entry.bytes = Number(headers["content-length"]); });
+  });
+  page.on("response", async (response) => {
+    if (new URL(response.url()).pathname !== "/v1/rope/onnx") return;
+    const body = await response.json().catch(() => ({}));
+    answers.push({ status: response.status(), type: body.type, needed: body.needed });
+  });
+  assert.equal(await page.getAttribute("#view-onnx", "data-state"), "waiting");
+  await page.setInputFiles("#onnx-files", smollm2());
+  assert.equal(await onnxState(page), "drawn");
+  // The refusal names 24 ranges (cos and sin at 17 positions); the second request sends them.
+  assert.deepEqual(answers.map((a) => [a.status, a.type ?? null]), [[422, "urn:posenc:problem:external-data-needed"], [200, null]]);
+  assert.equal(answers[0].needed.length, 24);
+  assert.equal(await page.getAttribute("#view-onnx", "data-requests"), "2");
+  assert.equal(await page.getAttribute("#view-onnx", "data-external"), "4352");
+  assert.ok(sent.every((s) => s.bytes !== null && s.bytes < 32 * 2 ** 10), JSON.stringify(sent));
+  assert.equal(await page.getAttribute("#view-onnx", "data-layers"), "30");
+  const rope = page.locator("#view-onnx article.rope");
+  assert.equal(await rope.count(), 1);
+  assert.equal(await rope.getAttribute("data-layers"), [...Array(30).keys()].join(","));
+  assert.equal(await rope.getAttribute("data-recipe"), "framework");
+  assert.match(await rope.locator(".params").textContent(), /^d_model=64 base=100000 layout=split scaling=none$/);
+  assert.match(await page.locator("#view-onnx p.sent").textContent(), /and 4,352 bytes of its external data, in 2 requests\.$/);
+  assert.equal(await page.locator("#view-onnx .verdict").count(), 0, "no config, no verdict");
+  await page.locator("#view-onnx").screenshot({ path: join(ARTIFACTS, "views", "1200-onnx.png") });
+
+  // Its config: conforms; the config of another base: the finding, with its layers.
+  await page.fill("#onnx-config", SMOLLM2_CONFIG);
+  await page.click("#onnx-send");
+  assert.equal(await onnxState(page), "drawn");
+  assert.equal(await page.getAttribute("#view-onnx", "data-conforms"), "true");
+  await page.fill("#onnx-config", SMOLLM2_CONFIG.replace("100000", "10000"));
+  await page.click("#onnx-send");
+  assert.equal(await onnxState(page), "drawn");
+  assert.equal(await page.getAttribute("#view-onnx", "data-conforms"), "false");
+  assert.equal(await page.getAttribute("#view-onnx", "data-findings"), "base");
+  assert.match(await page.locator("#view-onnx li[data-finding=base]").innerText(), /another base: the model's 10000(\.0)?, the cache's 100000(\.0)? \(layers 0–29\)/);
+  await page.setViewportSize({ width: 375, height: 900 });
+  const wide = await page.evaluate(() => [...document.querySelectorAll("#view-onnx *")]
+    .filter((node) => node.getBoundingClientRect().right > window.innerWidth).map((node) => `${node.tagName}.${node.className}`));
+  assert.deepEqual(wide, [], "the ONNX view at 375 px is wider than the window");
+  await page.locator("#view-onnx").screenshot({ path: join(ARTIFACTS, "views", "375-onnx-finding.png") });
+  await page.addScriptTag({ path: AXE });
+  const audit = await page.evaluate(() => globalThis.axe.run("#view-onnx", { runOnly: ["wcag2a", "wcag2aa", "best-practice"] }));
+  const bad = audit.violations.filter((v) => ["serious", "critical"].includes(v.impact));
+  assert.deepEqual(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.length}) ${v.nodes[0].target}`), []);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("an ONNX graph chosen without its data file names the file to choose", async () => {
+  const { page, problems } = await open("/?scheme=rope&d_model=16&seq_len=32");
+  const [graph, , genai] = smollm2();
+  await page.setInputFiles("#onnx-files", [graph, genai]);
+  assert.equal(await onnxState(page), "error");
+  assert.equal(await page.locator("#view-onnx .state").textContent(), "The caches are in model.onnx.data: choose it with the model.");
+  assert.equal(await page.locator("#view-onnx article.rope").count(), 0);
   assert.deepEqual(problems, []);
   await page.close();
 });

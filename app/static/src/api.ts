@@ -64,6 +64,10 @@ export type GgufAnswer = paths[GgufPath]["post"]["responses"][200]["content"]["a
 // Which rope a kernel applied, from its input and output (`/v1/{scheme}/applied`).
 type AppliedPath = Extract<keyof paths, `/v1/${string}/applied`>;
 export type AppliedAnswer = paths[AppliedPath]["post"]["responses"][200]["content"]["application/json"];
+// The rope an ONNX Runtime GenAI model applies, from its graph and its caches' rows
+// (`/v1/{scheme}/onnx`); beside the model's config.json, the verdict.
+type OnnxPath = Extract<keyof paths, `/v1/${string}/onnx`>;
+export type OnnxAnswer = paths[OnnxPath]["post"]["responses"][200]["content"]["application/json"];
 
 const TIMEOUT_MS = 20000;
 
@@ -82,7 +86,10 @@ export class ApiError extends Error {
   }
 }
 
-export interface Problem { type?: string; title?: string; detail?: unknown; errors?: { loc: unknown[]; msg: string }[]; needed_bytes?: number }
+export interface Problem {
+  type?: string; title?: string; detail?: unknown; errors?: { loc: unknown[]; msg: string }[]; needed_bytes?: number;
+  needed?: { tensor: string; location: string; offset: number; length: number }[];
+}
 
 function describe(status: number, problem: unknown, retryAfter: string | null): string {
   const body = (problem ?? {}) as Problem;
@@ -172,6 +179,18 @@ export class Api {
       client.POST(`/v1/${scheme}/applied` as AppliedPath, {
         params: { query: query as never },
         body: form as never,
+        bodySerializer: (b: unknown) => b as BodyInit,
+        signal: s,
+      }),
+    signal);
+  }
+
+  /** What a model's graph (multipart: the graph, its genai_config, its model's config, the
+   * external ranges asked for) says, or the service's refusal. */
+  async onnx(scheme: string, body: FormData, signal: AbortSignal): Promise<OnnxAnswer> {
+    return this.settle<OnnxAnswer>((s) =>
+      client.POST(`/v1/${scheme}/onnx` as OnnxPath, {
+        body: body as never,
         bodySerializer: (b: unknown) => b as BodyInit,
         signal: s,
       }),

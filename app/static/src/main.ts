@@ -4,6 +4,7 @@ import { Api, loadSchemes, type Scheme } from "./api";
 import { AppliedPanel } from "./applied";
 import { apiParameters, build, fromUrl, read, type State, toUrl } from "./controls";
 import { GgufPanel } from "./gguf";
+import { OnnxPanel } from "./onnx";
 import { LayoutPanel } from "./layout";
 import { ModelPanel } from "./model";
 import { type Context, drop, rotation, Slot, VIEWS } from "./views";
@@ -65,22 +66,16 @@ function sections(): void {
     item.append(Object.assign(document.createElement("a"), { href: `#${panel.section.id}`, textContent: ModelPanel.title }));
     nav.append(item);
   }
-  // The scheme that reads a GGUF file's prefix, if one does.
-  const gguf = schemes.find((s) => s.endpoints?.includes("gguf"));
-  if (gguf) {
-    const ggufPanel = new GgufPanel(api, gguf);
-    main.append(ggufPanel.section);
+  // The panels of the operations that read what a runtime was given, each where a scheme
+  // offers it: a GGUF file's prefix, a kernel's input and output, an ONNX model's graph.
+  const readers = [["gguf", GgufPanel], ["applied", AppliedPanel], ["onnx", OnnxPanel]] as const;
+  for (const [endpoint, Reader] of readers) {
+    const scheme = schemes.find((s) => s.endpoints?.includes(endpoint));
+    if (!scheme) continue;
+    const reading = new Reader(api, scheme);
+    main.append(reading.section);
     const item = document.createElement("li");
-    item.append(Object.assign(document.createElement("a"), { href: `#${ggufPanel.section.id}`, textContent: GgufPanel.title }));
-    nav.append(item);
-  }
-  // The scheme that reads the rope a kernel applied, if one does.
-  const applied = schemes.find((s) => s.endpoints?.includes("applied"));
-  if (applied) {
-    const appliedPanel = new AppliedPanel(api, applied);
-    main.append(appliedPanel.section);
-    const item = document.createElement("li");
-    item.append(Object.assign(document.createElement("a"), { href: `#${appliedPanel.section.id}`, textContent: AppliedPanel.title }));
+    item.append(Object.assign(document.createElement("a"), { href: `#${reading.section.id}`, textContent: Reader.title }));
     nav.append(item);
   }
   // The scheme that gives a multimodal layout's ids, if one does.

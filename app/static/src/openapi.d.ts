@@ -278,6 +278,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/rope/onnx": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The rope an ONNX Runtime GenAI model applies, read from its graph and the rows of its cos/sin caches (asking for the external data ranges that hold them), and whether it is the model's */
+        post: operations["rope_onnx_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/alibi/table": {
         parameters: {
             query?: never;
@@ -4650,7 +4667,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description multipart/form-data: before, after, positions (bytes, each with its own part headers); JSON: config */
+        /** @description multipart/form-data, up to POSENC_MAX_GGUF_BYTES: before, after, positions (bytes, each with its own part headers); JSON: config */
         requestBody: {
             content: {
                 "multipart/form-data": {
@@ -4788,7 +4805,240 @@ export interface operations {
                     };
                 };
             };
-            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or the file's first bytes stop before what is read from them (needed_bytes: how many to send) */
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    rope_onnx_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description multipart/form-data, up to POSENC_MAX_GGUF_BYTES: model, external (any number) (bytes, each with its own part headers); JSON: genai_config, config */
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description the .onnx file: its graph is read, never its weights
+                     */
+                    model: string;
+                    external?: string[];
+                    genai_config?: Record<string, never>;
+                    config?: Record<string, never>;
+                };
+            };
+        };
+        responses: {
+            /** @description The rope an ONNX Runtime GenAI model applies, read from its graph and the rows of its cos/sin caches (asking for the external data ranges that hold them), and whether it is the model's */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the model's producer_name and producer_version */
+                        producer: {
+                            name: string;
+                            version: string;
+                        };
+                        /** @description opset_import: each domain's version ('' is ai.onnx) */
+                        opsets: {
+                            [key: string]: number;
+                        };
+                        /** @description genai_config.json's, else one past the last layer a node names */
+                        num_hidden_layers: number | null;
+                        /** @description genai_config.json's */
+                        head_size: number | null;
+                        /** @description genai_config.json's model.context_length: what the runtime serves */
+                        context_length: number | null;
+                        /** @description every cos/sin pair a node reads, one per alternative an If or an offset picks */
+                        ropes: {
+                            /** @description the layers whose nodes read it */
+                            layers: number[];
+                            nodes: string[];
+                            /** @description domain.op_type of the nodes */
+                            op: string;
+                            /** @description the nodes turn pairs (2i, 2i+1) (rotary_interleaved or interleaved = 1), else (i, i + d/2) */
+                            interleaved: boolean;
+                            /** @description the dimensions that turn */
+                            rotary_dim: number;
+                            /** @description the positions the cache holds */
+                            cache_length: number;
+                            /** @enum {string} */
+                            dtype: "float32" | "float16" | "bfloat16" | "float64";
+                            caches: {
+                                cos: {
+                                    /** @description the initializer's or Constant's name */
+                                    tensor: string;
+                                    /** @enum {string} */
+                                    source: "initializer" | "constant";
+                                    /** @description [first, end): the rows this rope reads */
+                                    rows: number[];
+                                    /** @description the external data file that holds it (null: in the graph) */
+                                    location: string | null;
+                                    /** @description the Cast and Identity nodes between */
+                                    through: string[];
+                                };
+                                sin: {
+                                    /** @description the initializer's or Constant's name */
+                                    tensor: string;
+                                    /** @enum {string} */
+                                    source: "initializer" | "constant";
+                                    /** @description [first, end): the rows this rope reads */
+                                    rows: number[];
+                                    /** @description the external data file that holds it (null: in the graph) */
+                                    location: string | null;
+                                    /** @description the Cast and Identity nodes between */
+                                    through: string[];
+                                };
+                            };
+                            /** @description what picks this pair among others (outermost first); empty: read at every length */
+                            selected_by: {
+                                /**
+                                 * @description an If's branch; DirectML's position ids offset by the short cache's length; or the offset genai_config.json gives the runtime
+                                 * @enum {string}
+                                 */
+                                by: "If" | "position_offset" | "genai_config";
+                                /** @description the node, or the genai_config key */
+                                node: string;
+                                /** @description the condition, as the graph computes it */
+                                test: string;
+                                /** @description this rope is read when the test holds */
+                                holds: boolean;
+                            }[];
+                            /** @description [shortest, longest] sequence it is read for (longest null: any); null where a test is not one of the sequence length */
+                            sequence_lengths: (number | null)[] | null;
+                            /** @description the rows sampled and measured */
+                            positions: number[];
+                            /** @description the canonical GET parameters of /v1/rope/table whose frequencies the rows hold (the model's own where a config is given and they agree), its layout the nodes' pairs; null where the rows are not one rope's cos and sin */
+                            params: Record<string, never> | null;
+                            /** @description the factor of cos and sin, measured (the rope's own where it agrees) */
+                            attention_factor: number;
+                            /**
+                             * @description the float32 recipe the rows equal within one ulp of their type: transformers' (framework) or the GenAI builder's own; null: neither
+                             * @enum {string|null}
+                             */
+                            recipe: "framework" | "onnxruntime-genai" | null;
+                            /** @description the largest |cos − cos′| and |sin − sin′| of the sampled rows against the exact table of params (times attention_factor), positions first to last: recipe noise and the type's rounding */
+                            max_abs_difference: {
+                                positions: number[];
+                                exact: number;
+                            } | null;
+                        }[];
+                        /** @description layers with attention and no rope */
+                        nope_layers: number[];
+                        /** @description with a config part: what POST /v1/rope/config answers for it */
+                        model?: Record<string, never>;
+                        /** @description with a config part: every cache is the model's rope for the layers and sequence lengths that read it (frequencies, attention factor, pairs, width, length) */
+                        conforms?: boolean;
+                        /** @description with a config part: each way a cache differs from the model's rope, with its layers and both sides' values */
+                        findings?: {
+                            /** @enum {string} */
+                            kind: "nope_layers" | "interleaved" | "rotary_width" | "not_a_rotation" | "frequencies_inverted" | "sliding_layer" | "longrope_switch" | "scaling_dropped" | "base" | "scaling_changed" | "attention_factor" | "cache_too_short";
+                            detail: string;
+                            layers: number[];
+                            evidence: Record<string, never>;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                    "text/plain": string;
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or the file keeps what is read in external data the body does not hold (type urn:posenc:problem:external-data-needed; needed: the byte ranges to send) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4805,6 +5055,13 @@ export interface operations {
                         }[];
                         /** @description where the body stops before what is read from it: the bytes from the file's start to send at least */
                         needed_bytes?: number;
+                        /** @description with type urn:posenc:problem:external-data-needed: the byte ranges of the files the body's file refers to that the next request must send, each as a part whose filename is <location>@<offset> */
+                        needed?: {
+                            tensor: string;
+                            location: string;
+                            offset: number;
+                            length: number;
+                        }[];
                     };
                 };
             };

@@ -20,6 +20,8 @@ from posenc.schemes.rope.models import answer as config_answer
 from posenc.schemes.rope.mrope import answer as mrope_answer
 from posenc.schemes.rope.mrope import given as mrope_given
 from posenc.schemes.rope.mrope import schemas as mrope_schemas
+from posenc.schemes.rope.onnx import operation as onnx_operation
+from posenc.schemes.rope.onnx import schemas as onnx_schemas
 from posenc.schemes.rope.params import COMPONENTS, RopeParams
 from posenc.schemes.rope.vision import answer as vision_answer
 from posenc.schemes.rope.vision import schemas as vision_schemas
@@ -97,6 +99,7 @@ _GGUF = Extra(
     binary=True,
     query=(gguf_schemas.N_CTX,),
     parts=("config",),
+    incomplete="prefix",
 )
 
 _APPLIED = Extra(
@@ -111,6 +114,21 @@ _APPLIED = Extra(
     query=applied_schemas.QUERY,
     parts=("config",),
     files=applied_schemas.FILES,
+)
+
+_ONNX = Extra(
+    "onnx",
+    "The rope an ONNX Runtime GenAI model applies, read from its graph and the rows of its "
+    "cos/sin caches (asking for the external data ranges that hold them), and whether it is "
+    "the model's",
+    onnx_operation.handle,
+    {},
+    onnx_schemas.ANSWER_SCHEMA,
+    size=onnx_operation.size,
+    binary=True,
+    parts=("genai_config", "config"),
+    files=onnx_schemas.FILES,
+    incomplete="external",
 )
 
 declaration = Scheme(
@@ -149,7 +167,7 @@ declaration = Scheme(
     conformance_cost=_conformance_cost,
     components=COMPONENTS,
     rotate=maths.rotate,
-    extras=(_CONFIG, _POSITIONS, _POSITIONS_VERIFY, _VISION, _GGUF, _APPLIED),
+    extras=(_CONFIG, _POSITIONS, _POSITIONS_VERIFY, _VISION, _GGUF, _APPLIED, _ONNX),
     magnitude=maths.magnitude,
     ids=mrope_given.IDS,
 )

@@ -37,8 +37,9 @@ def size(given: Upload, limits: Limits) -> Sized:
     values = math.prod(shape)
     cells = _cells(shape, given.query)
     ids, per_cell = 0, WORK_PER_CELL
-    if "positions" in given.files:
-        stated = reader.declared(given.files["positions"], "positions", reader.INTEGERS).shape
+    positions = given.file("positions")
+    if positions is not None:
+        stated = reader.declared(positions, "positions", reader.INTEGERS).shape
         ids = math.prod(stated)
         per_cell = WORK_PER_MROPE_CELL if len(stated) == 2 else WORK_PER_CELL
     cost = Cost(BYTES_PER_VALUE * values + BYTES_PER_CELL * cells + 8 * ids, 0)
@@ -61,13 +62,14 @@ def handle(given: Upload, limits: Limits) -> dict[str, Any]:
     return answer.answer(
         _part(given, "before"),
         _part(given, "after"),
-        given.files.get("positions"),
+        given.file("positions"),
         given.parts.get("config"),
         given.query,
     )
 
 
 def _part(given: Upload, name: str) -> Part:
-    if name not in given.files:
+    part = given.file(name)
+    if part is None:
         raise ParameterError(name, "is a required part, and is missing")
-    return given.files[name]
+    return part

@@ -1,0 +1,295 @@
+"""Where each rope cache a node reads comes from, and when: the graph's uses of the caches.
+
+A node of :data:`.rules.ROPE_OPS` names its ``cos_cache`` and ``sin_cache`` inputs; each name is
+followed back through ``Cast`` and ``Identity`` to an initializer or a ``Constant``, and through
+an ``If`` into both branches (at any depth), each branch then one alternative chosen by the
+``If``'s condition. A concatenated cache (DirectML's: the position ids offset by the short
+cache's length once they pass it; WebGPU's and TensorRT-RTX's: the offset in
+``genai_config.json``) is two alternatives too, each a range of the tensor's rows. A condition
+is read back to the sequence length where the builder's own patterns compute it
+(``attention_mask.shape[1]``, ``max(position_ids)``), so each alternative says which lengths it
+serves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from posenc.schemes.rope.onnx import rules
+from posenc.schemes.rope.onnx.reader import Graph, Model, Node, Tensor, values
+from posenc.schemes.rope.onnx.wire import ONNXError
+
+# Nodes followed back from one name at most (a cycle in a hostile graph ends here).
+_MOST_STEPS = 64
+_COMPARISONS = ("Greater", "GreaterOrEqual", "Less", "LessOrEqual")
+# What a comparison's operand may be, read as the sequence length L: the builder compares
+# attention_mask's second dimension (L) or the largest position id (L − 1). Data, not branches.
+_LENGTHS = {"attention_mask.shape[1]": 0, "max(position_ids)": -1}
+
+
+@dataclass(frozen=True)
+class Cache:
+    """A stored cos or sin table, and the rows ``[first, end)`` of it one alternative reads."""
+
+    tensor: Tensor
+    source: str  # "initializer" or "constant"
+    through: tuple[str, ...]
+    rows: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What picks an alternative: the node (an ``If``, the ``Add`` that offsets the position
+    ids) or the genai_config key, which side of its test this alternative is, and the test."""
+
+    by: str
+    node: str
+    holds: bool
+    test: str
+    # The test holds for sequence lengths above this (None: not a test of the length).
+    above: int | None
+
+
+@dataclass(frozen=True)
+class Use:
+    """One node's reading of one cos/sin pair: the node, its operator's row, its layer."""
+
+    node: Node
+    op: rules.RopeOp
+    layer: int | None
+    cos: Cache
+    sin: Cache
+    choices: tuple[Choice, ...]
+
+
+class _Scope:
+    """A graph and those around it, innermost first, with each graph's producer of a name."""
+
+    def __init__(self, graphs: tuple[Graph, ...]) -> None:
+        self.graphs = graphs
+        self.made = [{out: node for node in g.nodes for out in node.outputs} for g in graphs]
+
+    def inner(self, graph: Graph) -> _Scope:
+        return _Scope((graph, *self.graphs))
+
+    def find(self, name: str) -> tuple[Tensor | Node | None, _Scope]:
+        for k, graph in enumerate(self.graphs):
+            if name in self.made[k]:
+                return self.made[k][name], _Scope(self.graphs[k:])
+            if name in graph.initializers:
+                return graph.initializers[name], _Scope(self.graphs[k:])
+        return None, self
+
+
+def uses(model: Model, genai_config: Mapping[str, Any] | None) -> tuple[list[Use], list[Node]]:
+    """Every node's use of a cos/sin pair (one per alternative), and the attention nodes."""
+    found: list[Use] = []
+    attention: list[Node] = []
+    offset = _config_offset(genai_config)
+    for node, scope in _nodes(_Scope((model.graph,))):
+        key = (node.domain, node.op_type)
+        if key in rules.ATTENTION_OPS:
+            attention.append(node)
+        op = rules.ROPE_OP_OF.get(key)
+        if op is None or (op.enabled_by is not None and node.ints.get(op.enabled_by, 0) != 1):
+            continue
+        if max(op.cos, op.sin) >= len(node.inputs) or not node.inputs[op.cos]:
+            raise ONNXError(f"node {node.name!r} ({op.name}) turns q and k but names no cache")
+        layer = _layer(node.name)
+        pairs = _pairs(model, node.inputs[op.cos], node.inputs[op.sin], scope)
+        shifted = _offset_positions(model, node, op, scope)
+        for cos, sin, choices in pairs:
+            split = shifted if shifted is not None else offset
+            for cos_rows, sin_rows, choice in _split(cos, sin, split):
+                found.append(Use(node, op, layer, cos_rows, sin_rows, (*choices, *choice)))
+    return found, attention
+
+
+def _nodes(scope: _Scope) -> Iterator[tuple[Node, _Scope]]:
+    for node in scope.graphs[0].nodes:
+        yield node, scope
+        for graph in node.graphs.values():
+            yield from _nodes(scope.inner(graph))
+
+
+def _layer(name: str) -> int | None:
+    found = rules.LAYER.search(name)
+    return int(found.group(1)) if found else None
+
+
+def _pairs(
+    model: Model, cos: str, sin: str, scope: _Scope
+) -> list[tuple[Cache, Cache, tuple[Choice, ...]]]:
+    coses, sines = _follow(model, cos, scope, (), 0), _follow(model, sin, scope, (), 0)
+    by_choice = {choices: cache for cache, choices in sines}
+    pairs = []
+    for cache, choices in coses:
+        if choices not in by_choice:
+            raise ONNXError(f"{cos!r} and {sin!r} are not chosen by the same conditions")
+        pairs.append((cache, by_choice[choices], choices))
+    return pairs
+
+
+def _follow(
+    model: Model, name: str, scope: _Scope, through: tuple[str, ...], steps: int
+) -> list[tuple[Cache, tuple[Choice, ...]]]:
+    if steps > _MOST_STEPS:
+        raise ONNXError(f"{name!r} is followed back through more than {_MOST_STEPS} nodes")
+    made, where = scope.find(name)
+    if isinstance(made, Tensor):
+        return [(Cache(made, "initializer", through, (0, _rows(made))), ())]
+    if made is None:
+        raise ONNXError(f"the rope cache {name!r} is neither an initializer nor a node's output")
+    if made.op_type == "Constant" and made.value is not None:
+        value = made.value
+        return [(Cache(value, "constant", through, (0, _rows(value))), ())]
+    if made.op_type in ("Cast", "Identity") and made.inputs:
+        return _follow(model, made.inputs[0], where, (*through, made.name), steps + 1)
+    if made.op_type == "If" and {"then_branch", "else_branch"} <= made.graphs.keys():
+        index = made.outputs.index(name)
+        test, above = _test(model, made.inputs[0] if made.inputs else "", where)
+        found = []
+        for branch, holds in (("then_branch", True), ("else_branch", False)):
+            graph = made.graphs[branch]
+            if index >= len(graph.outputs):
+                raise ONNXError(f"the {branch} of {made.name!r} has no output {index}")
+            choice = Choice("If", made.name, holds, test, above)
+            for cache, choices in _follow(
+                model, graph.outputs[index], where.inner(graph), through, steps + 1
+            ):
+                found.append((cache, (choice, *choices)))
+        return found
+    raise ONNXError(
+        f"the rope cache {name!r} is computed by a {made.op_type} node ({made.name!r}): the "
+        "reader follows initializers, Constant nodes, Cast, Identity and If"
+    )
+
+
+def _rows(tensor: Tensor) -> int:
+    if len(tensor.dims) != 2 or tensor.dims[0] < 1 or tensor.dims[1] < 1:
+        raise ONNXError(
+            f"the rope cache {tensor.name!r} has shape {list(tensor.dims)}, not "
+            "(cache length, rotary_dim/2)"
+        )
+    return tensor.dims[0]
+
+
+def _test(model: Model, name: str, scope: _Scope) -> tuple[str, int | None]:
+    """A condition as text, and the sequence length above which it holds (None: it is not a
+    test of the sequence length the reader recognises)."""
+    made, where = scope.find(name)
+    if not isinstance(made, Node) or made.op_type not in _COMPARISONS or len(made.inputs) < 2:
+        return _describe(model, name, scope, 0), None
+    left = _describe(model, made.inputs[0], where, 0)
+    threshold = _integer(model, made.inputs[1], where)
+    shown = threshold if threshold is not None else _describe(model, made.inputs[1], where, 0)
+    text = f"{left} {_SYMBOLS[made.op_type]} {shown}"
+    if threshold is None or left not in _LENGTHS or made.op_type.startswith("Less"):
+        return text, None
+    # L + shift > t (Greater) or L + shift ≥ t (GreaterOrEqual): L above t − shift (− 1).
+    above = threshold - _LENGTHS[left] - (made.op_type == "GreaterOrEqual")
+    return text, above
+
+
+_SYMBOLS = {"Greater": ">", "GreaterOrEqual": ">=", "Less": "<", "LessOrEqual": "<="}
+
+
+def _describe(model: Model, name: str, scope: _Scope, depth: int) -> str:
+    made, where = scope.find(name)
+    if depth > 8 or made is None or isinstance(made, Tensor):
+        return name
+    inputs = made.inputs
+    if made.op_type in ("Cast", "Identity") and inputs:
+        return _describe(model, inputs[0], where, depth + 1)
+    if made.op_type == "ReduceMax" and inputs:
+        return f"max({_describe(model, inputs[0], where, depth + 1)})"
+    if made.op_type == "Gather" and len(inputs) == 2:
+        shape, _ = where.find(inputs[0])
+        index = _integer(model, inputs[1], where)
+        if isinstance(shape, Node) and shape.op_type == "Shape" and shape.inputs:
+            return f"{_describe(model, shape.inputs[0], where, depth + 1)}.shape[{index}]"
+    return f"{made.op_type}({', '.join(inputs)})"
+
+
+def _integer(model: Model, name: str, scope: _Scope) -> int | None:
+    """The value of a one-element integer initializer or Constant, else None."""
+    made, _ = scope.find(name)
+    tensor = made.value if isinstance(made, Node) and made.op_type == "Constant" else made
+    if isinstance(made, Node) and made.op_type == "Constant" and "value_int" in made.ints:
+        return made.ints["value_int"]
+    if (
+        not isinstance(tensor, Tensor)
+        or tensor.size != 1
+        or tensor.data_type not in rules.INT_TYPES
+    ):
+        return None
+    if tensor.external is not None:
+        return None
+    return int(values(model, tensor, 0, 1)[0])
+
+
+def _offset_positions(
+    model: Model, node: Node, op: rules.RopeOp, scope: _Scope
+) -> tuple[int, Choice] | None:
+    """DirectML's concatenated cache: the node's position ids are ``position_ids + k·test``
+    (``Add`` of a ``Mul`` of the cast test by ``k``): rows from k on serve the test's lengths."""
+    if op.position_ids is None or op.position_ids >= len(node.inputs):
+        return None
+    add, where = scope.find(node.inputs[op.position_ids])
+    if not isinstance(add, Node) or add.op_type != "Add" or len(add.inputs) != 2:
+        return None
+    for term in add.inputs:
+        mul, inner = where.find(term)
+        if not isinstance(mul, Node) or mul.op_type != "Mul" or len(mul.inputs) != 2:
+            continue
+        k = next((_integer(model, x, inner) for x in mul.inputs if _integer(model, x, inner)), None)
+        flag = next((x for x in mul.inputs if _integer(model, x, inner) is None), None)
+        if k is None or flag is None:
+            continue
+        cast, _ = inner.find(flag)
+        tested = cast.inputs[0] if isinstance(cast, Node) and cast.op_type == "Cast" else flag
+        test, above = _test(model, tested, inner)
+        return k, Choice("position_offset", add.name, True, test, above)
+    return None
+
+
+def _config_offset(genai_config: Mapping[str, Any] | None) -> tuple[int, Choice] | None:
+    """WebGPU's and TensorRT-RTX's concatenated cache: the row its long part starts at, in
+    genai_config.json's provider options (the runtime takes it for lengths above it)."""
+    options: Any = genai_config
+    for key in rules.PROVIDER_OPTIONS:
+        options = options.get(key) if isinstance(options, Mapping) else None
+    for provider in options if isinstance(options, list) else ():
+        for settings in provider.values() if isinstance(provider, Mapping) else ():
+            for key in rules.CONCAT_OFFSET_KEYS:
+                value = settings.get(key) if isinstance(settings, Mapping) else None
+                if isinstance(value, str) and value.isascii() and value.isdigit():
+                    offset = int(value[:12])
+                    return offset, Choice("genai_config", key, True, f"L > {offset}", offset)
+    return None
+
+
+def _split(
+    cos: Cache, sin: Cache, offset: tuple[int, Choice] | None
+) -> Iterator[tuple[Cache, Cache, tuple[Choice, ...]]]:
+    """One pair as read, or a concatenated pair's two parts: rows before the offset for the
+    lengths the test refuses, rows from it for those it takes."""
+    if offset is None:
+        yield cos, sin, ()
+        return
+    k, choice = offset
+    first, end = cos.rows
+    if not 0 < k < end - first:
+        raise ONNXError(
+            f"the cache {cos.tensor.name!r} of {end - first} rows is read from row "
+            f"{k} on: not a concatenated cache"
+        )
+    refused = Choice(choice.by, choice.node, False, choice.test, choice.above)
+    for (lo, hi), side in (((first, first + k), refused), ((first + k, end), choice)):
+        yield (
+            Cache(cos.tensor, cos.source, cos.through, (lo, hi)),
+            Cache(sin.tensor, sin.source, sin.through, (lo, hi)),
+            (side,),
+        )

@@ -1,0 +1,160 @@
+"""POST /v1/rope/onnx over HTTP: the round trip a client makes for a model whose caches are in
+external data (a 422 of its own type listing the byte ranges, then the ranges as parts), what
+the OpenAPI document says of the body, the answer and the refusal, and bad parts named."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from tests.conftest import Client
+from tests.onnx import graphs
+from tests.onnx.files import EXTERNAL_DATA_NEEDED, check, multipart, ranges
+
+
+@pytest.fixture(scope="module")
+def external(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("external")
+    return graphs.saved(graphs.plain(length=4096, pairs=64, base=500000.0), folder, True)
+
+
+def _document(client: Client) -> dict[str, Any]:
+    operation: dict[str, Any] = client.get("/openapi.json").json()["paths"]["/v1/rope/onnx"]["post"]
+    return operation
+
+
+def _valid(value: Any, schema: dict[str, Any]) -> list[str]:
+    return [error.message for error in jsonschema.Draft202012Validator(schema).iter_errors(value)]
+
+
+def test_caches_in_external_data_are_asked_for_then_read_from_the_parts_sent(
+    client: Client, external: Path
+) -> None:
+    body, headers = multipart([("model", "model.onnx", (external / "model.onnx").read_bytes())])
+    refused = client.post("/v1/rope/onnx", content=body, headers=headers)
+    problem = refused.json()
+    assert refused.status_code == 422 and problem["type"] == EXTERNAL_DATA_NEEDED
+    assert {need["tensor"] for need in problem["needed"]} == {"cos_cache", "sin_cache"}
+    assert {need["location"] for need in problem["needed"]} == {"model.onnx.data"}
+    schema = _document(client)["responses"]["422"]["content"]["application/problem+json"]
+    assert not _valid(problem, schema["schema"])
+    # 16 positions (0–4, the powers of two, the last two) of 64 float32 pairs, cos and sin:
+    # 8 KiB of a data file of 2 MiB.
+    sent = sum(need["length"] for need in problem["needed"])
+    assert sent == 2 * 16 * 64 * 4 == (external / "model.onnx.data").stat().st_size // 256
+    answer, _ = check(client, external)
+    (rope,) = answer["ropes"]
+    assert rope["params"] == {
+        "d_model": 128,
+        "base": 500000.0,
+        "layout": "split",
+        "scaling": "none",
+    }
+    assert rope["caches"]["cos"]["location"] == "model.onnx.data"
+
+
+def test_the_answer_and_the_body_are_what_the_openapi_document_says(
+    client: Client, external: Path, tmp_path: Path
+) -> None:
+    operation = _document(client)
+    form = operation["requestBody"]["content"]["multipart/form-data"]["schema"]
+    assert form["required"] == ["model"]
+    assert set(form["properties"]) == {"model", "genai_config", "config", "external"}
+    assert form["properties"]["external"]["type"] == "array"
+    schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    config = {
+        "model_type": "llama",
+        "num_hidden_layers": 2,
+        "hidden_size": 512,
+        "num_attention_heads": 4,
+        "rope_theta": 10000.0,
+        "max_position_embeddings": 256,
+    }
+    inline = graphs.saved(graphs.longrope(), tmp_path / "longrope", False)
+    for folder, given in ((external, None), (inline, config), (external, config)):
+        answer, _ = check(client, folder, given)
+        assert not _valid(answer, schema), answer
+
+
+def test_a_model_sent_alone_as_octet_stream_is_refused_naming_the_content_type(
+    client: Client, tmp_path: Path
+) -> None:
+    """The body is multipart/form-data, its parts named (the contract's form)."""
+    folder = graphs.saved(graphs.plain(), tmp_path, False)
+    response = client.post(
+        "/v1/rope/onnx",
+        content=(folder / "model.onnx").read_bytes(),
+        headers={"content-type": "application/octet-stream"},
+    )
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"][-1] == "content-type"
+
+
+@pytest.mark.parametrize(
+    ("parts", "named"),
+    [
+        ([("config", None, b"{}")], "model"),
+        ([("external", "model.onnx.data", b"x")], "external"),
+        ([("external", None, b"x")], "external"),
+        ([("config", None, b"[1, 2]")], "config"),
+        ([("genai_config", None, b'"x"')], "genai_config"),
+        ([("weights", None, b"x")], "weights"),
+    ],
+)
+def test_a_bad_part_is_refused_naming_it(
+    client: Client, external: Path, parts: list[tuple[str, str | None, bytes]], named: str
+) -> None:
+    model = [] if named == "model" else [("model", "m", (external / "model.onnx").read_bytes())]
+    body, headers = multipart([*model, *parts])
+    response = client.post("/v1/rope/onnx", content=body, headers=headers)
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"] == ["body", named], response.json()
+
+
+def test_ranges_sent_from_another_file_or_cut_short_are_asked_for_again(
+    client: Client, external: Path
+) -> None:
+    model = ("model", "model.onnx", (external / "model.onnx").read_bytes())
+    body, headers = multipart([model])
+    needed = client.post("/v1/rope/onnx", content=body, headers=headers).json()["needed"]
+    sent = ranges(external, needed)
+    elsewhere = [(n, f"other.data@{f.split('@')[1]}", d) for n, f, d in sent if f]
+    short = [(n, f, d[:-1]) for n, f, d in sent]
+    for parts in (elsewhere, short):
+        body, headers = multipart([model, *parts])
+        again = client.post("/v1/rope/onnx", content=body, headers=headers).json()
+        assert again["type"] == EXTERNAL_DATA_NEEDED
+        assert again["needed"] == needed
+
+
+def test_a_config_of_another_model_is_refused_naming_its_layers(
+    client: Client, external: Path
+) -> None:
+    config = {
+        "model_type": "llama",
+        "num_hidden_layers": 7,
+        "hidden_size": 512,
+        "num_attention_heads": 4,
+    }
+    body, headers = multipart(
+        [
+            ("model", "model.onnx", (external / "model.onnx").read_bytes()),
+            ("config", None, json.dumps(config).encode()),
+            *ranges(external, check_needed(client, external)),
+        ]
+    )
+    response = client.post("/v1/rope/onnx", content=body, headers=headers)
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"] == ["body", "config.num_hidden_layers"]
+
+
+def check_needed(client: Client, folder: Path) -> list[dict[str, Any]]:
+    body, headers = multipart([("model", "model.onnx", (folder / "model.onnx").read_bytes())])
+    needed: list[dict[str, Any]] = client.post(
+        "/v1/rope/onnx", content=body, headers=headers
+    ).json()["needed"]
+    return needed

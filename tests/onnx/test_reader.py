@@ -1,0 +1,283 @@
+"""The bounded reader of an ONNX graph: it reads what the ``onnx`` package reads, follows If
+branches at any depth up to its limit, refuses what a file claims beyond its bytes or the
+service's limits with the service's own errors, and, fuzzed with mutated and truncated graphs,
+raises nothing else (over HTTP: a 4xx, never a 5xx)."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from onnx import helper, numpy_helper
+
+from posenc.cli.budget import SERVICE_DEFAULTS
+from posenc.declare import Part, Upload
+from posenc.errors import PosencError
+from posenc.schemes.rope.onnx import operation, reader, wire
+from tests.conftest import Client
+from tests.onnx import graphs
+from tests.onnx.files import multipart
+
+PLAIN = graphs.serialised(graphs.plain())
+LONGROPE = graphs.serialised(graphs.longrope())
+
+
+def _handle(data: bytes) -> dict[str, object]:
+    return operation.handle(Upload(data, {}), SERVICE_DEFAULTS)
+
+
+def test_the_reader_keeps_what_the_onnx_package_reads() -> None:
+    made = graphs.longrope()
+    model = reader.read(graphs.serialised(made))
+    assert model.producer_name == "tests" and model.opsets == {"": 22, "com.microsoft": 1}
+    (branching,) = [node for node in model.graph.nodes if node.op_type == "If"]
+    (expected,) = [node for node in made.graph.node if node.op_type == "If"]
+    for kept, branch in zip(branching.graphs.values(), expected.attribute, strict=True):
+        for node, theirs in zip(kept.nodes, branch.g.node, strict=True):
+            assert node.value is not None
+            values = reader.values(model, node.value, 0, node.value.size)
+            assert np.array_equal(values, numpy_helper.to_array(theirs.attribute[0].t).ravel())
+    attention = [node for node in model.graph.nodes if node.op_type == "GroupQueryAttention"]
+    assert [node.ints["do_rotary"] for node in attention] == [1, 1]
+    assert attention[0].inputs[7:9] == ("cos_cache", "sin_cache")
+
+
+def test_an_if_on_the_sequence_length_picks_long_factors_above_its_threshold() -> None:
+    ropes = _handle(LONGROPE)["ropes"]
+    assert isinstance(ropes, list)
+    sides = {rope["cache_length"]: rope for rope in ropes}
+    assert sides[256]["selected_by"][0]["test"] == "attention_mask.shape[1] > 64"
+    assert sides[256]["sequence_lengths"] == [65, None]
+    assert sides[64]["sequence_lengths"] == [1, 64]
+    assert sides[256]["attention_factor"] == pytest.approx(1.2, rel=1e-6)
+
+
+@pytest.mark.parametrize("depth", [2, reader.MAX_DEPTH])
+def test_caches_nested_in_if_branches_are_found_at_any_depth_up_to_the_limit(depth: int) -> None:
+    ropes = _handle(graphs.serialised(graphs.longrope(depth=depth)))["ropes"]
+    assert isinstance(ropes, list)
+    deepest = max(ropes, key=lambda rope: len(rope["selected_by"]))
+    assert len(deepest["selected_by"]) == depth and deepest["cache_length"] == 256
+
+
+def test_subgraphs_nested_beyond_the_limit_are_refused() -> None:
+    with pytest.raises(wire.ONNXError, match="nest more than"):
+        _handle(graphs.serialised(graphs.longrope(depth=reader.MAX_DEPTH + 1)))
+
+
+def _graph_of(raw_nodes: bytes) -> bytes:
+    """A ModelProto whose graph (field 7) is ``raw_nodes``, with a producer."""
+    return b"\x12\x01x" + b"\x3a" + _varint(len(raw_nodes)) + raw_nodes
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
+        value >>= 7
+        if not value:
+            return bytes(out)
+
+
+def test_a_graph_of_more_fields_than_the_reader_walks_is_refused_as_too_large() -> None:
+    empty_node = b"\x0a\x00"  # field 1 (node), 0 bytes
+    body = _graph_of(empty_node * (reader.MAX_FIELDS + 1))
+    with pytest.raises(wire.GraphTooLargeError, match="fields"):
+        _handle(body)
+
+
+def test_more_kept_nodes_than_the_reader_keeps_are_refused_as_too_large() -> None:
+    kept = helper.make_node("Identity", ["a"], ["b"]).SerializeToString()
+    node = b"\x0a" + _varint(len(kept)) + kept
+    with pytest.raises(wire.GraphTooLargeError, match="nodes of interest"):
+        _handle(_graph_of(node * (reader.MAX_KEPT + 1)))
+
+
+@pytest.mark.parametrize(
+    ("claim", "message"),
+    [
+        (b"\x3a\xff\xff\xff\x0f", "claims"),  # a graph of 4 GiB in a body of 5 bytes
+        (b"\x3a", "cut off"),
+        (b"\x3b\x00", "wire type 3"),
+        (b"\x08" + b"\xff" * 11, "varint"),
+        (b"", "empty"),
+        (b"\x12\x01x", "no graph"),
+    ],
+)
+def test_what_a_file_claims_is_held_to_its_bytes(claim: bytes, message: str) -> None:
+    with pytest.raises(wire.ONNXError, match=message):
+        _handle(claim)
+
+
+def _with_cache(dims: list[int], data_type: int = onnx.TensorProto.FLOAT, **where: str) -> bytes:
+    made = graphs.plain()
+    for tensor in made.graph.initializer:
+        del tensor.dims[:]
+        tensor.dims.extend(dims)
+        tensor.data_type = data_type
+        if where:
+            tensor.ClearField("raw_data")
+            tensor.data_location = onnx.TensorProto.EXTERNAL
+            for key, value in where.items():
+                tensor.external_data.add(key=key, value=value)
+    return graphs.serialised(made)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (_with_cache([256, 8, 1]), "shape"),
+        (_with_cache([1, 8]), "2 rows or more"),
+        (_with_cache([256, 4097], location="d", offset="0", length="1"), "at most 4096"),
+        (_with_cache([256, 8], location="d", offset="0", length="12"), "claims 12 bytes"),
+        (_with_cache([256, 8], location="d\0x", offset="0", length="8192"), "location"),
+        (_with_cache([256, 8], location="d", offset="-1", length="8192"), "offset"),
+        (_with_cache([256, 8], onnx.TensorProto.INT64), "not a float type"),
+        (_with_cache([128, 8]), "raw data"),
+    ],
+)
+def test_a_cache_a_file_describes_wrongly_is_refused_naming_it(body: bytes, message: str) -> None:
+    with pytest.raises(wire.ONNXError, match=message):
+        _handle(body)
+
+
+def _mutated(data: bytes, cut: int, flips: list[tuple[int, int]], insert: bytes) -> bytes:
+    mutable = bytearray(data[: max(cut, 0)] if cut else data)
+    for at, value in flips:
+        if mutable:
+            mutable[at % len(mutable)] = value
+    if insert and mutable:
+        at = flips[0][0] % len(mutable) if flips else 0
+        mutable[at:at] = insert
+    return bytes(mutable)
+
+
+_MUTATIONS = st.tuples(
+    st.sampled_from([PLAIN, LONGROPE]),
+    st.integers(0, len(LONGROPE)),
+    st.lists(st.tuples(st.integers(0, 2**20), st.integers(0, 255)), max_size=6),
+    st.binary(max_size=12),
+)
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_MUTATIONS)
+def test_a_mutated_or_truncated_graph_raises_only_the_services_own_errors(
+    mutation: tuple[bytes, int, list[tuple[int, int]], bytes],
+) -> None:
+    data = _mutated(*mutation)
+    try:
+        _handle(data)
+    except PosencError:
+        pass
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_MUTATIONS)
+def test_a_mutated_graph_sent_over_http_is_answered_or_refused_with_a_4xx(
+    mutation: tuple[bytes, int, list[tuple[int, int]], bytes],
+) -> None:
+    body, headers = multipart([("model", "model.onnx", _mutated(*mutation))])
+    response = Client().post("/v1/rope/onnx", content=body, headers=headers)
+    assert response.status_code == 200 or 400 <= response.status_code < 500, response.text
+
+
+def _external_wide() -> tuple[bytes, list[tuple[str, bytes]]]:
+    """The widest cache the service reads (4096 pairs) over the longest context (2^31 − 1
+    positions) as external data, and the parts that send its sampled rows: a rope of base
+    10000 to fit."""
+    rows, pairs = 2**31 - 1, 4096
+    made = graphs.plain()
+    for k, tensor in enumerate(made.graph.initializer):
+        external = onnx.TensorProto(name=tensor.name, data_type=onnx.TensorProto.FLOAT)
+        external.dims.extend([rows, pairs])
+        external.data_location = onnx.TensorProto.EXTERNAL
+        for key, value in (
+            ("location", "data"),
+            ("offset", k * rows * pairs * 4),
+            ("length", rows * pairs * 4),
+        ):
+            external.external_data.add(key=key, value=str(value))
+        made.graph.initializer[k].CopyFrom(external)
+    body = graphs.serialised(made)
+    with pytest.raises(PosencError) as refused:
+        _handle(body)
+    parts = []
+    omega = 1e4 ** (-np.arange(pairs) / pairs)
+    for need in getattr(refused.value, "needed", []):
+        sin = need["tensor"] == "sin_cache"
+        first = need["offset"] // (pairs * 4) - sin * rows
+        angles = np.arange(first, first + need["length"] // (pairs * 4))[:, None] * omega
+        values = (np.sin(angles) if sin else np.cos(angles)).astype(np.float32)
+        parts.append((f"data@{need['offset']}", values.tobytes()))
+    assert parts
+    return body, parts
+
+
+def test_the_declared_cost_holds_the_measured_peak_of_the_costliest_bodies() -> None:
+    # The densest bodies at a quarter of the reader's caps (tracemalloc slows each allocation
+    # tenfold; what is kept grows with the body, and so does what is declared).
+    empty_node = b"\x0a\x00"
+    kept = helper.make_node("Identity", ["a"], ["b"]).SerializeToString()
+    tensor = numpy_helper.from_array(np.zeros(1, np.float32), "t").SerializeToString()
+    wide, parts = _external_wide()
+    bodies = {
+        "fields": (_graph_of(empty_node * (reader.MAX_FIELDS // 4)), []),
+        "kept nodes": (
+            _graph_of((b"\x0a" + _varint(len(kept)) + kept) * (reader.MAX_KEPT // 4)),
+            [],
+        ),
+        "initializers": (
+            _graph_of((b"\x2a" + _varint(len(tensor)) + tensor) * (reader.MAX_INITIALIZERS // 4)),
+            [],
+        ),
+        "the widest cache": (wide, parts),
+    }
+    for name, (data, sent) in bodies.items():
+        external = tuple(Part(part, filename=filename) for filename, part in sent)
+        given = Upload(b"", {}, {}, {"model": (Part(data),), "external": external})
+        declared = operation.size(given, SERVICE_DEFAULTS).cost.bytes
+        tracemalloc.start()
+        try:
+            answer = operation.handle(given, SERVICE_DEFAULTS)
+        except PosencError:
+            assert name != "the widest cache"
+        else:
+            assert name != "the widest cache" or answer["ropes"][0]["params"] is not None
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak <= declared, f"{name}: {peak} B traced, {declared} B declared"
+
+
+def test_a_float16_cache_kept_as_int32_data_is_read_as_its_bits() -> None:
+    made = graphs.plain()
+    for k, tensor in enumerate(made.graph.initializer):
+        values = numpy_helper.to_array(tensor).astype(np.float16)
+        # Not raw: onnx keeps float16 values as their bits in int32_data.
+        halves = helper.make_tensor(tensor.name, onnx.TensorProto.FLOAT16, values.shape, values)
+        assert not halves.raw_data and halves.int32_data
+        made.graph.initializer[k].CopyFrom(halves)
+    ropes = _handle(graphs.serialised(made))["ropes"]
+    assert isinstance(ropes, list) and len(ropes) == 1
+    assert ropes[0]["dtype"] == "float16" and ropes[0]["params"]["base"] == 10000.0
+
+
+def test_the_external_data_offset_and_length_are_integers_the_file_states() -> None:
+    body = _with_cache([256, 8], location="d", offset="1e3", length="8192")
+    with pytest.raises(wire.ONNXError, match="offset"):
+        _handle(body)
+
+
+def test_a_cache_kept_as_more_varints_than_the_reader_decodes_is_refused() -> None:
+    made = graphs.plain()
+    rows = reader.MAX_PACKED // 8 + 1
+    for k, tensor in enumerate(made.graph.initializer):
+        halves = np.ones((rows, 8), np.float16)
+        kept = helper.make_tensor(tensor.name, onnx.TensorProto.FLOAT16, halves.shape, halves)
+        made.graph.initializer[k].CopyFrom(kept)
+    with pytest.raises(wire.ONNXError, match="varints"):
+        _handle(graphs.serialised(made))
