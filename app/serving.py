@@ -194,8 +194,8 @@ def labels(
     scheme: Scheme, query: BaseModel, params: Any, shape: tuple[int, ...], rows: list[int] | None
 ) -> formats.Labels:
     """What a picture of the array shows. A figure draws the last two axes (of a stack, its
-    first slice): each is positions where it grows with the rows (a table's rows, both of
-    ALiBi's and T5's), else dimensions (the columns of a table, the pairs of a rope's cos/sin)."""
+    first slice): each is positions where it grows with the rows (a table's rows, both axes of
+    a position-by-position bias), else dimensions (a table's columns, a cache's pairs)."""
     component = component_of(scheme, query)
     title = f"{scheme.name} {component}".strip()
     size = {"width": getattr(query, "width", None), "height": getattr(query, "height", None)}
