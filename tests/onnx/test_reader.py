@@ -27,7 +27,7 @@ LONGROPE = graphs.serialised(graphs.longrope())
 
 
 def _handle(data: bytes) -> dict[str, object]:
-    return operation.handle(Upload(data, {}), SERVICE_DEFAULTS)
+    return operation.handle(Upload(b"", {}, files={"model": (Part(data),)}), SERVICE_DEFAULTS)
 
 
 def test_the_reader_keeps_what_the_onnx_package_reads() -> None:
