@@ -265,6 +265,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/rope/applied": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Which rope a kernel applied, read from what went into it and what came out: the pairs, the dimensions, the angles against the model's rope under each recipe, and what is wrong */
+        post: operations["rope_applied_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rope/onnx": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The rope an ONNX Runtime GenAI model applies, read from its graph and the rows of its cos/sin caches (asking for the external data ranges that hold them), and whether it is the model's */
+        post: operations["rope_onnx_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/alibi/table": {
         parameters: {
             query?: never;
@@ -4558,6 +4592,480 @@ export interface operations {
                         }[];
                         /** @description where the body stops before what is read from it: the bytes from the file's start to send at least */
                         needed_bytes?: number;
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    rope_applied_post: {
+        parameters: {
+            query?: {
+                /** @description without a config part: the rotated (head) dimension; even, since pairs rotate (required then) */
+                d_model?: number;
+                /** @description without a config part: rope_theta; 1 < base ≤ 1e12 */
+                base?: number;
+                /** @description without a config part: split: pairs (i, i+d/2), transformers' rotate_half; interleaved: pairs (2i, 2i+1), RoFormer and GPT-J */
+                layout?: "interleaved" | "split";
+                /** @description without a config part: long-context scaling, as transformers computes it; each takes the parameters whose description names it */
+                scaling?: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                /** @description without a config part: linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides frequencies, and angles are served exactly up to 2^16 radians per position */
+                factor?: number;
+                /** @description without a config part: the trained context length: dynamic, yarn, longrope (required); llama3 (8192) */
+                original_max_position_embeddings?: number;
+                /** @description without a config part: llama3 (default 1) */
+                low_freq_factor?: number;
+                /** @description without a config part: llama3 (default 4) */
+                high_freq_factor?: number;
+                /** @description without a config part: yarn (default 32) */
+                beta_fast?: number;
+                /** @description without a config part: yarn (default 1) */
+                beta_slow?: number;
+                /** @description without a config part: yarn, longrope: overrides the inferred factor */
+                attention_factor?: number;
+                /** @description without a config part: yarn */
+                mscale?: number;
+                /** @description without a config part: yarn */
+                mscale_all_dim?: number;
+                /** @description without a config part: yarn: round the ramp's ends outwards (default true) */
+                truncate?: boolean;
+                /** @description without a config part: longrope (required): d_model/2 factors, used up to original_max_position_embeddings; each at least 2^-16 */
+                short_factor?: number[];
+                /** @description without a config part: longrope (required): d_model/2 factors, used beyond it; each at least 2^-16 */
+                long_factor?: number[];
+                /** @description without a config part: the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair) */
+                rotary_pairs?: number;
+                /** @description without a config part: d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the factors llama.cpp's converter would compute for llama3 or longrope; with recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them) */
+                freq_factors?: number[];
+                /** @description with a config part: the layer whose rope is expected, as POST /v1/rope/config numbers them (default 0) */
+                layer?: number;
+                /** @description the width of one head, where the last axis holds several (heads × head_dim); default: the last axis is one head */
+                head_dim?: number;
+                /** @description the axis of the tokens, which positions numbers (default 0); every other axis but the head's is more samples at the same positions */
+                token_axis?: number;
+                /** @description without a positions part: the first token's position (default 0) */
+                offset?: number;
+                /** @description without a config part: the first dimension of the head that turns (default 0); the head's other dimensions must come out unchanged */
+                rotary_offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description multipart/form-data, up to POSENC_MAX_GGUF_BYTES: before, after, positions (bytes, each with its own part headers); JSON: config */
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description the query or key vectors given to the kernel: a .npy file (float16, float32, float64; bfloat16 as ml_dtypes writes it, two-byte void values) or raw little-endian values with part headers X-Array-Shape (e.g. 4096,32,128) and X-Array-Dtype (float16, bfloat16, float32, float64)
+                     */
+                    before: string;
+                    /**
+                     * Format: binary
+                     * @description what the kernel returned, the same shape: a .npy file (float16, float32, float64; bfloat16 as ml_dtypes writes it, two-byte void values) or raw little-endian values with part headers X-Array-Shape (e.g. 4096,32,128) and X-Array-Dtype (float16, bfloat16, float32, float64)
+                     */
+                    after: string;
+                    /**
+                     * Format: binary
+                     * @description int32 or int64 ids (.npy, or raw with part headers): (n,) one a token of the token axis, or M-RoPE's (3, n); absent: offset, offset + 1, …
+                     */
+                    positions?: string;
+                    config?: Record<string, never>;
+                };
+            };
+        };
+        responses: {
+            /** @description Which rope a kernel applied, read from what went into it and what came out: the pairs, the dimensions, the angles against the model's rope under each recipe, and what is wrong */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description true: the model's rope (pairs, dims, frequencies, scaling, attention factor, positions) within the resolution of the dtypes, under one recipe; null where the data cannot decide (reason) */
+                        holds: boolean | null;
+                        reason: string | null;
+                        /** @description params (the rope's canonical parameters; null for a NoPE layer), layer, rotary_offset, pairs, apply, mrope */
+                        expected: Record<string, never>;
+                        measured: {
+                            tokens?: number;
+                            /** @description vectors a token: heads × batch */
+                            samples?: number;
+                            head_dim?: number;
+                            dtypes?: Record<string, never>;
+                            /** @description the pairing that keeps every pair's length: split (i, i + d/2), interleaved (2i, 2i + 1) or interleaved_to_rotate_half; null: none does */
+                            pairs: string | null;
+                            /** @description each pairing's share of cells whose length one magnitude keeps */
+                            lengths_kept?: {
+                                [key: string]: number;
+                            };
+                            /** @description [first, last + 1] of the dimensions that turned or moved */
+                            rotated_dims: number[] | null;
+                            /** @description |after| / |before| of the turned pairs */
+                            magnitude: number | null;
+                            /**
+                             * @description the recipe whose angles (and, where holds, lengths) are within the resolution at every cell
+                             * @enum {string|null}
+                             */
+                            recipe: "exact" | "framework" | "ggml" | "mlx" | null;
+                            also_within?: string[];
+                            /** @description each recipe: holds, angles_hold, lengths_hold, max_angle_error; or holds null with the reason it has no such rope */
+                            recipes?: Record<string, never>;
+                            /** @description radians, against the recipe named (else exact) */
+                            max_angle_error: number | null;
+                            /** @description radians: the median cell's angle resolution from the dtypes */
+                            resolution: number | null;
+                            positions?: number[];
+                            /** @description largest error of each position (bins of positions, each starting at positions[k]) */
+                            angle_error_by_position: (number | null)[];
+                            angle_error_by_pair: (number | null)[];
+                            /** @description positions × pairs, binned: positions and pairs are each bin's first */
+                            angle_error_map?: Record<string, never> | null;
+                        };
+                        diagnosis: {
+                            /** @description pairing_mismatch, not_a_rotation, reversed_rotation, double_rotation, partial_rotary, scaling_mismatch, base_mismatch, attention_factor_mismatch, offset_mismatch, angle_precision, collapsed_positions, mrope_section_mismatch, angles_mismatch */
+                            name: string;
+                            detail: string;
+                            /** @description fitted values, pairs, positions */
+                            evidence: Record<string, never>;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                    "text/plain": string;
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description busy: no memory became free in time (urn:posenc:problem:overloaded), or the work ran past POSENC_REQUEST_TIMEOUT_S (urn:posenc:problem:timeout); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    rope_onnx_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description multipart/form-data, up to POSENC_MAX_GGUF_BYTES: model, external (any number) (bytes, each with its own part headers); JSON: genai_config, config */
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description the .onnx file: its graph is read, never its weights
+                     */
+                    model: string;
+                    external?: string[];
+                    genai_config?: Record<string, never>;
+                    config?: Record<string, never>;
+                };
+            };
+        };
+        responses: {
+            /** @description The rope an ONNX Runtime GenAI model applies, read from its graph and the rows of its cos/sin caches (asking for the external data ranges that hold them), and whether it is the model's */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the model's producer_name and producer_version */
+                        producer: {
+                            name: string;
+                            version: string;
+                        };
+                        /** @description opset_import: each domain's version ('' is ai.onnx) */
+                        opsets: {
+                            [key: string]: number;
+                        };
+                        /** @description genai_config.json's, else one past the last layer a node names */
+                        num_hidden_layers: number | null;
+                        /** @description genai_config.json's */
+                        head_size: number | null;
+                        /** @description genai_config.json's model.context_length: what the runtime serves */
+                        context_length: number | null;
+                        /** @description every cos/sin pair a node reads, one per alternative an If or an offset picks */
+                        ropes: {
+                            /** @description the layers whose nodes read it */
+                            layers: number[];
+                            nodes: string[];
+                            /** @description domain.op_type of the nodes */
+                            op: string;
+                            /** @description the nodes turn pairs (2i, 2i+1) (rotary_interleaved or interleaved = 1), else (i, i + d/2) */
+                            interleaved: boolean;
+                            /** @description the dimensions that turn */
+                            rotary_dim: number;
+                            /** @description the positions the cache holds */
+                            cache_length: number;
+                            /** @enum {string} */
+                            dtype: "float32" | "float16" | "bfloat16" | "float64";
+                            caches: {
+                                cos: {
+                                    /** @description the initializer's or Constant's name */
+                                    tensor: string;
+                                    /** @enum {string} */
+                                    source: "initializer" | "constant";
+                                    /** @description [first, end): the rows this rope reads */
+                                    rows: number[];
+                                    /** @description the external data file that holds it (null: in the graph) */
+                                    location: string | null;
+                                    /** @description the Cast and Identity nodes between */
+                                    through: string[];
+                                };
+                                sin: {
+                                    /** @description the initializer's or Constant's name */
+                                    tensor: string;
+                                    /** @enum {string} */
+                                    source: "initializer" | "constant";
+                                    /** @description [first, end): the rows this rope reads */
+                                    rows: number[];
+                                    /** @description the external data file that holds it (null: in the graph) */
+                                    location: string | null;
+                                    /** @description the Cast and Identity nodes between */
+                                    through: string[];
+                                };
+                            };
+                            /** @description what picks this pair among others (outermost first); empty: read at every length */
+                            selected_by: {
+                                /**
+                                 * @description an If's branch; DirectML's position ids offset by the short cache's length; or the offset genai_config.json gives the runtime
+                                 * @enum {string}
+                                 */
+                                by: "If" | "position_offset" | "genai_config";
+                                /** @description the node, or the genai_config key */
+                                node: string;
+                                /** @description the condition, as the graph computes it */
+                                test: string;
+                                /** @description this rope is read when the test holds */
+                                holds: boolean;
+                            }[];
+                            /** @description [shortest, longest] sequence it is read for (longest null: any); null where a test is not one of the sequence length */
+                            sequence_lengths: (number | null)[] | null;
+                            /** @description the rows sampled and measured */
+                            positions: number[];
+                            /** @description the canonical GET parameters of /v1/rope/table whose frequencies the rows hold (the model's own where a config is given and they agree), its layout the nodes' pairs; null where the rows are not one rope's cos and sin */
+                            params: Record<string, never> | null;
+                            /** @description the factor of cos and sin, measured (the rope's own where it agrees) */
+                            attention_factor: number;
+                            /**
+                             * @description the float32 recipe the rows equal within one ulp of their type: transformers' (framework) or the GenAI builder's own; null: neither
+                             * @enum {string|null}
+                             */
+                            recipe: "framework" | "onnxruntime-genai" | null;
+                            /** @description the largest |cos − cos′| and |sin − sin′| of the sampled rows against the exact table of params (times attention_factor), positions first to last: recipe noise and the type's rounding */
+                            max_abs_difference: {
+                                positions: number[];
+                                exact: number;
+                            } | null;
+                        }[];
+                        /** @description layers with attention and no rope */
+                        nope_layers: number[];
+                        /** @description with a config part: what POST /v1/rope/config answers for it */
+                        model?: Record<string, never>;
+                        /** @description with a config part: every cache is the model's rope for the layers and sequence lengths that read it (frequencies, attention factor, pairs, width, length) */
+                        conforms?: boolean;
+                        /** @description with a config part: each way a cache differs from the model's rope, with its layers and both sides' values */
+                        findings?: {
+                            /** @enum {string} */
+                            kind: "nope_layers" | "interleaved" | "rotary_width" | "not_a_rotation" | "frequencies_inverted" | "sliding_layer" | "longrope_switch" | "scaling_dropped" | "base" | "scaling_changed" | "attention_factor" | "cache_too_short";
+                            detail: string;
+                            layers: number[];
+                            evidence: Record<string, never>;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is not parseable (a problem), or the HTTP request itself is malformed, which the server answers in plain text before the service sees it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                    "text/plain": string;
+                };
+            };
+            /** @description the body is over POSENC_MAX_BODY_BYTES (answered before it is read) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the body is sent in a content coding (Content-Encoding: gzip …), named in detail: bodies are read as sent (identity); answered before it is read */
+            415: {
+                headers: {
+                    /** @description identity */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description a parameter is invalid or breaks a rule its description states, or the answer would be over a limit (type urn:posenc:problem:limit-exceeded, naming the figure and the limit), or the file keeps what is read in external data the body does not hold (type urn:posenc:problem:external-data-needed; needed: the byte ranges to send) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        errors?: {
+                            loc: (string | number)[];
+                            msg: string;
+                        }[];
+                        /** @description where the body stops before what is read from it: the bytes from the file's start to send at least */
+                        needed_bytes?: number;
+                        /** @description with type urn:posenc:problem:external-data-needed: the byte ranges of the files the body's file refers to that the next request must send, each as a part whose filename is <location>@<offset> */
+                        needed?: {
+                            tensor: string;
+                            location: string;
+                            offset: number;
+                            length: number;
+                        }[];
                     };
                 };
             };
