@@ -398,6 +398,10 @@ SCHEMES_LIST: dict[str, Any] = {
 }
 
 
+# A JSON part of a form (a config.json): an object whose members the operation reads.
+JSON_PART: dict[str, Any] = {"type": "object", "additionalProperties": True}
+
+
 def extra_body(extra: Extra) -> dict[str, Any]:
     if extra.files:
         return _file_parts_body(extra)
@@ -405,7 +409,7 @@ def extra_body(extra: Extra) -> dict[str, Any]:
         file = {"type": "string", "format": "binary"}
         content: dict[str, Any] = {"application/octet-stream": {"schema": file}}
         if extra.parts:
-            properties = {extra.name: file, **{name: {"type": "object"} for name in extra.parts}}
+            properties = {extra.name: file, **{name: JSON_PART for name in extra.parts}}
             form = {
                 "type": "object",
                 "required": [extra.name],
@@ -430,7 +434,7 @@ def _file_parts_body(extra: Extra) -> dict[str, Any]:
     for file in extra.files:
         part = {"type": "string", "format": "binary", "description": file.description}
         properties[file.name] = {"type": "array", "items": part} if file.repeats else part
-    properties.update({name: {"type": "object"} for name in extra.parts})
+    properties.update({name: JSON_PART for name in extra.parts})
     form = {
         "type": "object",
         "required": [file.name for file in extra.files if file.required],

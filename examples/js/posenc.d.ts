@@ -4436,7 +4436,9 @@ export interface operations {
                 "multipart/form-data": {
                     /** Format: binary */
                     gguf: string;
-                    config?: Record<string, never>;
+                    config?: {
+                        [key: string]: unknown;
+                    };
                 };
             };
         };
@@ -4690,7 +4692,9 @@ export interface operations {
                      * @description int32 or int64 ids (.npy, or raw with part headers): (n,) one a token of the token axis, or M-RoPE's (3, n); absent: offset, offset + 1, …
                      */
                     positions?: string;
-                    config?: Record<string, never>;
+                    config?: {
+                        [key: string]: unknown;
+                    };
                 };
             };
         };
@@ -4866,8 +4870,12 @@ export interface operations {
                      */
                     model: string;
                     external?: string[];
-                    genai_config?: Record<string, never>;
-                    config?: Record<string, never>;
+                    genai_config?: {
+                        [key: string]: unknown;
+                    };
+                    config?: {
+                        [key: string]: unknown;
+                    };
                 };
             };
         };

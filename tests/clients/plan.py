@@ -46,6 +46,9 @@ class Call:
     parse_as: str = "json"
     # The bytes of a file body (application/octet-stream), for an operation that takes one.
     file: bytes | None = None
+    # The parts of a multipart/form-data body, for an operation that takes nothing else: each
+    # file part's bytes, each JSON part's value, by name.
+    form: Mapping[str, bytes | Json] | None = None
 
     @property
     def label(self) -> str:
@@ -211,7 +214,10 @@ def base_call(op: Operation, document: Mapping[str, Json]) -> Call:
         {"application/json", NPY} & set(op.body_content)
     ):
         file = example_file(op.path)
-    return Call(op.method, op.path, op.operation_id, query, path_params, body, _parse_as(op), file)
+    form = example_form(op.path) if set(op.body_content) == {"multipart/form-data"} else None
+    return Call(
+        op.method, op.path, op.operation_id, query, path_params, body, _parse_as(op), file, form
+    )
 
 
 def example_file(path: str) -> bytes:
@@ -225,6 +231,42 @@ def example_file(path: str) -> bytes:
     if path not in files:
         raise KeyError(f"{path} takes a file: tests/clients/plan.py needs an example of it")
     return files[path]()
+
+
+def example_form(path: str) -> dict[str, bytes | Json]:
+    """The parts an operation that takes only multipart/form-data is sent: files a document
+    cannot hold, and the JSON beside them."""
+    forms = {"/v1/rope/applied": _kernel_dump, "/v1/rope/onnx": _onnx_model}
+    if path not in forms:
+        raise KeyError(f"{path} takes a form: tests/clients/plan.py needs an example of it")
+    return forms[path]()
+
+
+def _kernel_dump() -> dict[str, bytes | Json]:
+    """q before and after the exact rope of a config's heads (8 wide), at positions 0 … 5."""
+    import io
+
+    import numpy as np
+
+    from posenc.schemes.rope import maths
+    from posenc.schemes.rope.params import RopeParams
+
+    config = {"model_type": "llama", "hidden_size": 32, "num_attention_heads": 4}
+    before = np.random.default_rng(0).standard_normal((6, 8))
+    after = maths.rotate(RopeParams(d_model=8), before, np.arange(6))
+    npy = {}
+    for name, values in (("before", before), ("after", after)):
+        written = io.BytesIO()
+        np.save(written, values.astype(np.float32))
+        npy[name] = written.getvalue()
+    return {**npy, "config": config}
+
+
+def _onnx_model() -> dict[str, bytes | Json]:
+    """A graph of two attention layers reading one pair of caches it holds itself."""
+    from tests.onnx import graphs
+
+    return {"model": graphs.serialised(graphs.plain())}
 
 
 def _parse_as(op: Operation) -> str:

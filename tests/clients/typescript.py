@@ -32,6 +32,12 @@ const client = createClient<paths>({ baseUrl: process.env.POSENC_URL });
 const run = new Run();
 """
 UNKNOWN = "not_a_posenc_parameter"
+# The typed parts of a form as multipart/form-data: a file part as itself, a JSON part as text.
+FORM = (
+    "(body) => { const form = new FormData(); for (const [name, value] of Object.entries(body)) "
+    "form.append(name, value instanceof Blob ? value : new Blob([JSON.stringify(value)], "
+    '{ type: "application/json" }), name); return form; }'
+)
 
 
 def _literal(value: Json) -> str:
@@ -54,6 +60,14 @@ def _call(call: Call, extra: Mapping[str, str] | None = None) -> str:
         init["body"] = f'new Blob([{octets}], {{ type: "application/octet-stream" }})'
         init["bodySerializer"] = "(body) => body"
         init["headers"] = '{ "Content-Type": "application/octet-stream" }'
+    if call.form is not None:
+        init["body"] = "{ " + ", ".join(
+            f"{_literal(name)}: "
+            + (f"new Blob([new Uint8Array({_literal(list(value))})])" if isinstance(value, bytes)
+               else _literal(value))
+            for name, value in call.form.items()
+        ) + " }"  # fmt: skip
+        init["bodySerializer"] = FORM
     if call.parse_as != "json":
         init["parseAs"] = _literal(call.parse_as)
     init.update(extra or {})
