@@ -100,15 +100,17 @@ class _Findings:
 
 def check(header: Header, config: Any, n_ctx: int | None, limits: Limits) -> dict[str, Any]:
     """The answer for a file and its model: the file's ropes, ``model``, ``conforms`` and
-    ``findings``."""
+    ``findings``. Each layer's attention rope is compared with the model's; a second rope in
+    the same layer (an indexer's) is reported, not compared: ``/v1/rope/config`` states one
+    rope per layer."""
     read = calls(header, n_ctx)
     result = answer_of(header, read)
     try:
         model = config_answer.describe(config, config_answer.servable_rows(limits))
     except ParameterError as error:
         raise type(error)(f"config.{error.param}", error.message) from None
-    row = read["row"]
-    per_layer: list[Call | None] = read["per_layer"]
+    row = read.row
+    per_layer = read.per_layer
     n_layer = len(per_layer)
     if model["num_hidden_layers"] not in (None, n_layer):
         raise InconsistentError(
@@ -135,24 +137,29 @@ def check(header: Header, config: Any, n_ctx: int | None, limits: Limits) -> dic
             continue
         # A rope of one layer type says whether its layers slide; of several, it cannot.
         types = set(mine["layer_types"])
-        slides = None if len(types) != 1 else ("sliding_attention" in types, read["sliding"][il])
+        slides = None if len(types) != 1 else ("sliding_attention" in types, read.sliding[il])
         key = (id(mine), theirs, slides)
         if key not in compared:
-            compared[key] = _compare(mine, theirs, header, row.permuted, read["n_ctx"], slides)
+            compared[key] = _compare(mine, theirs, header, row.permuted, read.n_ctx, slides)
             compared[key] += mrope_check.findings(
                 model["mrope"],
                 _model_params(mine["params"]),
                 theirs.sections,
                 theirs.rope_type,
                 theirs.n_dims,
-                read["n_ctx"],
+                read.n_ctx,
             )
         for found in compared[key]:
             findings.add(il, found)
     for rope in result["ropes"]:
-        mine = layer_ropes[rope["layers"][0]]
+        first = rope["layers"][0]
+        mine = layer_ropes[first]
+        # The attention's rope is the model's; an indexer's is not compared.
+        attention = list(read.applies[first]) == rope["applies_to"]
         rope["max_abs_difference"] = (
-            None if mine is None else recipe_noise(rope["params"], mine["params"], read["n_ctx"])
+            recipe_noise(rope["params"], mine["params"], read.n_ctx)
+            if mine is not None and attention
+            else None
         )
     return {
         **result,
