@@ -39,7 +39,8 @@ def params_of(
     (and M-RoPE on text positions) ``split``; ``freq_scale ≠ 1`` is ``linear`` with
     ``factor = 1/freq_scale``, or ``yarn`` with ``ext_factor = 1`` (DeepSeek-V2's
     ``yarn_log_multiplier`` as its ``mscale_all_dim``, and ``mscale``); ``rope_freqs`` is
-    ``freq_factors`` (its first ``n_dims/2``: ggml reads no more); the long and short factors
+    ``freq_factors`` (its first ``n_dims/2``: ggml reads no more; ones then frozen pairs, Gemma
+    4's proportional rope, are ``rotary_pairs``); the long and short factors
     are ``longrope``'s, with the ``n_ctx`` that
     chooses between them (padded to 256 as llama.cpp pads it) and the file's attention factor;
     ``attention_factor`` is otherwise the multiplier of cos and sin where it differs from the
@@ -89,8 +90,28 @@ def params_of(
     if total != default:
         params["attention_factor"] = float(total)
     if call.factors is not None:
-        params["freq_factors"] = [float(x) for x in factors[call.factors][:half]]
+        values = [float(x) for x in factors[call.factors][:half]]
+        turning = _turning_pairs(values)
+        if turning is not None:
+            params["rotary_pairs"] = turning
+        else:
+            params["freq_factors"] = values
     return params
+
+
+# A factor past RopeParams' largest (1e6) freezes its pair: Gemma 4's converter writes 1e30,
+# an angle of ~1e-30 rad per position, below float32's resolution at any context.
+_FROZEN = 1e6
+
+
+def _turning_pairs(factors: list[float]) -> int | None:
+    """Gemma 4's proportional rope as the factor tensor states it — ones, then frozen pairs —
+    as the rope's ``rotary_pairs``; None for any other factors."""
+    turning = next((i for i, f in enumerate(factors) if f > _FROZEN), len(factors))
+    frozen = all(f > _FROZEN for f in factors[turning:])
+    if turning == len(factors) or not frozen or any(f != 1.0 for f in factors[:turning]):
+        return None
+    return turning
 
 
 def answer(header: Header, n_ctx: int | None) -> dict[str, Any]:

@@ -67,11 +67,16 @@ def _model_params(params: dict[str, Any]) -> RopeParams:
     return RopeParams(**given)
 
 
-def _differs(a: npt.NDArray[np.float64] | float, b: npt.NDArray[np.float64] | float) -> bool:
+def _differs(
+    a: npt.NDArray[np.float64] | float, b: npt.NDArray[np.float64] | float, frozen: float = 0.0
+) -> bool:
+    """Relative difference beyond :data:`TOLERANCE`; frequencies both below ``frozen`` (a
+    pair turning less than float32 resolves over the whole context) are the same, still."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     if a.shape != b.shape:
         return True
-    return bool(np.any(np.abs(a - b) > TOLERANCE * np.maximum(np.abs(a), np.abs(b))))
+    apart = np.abs(a - b) > TOLERANCE * np.maximum(np.abs(a), np.abs(b))
+    return bool(np.any(apart & (np.maximum(np.abs(a), np.abs(b)) > frozen)))
 
 
 def _per_layer(model: dict[str, Any], n_layer: int) -> list[dict[str, Any] | None]:
@@ -180,6 +185,8 @@ def recipe_noise(
 ) -> dict[str, Any] | None:
     """llama.cpp's cos and sin (recipe=ggml of the file's rope) against the model's exact table
     and transformers' float32 recipe, at the :data:`NOISE_POSITIONS` positions before n_ctx."""
+    if "rotary_pairs" in file_params:  # frozen pairs: recipe=ggml serves no rotary_pairs
+        return None
     try:
         ported = _model_params({**file_params, "recipe": "ggml", "layout": "split"})
         truth = replace(_model_params(model_params), layout="split", recipe="exact")
@@ -238,7 +245,9 @@ def _compare(
             )
             evidence = {"n_ctx": n_ctx, "original_max_position_embeddings": original}
             found.append(("longrope_by_context", detail, evidence))
-    if _differs(mine, theirs):
+    # Gemma 4's proportional rope freezes pairs with factor 1e30 (an angle of ~1e-30 per
+    # position) where the model's frequency is 0: both turn less than 2^-24 rad by n_ctx.
+    if _differs(mine, theirs, 2.0**-24 / max(n_ctx, 1)):
         kind, detail = _frequency_cause(params, call)
         if slides is not None and slides[0] != slides[1]:
             kind = "sliding_window_pattern"

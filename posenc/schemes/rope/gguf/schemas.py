@@ -85,8 +85,10 @@ _ROPE: dict[str, Any] = {
             "llama.cpp's table (recipe=ggml) against the model's exact table and transformers' "
             "float32 recipe for these layers, at the positions listed (the last before n_ctx, "
             "where float32 angles are coarsest): recipe noise, reported, not a finding; null "
-            "where the two ropes differ in width, and for a rope that is not the attention's "
-            "(an indexer's: the model's config states one rope per layer)",
+            "where the two ropes differ in width, where llama.cpp's factors freeze pairs "
+            "(Gemma 4's proportional rope, stated as rotary_pairs, which recipe=ggml does not "
+            "serve), and for a rope that is not the attention's (an indexer's: the model's "
+            "config states one rope per layer)",
         },
         "read_from": {
             "type": "object",

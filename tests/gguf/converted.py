@@ -1,0 +1,69 @@
+"""The tiny models of :mod:`tests.gguf.tiny_models` built and converted by llama.cpp's own
+converter, all in one subprocess (``tests/gguf/conftest.py`` does it once a session), and the
+check the converter tests hold each file to."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from posenc.cli.budget import SERVICE_DEFAULTS
+from posenc.schemes.rope.gguf import conformance, reader
+from tests.gguf.convert import convert
+from tests.gguf.tiny_models import ANSWERED, DIVERGENT, MODELS, SMALL, Tiny
+
+ALL: dict[str, Tiny] = {**MODELS, **DIVERGENT, **ANSWERED}
+# name: (the converted file, the config.json it was converted from)
+Converted = dict[str, tuple[Path, dict[str, Any]]]
+
+
+def _build(tiny: Tiny, model_dir: Path) -> dict[str, Any]:
+    """Save ``tiny``'s random model in ``model_dir`` as the converter reads it; its config."""
+    import transformers
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
+
+    nested = "text_config" in tiny.keys  # the sizes are the text model's own
+    config = AutoConfig.for_model(
+        tiny.model_type, **(tiny.keys if nested else {**SMALL, **tiny.keys})
+    )
+    model: Any
+    if tiny.build == "causal":
+        model = AutoModelForCausalLM.from_config(config)  # type: ignore[no-untyped-call]
+    elif tiny.build == "base":
+        model = AutoModel.from_config(config)  # type: ignore[no-untyped-call]
+    else:  # no causal-LM class: the whole model, as the Hub has it
+        model = getattr(transformers, tiny.build)(config)
+    model.save_pretrained(model_dir)
+    saved: dict[str, Any] = json.loads((model_dir / "config.json").read_text())
+    (model_dir / "config.json").write_text(json.dumps({**saved, **tiny.config}))
+    # Gemma's converter counts the vocabulary of tokenizer.json; BERT's reads its type.
+    vocab = {f"t{i}": i for i in range(SMALL["vocab_size"])}
+    model_json: dict[str, Any] = {"vocab": vocab}
+    if tiny.tokenizer is not None:
+        model_json["type"] = tiny.tokenizer
+    tokenizer = {"model": model_json, "added_tokens": []}
+    (model_dir / "tokenizer.json").write_text(json.dumps(tokenizer))
+    return saved
+
+
+def build_all(root: Path) -> Converted:
+    """Every tiny model saved under ``root`` and converted: each one's file and config."""
+    import torch
+
+    pairs, configs = [], {}
+    torch.manual_seed(0)
+    for name, tiny in ALL.items():
+        configs[name] = _build(tiny, root / name)
+        pairs.append((root / name, root / f"{name}.gguf"))
+    convert(pairs)
+    return {name: (out, configs[name]) for name, (_, out) in zip(ALL, pairs, strict=True)}
+
+
+def check(file: Path | bytes, config: dict[str, Any], n_ctx: int | None = None) -> dict[str, Any]:
+    data = file.read_bytes() if isinstance(file, Path) else file
+    return conformance.check(reader.read(data), config, n_ctx, SERVICE_DEFAULTS)
+
+
+def kinds(result: dict[str, Any]) -> list[str]:
+    return [finding["kind"] for finding in result["findings"]]
