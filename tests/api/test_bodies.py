@@ -25,8 +25,9 @@ from starlette.types import Message
 from app import bodies
 from app.main import create_app
 from app.middleware import BodyLimitMiddleware
+from app.problems import PROBLEMS
 from app.settings import Settings
-from posenc.errors import LimitError, PosencError
+from posenc.errors import LimitError, ParameterError, PosencError
 from tests.conftest import Client
 
 MiB = 2**20
@@ -342,14 +343,29 @@ _JSONISH = st.sampled_from(
 )
 
 
+def _names_the_body_or_a_member_of_it(refusal: Exception, body: bytes) -> None:
+    """What the 422 names (``errors[].loc`` or the problem's parameter): the body, or a member
+    the body holds."""
+    if isinstance(refusal, RequestValidationError):
+        named = [error["loc"] for error in refusal.errors()]
+        assert named and all(loc[0] == "body" for loc in named), named
+        assert all(error["msg"] for error in refusal.errors())
+        members = [loc[1] for loc in named if len(loc) > 1]
+    else:
+        assert isinstance(refusal, ParameterError), refusal
+        assert PROBLEMS[type(refusal)][0] == 422
+        members = [] if refusal.param == "body" else [refusal.param]
+    assert all(isinstance(m, str) and f'"{m}"'.encode() in body for m in members), members
+
+
 @settings(max_examples=400, deadline=None)
 @given(st.lists(_JSONISH, max_size=40).map(b"".join))
 def test_any_bytes_are_parsed_or_refused_with_a_named_422(body: bytes) -> None:
     for candidate in (body, b'{"positions": [' + body, b'{"data": [[' + body):
         try:
             bodies.read_object(candidate, {"positions": 1, "embeddings": 2, "data": 2})
-        except (RequestValidationError, PosencError):
-            pass
+        except (RequestValidationError, PosencError) as refusal:
+            _names_the_body_or_a_member_of_it(refusal, candidate)
 
 
 def _streamed(

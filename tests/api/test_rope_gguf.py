@@ -14,6 +14,9 @@ import pytest
 from app.settings import Settings
 from tests.conftest import Client
 from tests.gguf.files import ARRAY, STRING, gguf, kv, llama_31_prefix, string
+from tests.gguf.records import load
+from tests.reference import runtimes
+from tests.reference.llama_cpp_args import Call
 
 FILE = {"content-type": "application/octet-stream"}
 PHI3 = {
@@ -90,27 +93,34 @@ def test_every_answer_is_what_the_openapi_document_says(client: Client) -> None:
 
 def test_a_files_params_give_its_exact_rope_as_well_as_llama_cpps(client: Client) -> None:
     # Llama 3.1's rope_freqs as freq_factors: GET /v1/rope/table of the params is the exact
-    # rope the call approximates, each frequency base^(-2i/d) / f_i correctly rounded.
+    # rope the call approximates, each frequency base^(-2i/d) / f_i correctly rounded ...
     (rope,) = post(client, llama_31_prefix()).json()["ropes"]
     params = rope["params"]
     query = "&".join(
         f"{k}={','.join(map(repr, v)) if isinstance(v, list) else v}" for k, v in params.items()
     )
-    responses = {
-        recipe: client.get(
-            f"/v1/rope/table?{query}&recipe={recipe}&seq_len=2&component=inv_freq&format=npy"
-        )
-        for recipe in ("exact", "ggml")
-    }
-    assert all(r.status_code == 200 for r in responses.values()), responses
-    served = np.load(io.BytesIO(responses["exact"].content))
+    served = client.get(f"/v1/rope/table?{query}&seq_len=2&component=inv_freq&format=npy")
+    assert served.status_code == 200, served.text
     mpmath.mp.dps = 40
     base, d = mpmath.mpf(params["base"]), params["d_model"]
     truth = [
         base ** (-mpmath.mpf(2 * i) / d) / mpmath.mpf(f)
         for i, f in enumerate(params["freq_factors"])
     ]
-    assert served.tolist() == [float(np.float32(float(w))) for w in truth]
+    assert np.load(io.BytesIO(served.content)).tolist() == [float(np.float32(w)) for w in truth]
+    # ... and recipe=ggml is ggml-cpu's rope with the arguments llama.cpp itself passed for
+    # the converter's Llama 3.1 file (tests/gguf/records), bit for bit.
+    pytest.importorskip("ggml", reason="ggml-python is part of the reference extra")
+    cases = {case["name"]: case for case in load("scalings")["cases"]}
+    node = cases["llama3.1"]["nodes"][0]
+    for offset in (0, 131072 - 32, 2**31 - 32):
+        table = client.get(
+            f"/v1/rope/table?{query}&recipe=ggml&offset={offset}&seq_len=32&format=npy"
+        )
+        assert table.status_code == 200, table.text
+        cos, sin = runtimes.ggml_halves(Call.of_node(node), np.arange(offset, offset + 32))
+        cos_sin = np.load(io.BytesIO(table.content))  # interleaved pairs: llama.cpp's NORMAL
+        assert np.array_equal(cos_sin[0][:, 0::2], cos) and np.array_equal(cos_sin[1][:, 0::2], sin)
 
 
 def test_a_prefix_too_short_names_the_bytes_to_send(client: Client) -> None:

@@ -1,5 +1,6 @@
-"""recipe=ggml and recipe=mlx over HTTP: refusals name the recipe, and a cache a runtime built is
-diagnosed as that runtime's recipe rather than as imprecise float32 angles."""
+"""recipe=ggml and recipe=mlx over HTTP: refusals name the recipe, and a cache a runtime built
+(ggml-python with llama.cpp's arguments, mlx[cpu] with mlx-lm's rope) is diagnosed as that
+runtime's recipe rather than as imprecise float32 angles."""
 
 from __future__ import annotations
 
@@ -13,6 +14,22 @@ import pytest
 from posenc.schemes.rope.maths import encode
 from posenc.schemes.rope.params import Recipe, RopeParams
 from tests.conftest import Client
+from tests.reference import runtimes
+from tests.reference.llama_cpp_args import call
+
+
+def _runtime_cache(recipe: str, params: RopeParams, positions: np.ndarray) -> np.ndarray:
+    """The cos/sin cache ``(2, n, d)`` the runtime itself computes (not posenc's recipe), laid
+    out as ``params.layout`` lays a rope cache out."""
+    if recipe == "ggml":
+        pytest.importorskip("ggml", reason="ggml-python is part of the reference extra")
+        cos, sin = runtimes.ggml_halves(call(params), positions)
+    else:
+        pytest.importorskip("mlx.core", reason="mlx[cpu] is part of the reference extra")
+        cos, sin = runtimes.mlx_halves(params, positions)
+    if params.layout == "interleaved":
+        return np.stack([np.repeat(cos, 2, axis=1), np.repeat(sin, 2, axis=1)])
+    return np.stack([np.concatenate([cos, cos], axis=1), np.concatenate([sin, sin], axis=1)])
 
 
 @pytest.mark.parametrize(
@@ -36,15 +53,17 @@ def test_a_scaling_the_runtime_does_not_implement_is_a_422_naming_the_recipe(
     assert f"recipe={recipe}" in problem["detail"] or "mlx-lm" in problem["detail"]
 
 
-def test_freq_factors_belong_to_ggml_and_exact(client: Client) -> None:
+def test_freq_factors_give_ggml_s_own_rope_and_the_exact_one_and_no_other_recipe(
+    client: Client,
+) -> None:
     served = client.get(
         "/v1/rope/table?d_model=8&seq_len=2&recipe=ggml&freq_factors=1,2,3,4&format=npy"
     )
     assert served.status_code == 200
     table = np.load(io.BytesIO(served.content))
-    factors = np.array([1, 2, 3, 4], dtype=np.float32)
-    theta = np.float32(1.0) * np.float32(10000.0) ** (-np.arange(4) / 4)
-    assert np.allclose(table[1, 1, :4], np.sin(theta / factors), atol=1e-6)
+    # ggml's own rope of that factor tensor (ggml_rope_ext's src[2]), bit for bit.
+    stated = RopeParams(d_model=8, freq_factors=(1.0, 2.0, 3.0, 4.0))
+    assert np.array_equal(table, _runtime_cache("ggml", stated, np.arange(2)))
     # The exact rope of the same factor tensor: sin(1 · 10000^(-i/4) / f_i), correctly rounded.
     exact = client.get("/v1/rope/table?d_model=8&seq_len=2&freq_factors=1,2,3,4&format=npy")
     row = np.load(io.BytesIO(exact.content))[1, 1, :4]
@@ -82,8 +101,8 @@ def _verified(client: Client, table: np.ndarray, query: str) -> dict[str, Any]:
 def test_a_runtime_s_cache_is_named_as_that_runtime_s_recipe(
     client: Client, recipe: Recipe
 ) -> None:
-    params = RopeParams(d_model=64, base=500000.0, recipe=recipe)
-    table = encode(params, np.arange(100_000, 100_256), "float32", "cos_sin")
+    params = RopeParams(d_model=64, base=500000.0)
+    table = _runtime_cache(recipe, params, np.arange(100_000, 100_256))
     report = _verified(client, table, "d_model=64&base=500000&offset=100000")
     assert report["conforms"] is False
     names = [finding["name"] for finding in report["diagnosis"]]
@@ -105,12 +124,7 @@ def test_posenc_testing_names_the_runtime_a_port_s_cache_is() -> None:
     """The assertion a port's suite runs says 'this is llama.cpp's rope', not 'imprecise'."""
     from posenc.testing import assert_rope_matches
 
-    cache = encode(
-        RopeParams(d_model=32, base=10000.0, recipe="ggml"),
-        np.arange(200_000, 200_064),
-        "float32",
-        "cos_sin",
-    )
+    cache = _runtime_cache("ggml", RopeParams(d_model=32), np.arange(200_000, 200_064))
     with pytest.raises(AssertionError) as raised:
         assert_rope_matches(cache, d_model=32, offset=200_000)
     assert "matches_recipe" in str(raised.value)
@@ -167,8 +181,8 @@ def test_float16_past_its_range_is_refused_before_computing(client: Client) -> N
 def test_a_cache_of_a_gguf_s_factor_tensor_is_verified_as_llama_cpp_s(client: Client) -> None:
     """verify holds a cache of a rope stated with a GGUF's own factors to the exact rope of
     those factors, and names llama.cpp's recipe when the cache is its (before, a 422)."""
-    stated = RopeParams(d_model=4, recipe="ggml", freq_factors=(1.0, 2.0))
-    table = encode(stated, np.arange(100_000, 100_064), "float32", "cos_sin")
+    stated = RopeParams(d_model=4, freq_factors=(1.0, 2.0))
+    table = _runtime_cache("ggml", stated, np.arange(100_000, 100_064))
     report = _verified(client, table, "d_model=4&freq_factors=1,2&offset=100000")
     (finding,) = report["diagnosis"]
     assert finding["name"] == "matches_recipe" and finding["evidence"]["recipe"] == "ggml"

@@ -91,12 +91,14 @@ def gguf(
 
 def llama_31_prefix() -> bytes:
     """The first bytes of a Llama 3.1 8B GGUF as llama.cpp's converter writes them, less its
-    vocabulary: the keys a rope is read from and the ``rope_freqs`` tensor (the converter's
-    factors). What the documentation's examples read as ``model.gguf``."""
-    from posenc.schemes.rope.params import RopeParams
-    from posenc.schemes.rope.recipes import ggml
+    vocabulary: the keys a rope is read from and the ``rope_freqs`` tensor, the one the
+    converter wrote for Llama 3.1's rope (head 128, base 500000, factor 8, bands 1 and 4 of
+    8192: tests/gguf/records' ``llama3.1``). What the documentation's examples read as
+    ``model.gguf``."""
+    from tests.gguf.records import load
 
-    rope = RopeParams(d_model=128, base=500000.0, scaling="llama3", factor=8.0, recipe="ggml")
+    cases = {case["name"]: case for case in load("scalings")["cases"]}
+    converted = cases["llama3.1"]["rope_tensors"]["rope_freqs.weight"]
     values = {
         "general.architecture": "llama",
         "general.name": "Meta Llama 3.1 8B",
@@ -110,4 +112,4 @@ def llama_31_prefix() -> bytes:
         "llama.rope.dimension_count": 128,
         "llama.vocab_size": 128256,
     }
-    return gguf(values, [("rope_freqs.weight", ggml.llama3_factors(rope))])
+    return gguf(values, [("rope_freqs.weight", np.array(converted, dtype=np.float32))])

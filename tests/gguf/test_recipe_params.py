@@ -1,69 +1,67 @@
-"""Each rope's ``params`` are what ``recipe=ggml`` needs to make llama.cpp's own call: the
-runtime recipe's ``derive`` of them gives back the ``ggml`` arguments the file makes llama.cpp
-pass, bit for bit (it runs once the recipe is in the tree; measured before the merge on the
-25 files of tests/gguf/test_converter.py at two contexts: all equal)."""
+"""``POST /v1/rope/gguf`` held to llama.cpp itself: for files llama.cpp's converter wrote
+(their keys and rope tensors as tests/gguf/records keeps them), each rope's ``ggml`` call is the
+arguments llama.cpp passed ``ggml_rope_ext`` for those layers, and its ``params`` are a rope
+whose ``recipe=ggml`` derivation gives the same arguments, bit for bit."""
 
 from __future__ import annotations
 
+import platform
 from typing import Any
 
 import numpy as np
 import pytest
 
 from posenc.schemes.rope.gguf import answer, reader
+from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.rope.recipes import ggml
 from tests.gguf.files import gguf
-from tests.gguf.test_rules import header
+from tests.gguf.records import load
 
-ggml = pytest.importorskip("posenc.schemes.rope.recipes.ggml")
-
-FILES: dict[str, tuple[dict[str, Any], list[tuple[str, Any]]]] = {
-    "llama3": (
-        header("llama", rope__freq_base=5e5),
-        [("rope_freqs.weight", np.arange(1, 9, dtype=np.float32))],
-    ),
-    "yarn": (
-        header("qwen2", rope__scaling__type="yarn", rope__scaling__factor=4.0,
-               rope__scaling__original_context_length=2048),
-        [],
-    ),
-    "deepseek": (
-        header("deepseek2", rope__scaling__type="yarn", rope__scaling__factor=40.0,
-               rope__scaling__yarn_log_multiplier=0.0707),
-        [],
-    ),
-    "longrope": (
-        header("phi3", rope__scaling__attn_factor=1.19,
-               rope__scaling__original_context_length=4000),
-        [("rope_factors_long.weight", np.full(8, 2, np.float32)),
-         ("rope_factors_short.weight", np.ones(8, np.float32))],
-    ),
-    "gemma3": (
-        header("gemma3", 12, rope__freq_base=1e6, rope__scaling__type="linear",
-               rope__scaling__factor=8.0, attention__sliding_window=512),
-        [],
-    ),
-}  # fmt: skip
+RECORD = load("scalings")
+CASES = {f"{case['name']}@{case['n_ctx']}": case for case in RECORD["cases"]}
+pytestmark = pytest.mark.skipif(
+    platform.machine() != RECORD["machine"], reason=f"measured on {RECORD['machine']}"
+)
+_ARGUMENTS = ("n_dims", "mode", "freq_base", "freq_scale", "ext_factor", "attn_factor",
+              "beta_fast", "beta_slow")  # fmt: skip
 
 
-@pytest.mark.parametrize("name", FILES)
-@pytest.mark.parametrize("n_ctx", [None, 3900, 4097])
-def test_recipe_ggml_derives_llama_cpps_call_from_the_params(name: str, n_ctx: int | None) -> None:
-    from posenc.schemes.rope.params import RopeParams
+def _file(case: dict[str, Any]) -> bytes:
+    """The converter's file again, less its vocabulary and weights: its keys and rope tensors."""
+    tensors = [(name, np.array(v, np.float32)) for name, v in case["rope_tensors"].items()]
+    return gguf(case["metadata"], tensors)
 
-    values, tensors = FILES[name]
-    file = reader.read(gguf(values, tensors))
-    for rope in answer.answer(file, n_ctx)["ropes"]:
+
+def _layer_nodes(case: dict[str, Any], layers: list[int]) -> list[dict[str, Any]]:
+    """The recorded nodes of ``layers`` (llama.cpp names them ``Qcur-0``, ``k_pe-0`` …)."""
+    nodes = [n for n in case["nodes"] if int(n["name"].rsplit("-", 1)[1]) in layers]
+    assert nodes, (case["name"], layers)
+    return nodes
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_answer_s_ggml_call_is_what_llama_cpp_passed(name: str) -> None:
+    case = CASES[name]
+    file = reader.read(_file(case))
+    for rope in answer.answer(file, case["n_ctx"])["ropes"]:
+        call = rope["ggml"]
+        named = call["freq_factors"]
+        factors = None if named is None else [float(f) for f in file.rope_tensors[named]]
+        for node in _layer_nodes(case, rope["layers"]):
+            assert {k: call[k] for k in _ARGUMENTS} == {k: node[k] for k in _ARGUMENTS}
+            assert call["n_ctx_orig"] == node["n_ctx_orig"] and factors == node["factors"]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_recipe_ggml_of_the_answer_s_params_derives_llama_cpp_s_call(name: str) -> None:
+    case = CASES[name]
+    for rope in answer.answer(reader.read(_file(case)), case["n_ctx"])["ropes"]:
         given: dict[str, Any] = {
             k: tuple(v) if isinstance(v, list) else v for k, v in rope["params"].items()
         }
         derived = ggml.derive(RopeParams(**{**given, "recipe": "ggml"}))
-        call = rope["ggml"]
-        named = call["freq_factors"]
-        factors = None if named is None else tuple(map(float, file.rope_tensors[named]))
-        assert derived.freq_factors == factors
-        assert (derived.n_dims, derived.freq_base, derived.freq_scale, derived.attn_factor) == (
-            call["n_dims"], call["freq_base"], call["freq_scale"], call["attn_factor"]
-        )  # fmt: skip
-        assert (derived.ext_factor, derived.beta_fast, derived.beta_slow) == (
-            call["ext_factor"], call["beta_fast"], call["beta_slow"]
-        )  # fmt: skip
+        for node in _layer_nodes(case, rope["layers"]):
+            assert {k: getattr(derived, k) for k in _ARGUMENTS} == {k: node[k] for k in _ARGUMENTS}
+            assert list(derived.freq_factors or ()) == (node["factors"] or [])
+            if node["ext_factor"]:  # YaRN's ramp is the only reader of n_ctx_orig
+                assert derived.n_ctx_orig == node["n_ctx_orig"]

@@ -1,6 +1,10 @@
 """The runtimes themselves, as references: ggml (llama.cpp's ggml-cpu, through ggml-python) and
 MLX (its CPU backend, with mlx-lm's ``initialize_rope``). Each rotates unit vectors — 1 in a
-pair's first member, 0 in its second — so its output is the cos and sin it computed."""
+pair's first member, 0 in its second — so its output is the cos and sin it computed.
+
+ggml is given llama.cpp's arguments, never posenc's: a rope node llama.cpp itself built
+(tests/gguf/records) or :func:`.llama_cpp_args.call`, derived apart from posenc and held to
+those records."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc.schemes.rope.params import RopeParams
-from posenc.schemes.rope.recipes import ggml as ggml_recipe
+from tests.reference.llama_cpp_args import Call
 
 Halves = tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]
 
@@ -42,21 +46,20 @@ def _computed(ctx: Any, out: Any, n: int, d: int) -> npt.NDArray[np.float32]:
     return np.array(to_numpy(out)).reshape(n, d)
 
 
-def ggml_halves(params: RopeParams, positions: npt.NDArray[np.int64]) -> Halves:
-    """cos and sin ``(n, d/2)`` from ggml's ``ggml_rope_ext``, given llama.cpp's parameters."""
+def ggml_halves(rope: Call, positions: npt.NDArray[np.int64]) -> Halves:
+    """cos and sin ``(n, d/2)`` from ggml's ``ggml_rope_ext`` with llama.cpp's arguments."""
     from ggml import ggml
     from ggml.utils import from_numpy
 
-    rope = ggml_recipe.derive(params)
     n, d = len(positions), rope.n_dims
-    interleaved = rope.mode == ggml_recipe.NORMAL
+    interleaved = rope.mode == 0  # GGML_ROPE_TYPE_NORMAL: pairs (2i, 2i+1)
     memory = 16 * 2**20 + 64 * n * d
     ctx = ggml.ggml_init(ggml.ggml_init_params(mem_size=memory, mem_buffer=None))
     try:
         x = _unit_rows(n, d, interleaved).reshape(n, 1, d)  # ne0 = d, ne1 = 1 head, ne2 = n
         a = from_numpy(x, ctx)
         b = from_numpy(positions.astype(np.int32), ctx)
-        factors = rope.freq_factors
+        factors = rope.factors
         c = from_numpy(np.array(factors, dtype=np.float32), ctx) if factors else None
         out = ggml.ggml_rope_ext(
             ctx, a, b, c, d, rope.mode, rope.n_ctx_orig, rope.freq_base, rope.freq_scale,
@@ -116,7 +119,7 @@ def mlx_prefill(params: RopeParams, n: int) -> Halves:
 
 
 def ggml_multi_halves(
-    params: RopeParams, ids: npt.NDArray[np.int64], sections: tuple[int, ...], imrope: bool
+    rope: Call, ids: npt.NDArray[np.int64], sections: tuple[int, ...], imrope: bool
 ) -> Halves:
     """cos and sin ``(n, d/2)`` from ggml's ``ggml_rope_multi`` for ``(3, n)`` ids: mode MROPE
     (Qwen2-VL's chunked sections) or IMROPE (Qwen3-VL's interleaved), the fourth row the
@@ -126,7 +129,6 @@ def ggml_multi_halves(
     from ggml import ggml
     from ggml.utils import from_numpy
 
-    rope = ggml_recipe.derive(params)
     n, d = ids.shape[1], rope.n_dims
     memory = 16 * 2**20 + 64 * n * d
     ctx = ggml.ggml_init(ggml.ggml_init_params(mem_size=memory, mem_buffer=None))

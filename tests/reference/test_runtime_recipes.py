@@ -1,6 +1,7 @@
 """recipe=ggml and recipe=mlx against the runtimes themselves: ggml through ggml-python (the
-ggml llama.cpp builds, compiled here against this machine's glibc) and MLX through mlx[cpu]
-with mlx-lm's rope modules. Random widths, bases and layouts for every scaling each runtime
+ggml llama.cpp builds, compiled here against this machine's glibc) with llama.cpp's arguments
+(tests.reference.llama_cpp_args, held to llama.cpp's own in tests/gguf/records), and MLX through
+mlx[cpu] with mlx-lm's rope modules. Random widths, bases and layouts for every scaling each runtime
 implements; positions from 0, around 2^24 (where positions stop being exact in float32) and up
 to 2^31 − 1. Both runtimes call the service's libm (glibc) or none, so every value must be
 bit-identical, which is stronger than the 1 ulp the README promises elsewhere."""
@@ -16,6 +17,7 @@ import pytest
 from posenc.schemes.rope import recipes
 from posenc.schemes.rope.params import Layout, Recipe, RopeParams
 from tests.reference import runtimes
+from tests.reference.llama_cpp_args import call
 
 pytest.importorskip("ggml", reason="ggml-python is part of the reference extra")
 pytest.importorskip("mlx.core", reason="mlx[cpu] is part of the reference extra")
@@ -94,7 +96,7 @@ def _assert_identical(
 def test_ggml_recipe_is_ggml_cpu_bit_for_bit(params: RopeParams) -> None:
     positions = _positions(np.random.default_rng(params.d_model))
     cos, sin, _ = recipes.prepare(params, int(positions.max()) + 1)(positions)
-    _assert_identical(runtimes.ggml_halves(params, positions), (cos, sin))
+    _assert_identical(runtimes.ggml_halves(call(params), positions), (cos, sin))
 
 
 @pytest.mark.parametrize("recipe", ["ggml", "mlx"])
@@ -113,8 +115,11 @@ def test_llama_4_s_rope_without_a_smooth_band(recipe: Recipe) -> None:
     )
     positions = _positions(np.random.default_rng(4))
     cos, sin, _ = recipes.prepare(params, int(positions.max()) + 1)(positions)
-    reference = runtimes.ggml_halves if recipe == "ggml" else runtimes.mlx_halves
-    _assert_identical(reference(params, positions), (cos, sin))
+    if recipe == "ggml":
+        reference = runtimes.ggml_halves(call(params), positions)
+    else:
+        reference = runtimes.mlx_halves(params, positions)
+    _assert_identical(reference, (cos, sin))
 
 
 def test_ggml_recipe_with_a_gguf_s_own_factor_tensor() -> None:
@@ -123,7 +128,7 @@ def test_ggml_recipe_with_a_gguf_s_own_factor_tensor() -> None:
     params = RopeParams(d_model=64, base=500000.0, recipe="ggml", freq_factors=factors)
     positions = _positions(rng)
     cos, sin, _ = recipes.prepare(params, int(positions.max()) + 1)(positions)
-    _assert_identical(runtimes.ggml_halves(params, positions), (cos, sin))
+    _assert_identical(runtimes.ggml_halves(call(params), positions), (cos, sin))
 
 
 @pytest.mark.parametrize("params", _cases("mlx", ("none", "linear", "yarn", "llama3", "longrope")))
@@ -144,16 +149,20 @@ def test_the_served_table_is_the_runtime_s_laid_out() -> None:
     """maths.encode (what /v1/rope/table serves) lays the runtime's halves out by layout."""
     from posenc.schemes.rope.maths import encode
 
-    for recipe, reference in (("ggml", runtimes.ggml_halves), ("mlx", runtimes.mlx_halves)):
+    positions = np.arange(1_000_000, 1_000_040, dtype=np.int64)
+    runtimes_compared: tuple[Recipe, ...] = ("ggml", "mlx")
+    for recipe in runtimes_compared:
         params = RopeParams(
             d_model=16,
             base=10000.0,
             layout="interleaved",
-            recipe=recipe,  # type: ignore[arg-type]
+            recipe=recipe,
         )
-        positions = np.arange(1_000_000, 1_000_040, dtype=np.int64)
         table = encode(params, positions, "float32", "cos_sin")
-        cos, sin = reference(params, positions)
+        if recipe == "ggml":
+            cos, sin = runtimes.ggml_halves(call(params), positions)
+        else:
+            cos, sin = runtimes.mlx_halves(params, positions)
         assert np.array_equal(table[0][:, 0::2], cos) and np.array_equal(table[0][:, 1::2], cos)
         assert np.array_equal(table[1][:, 0::2], sin) and np.array_equal(table[1][:, 1::2], sin)
 
@@ -190,7 +199,7 @@ def test_ggml_turns_m_rope_ids_as_ggml_rope_multi_does(imrope: bool) -> None:
     ids[:, :8] = np.arange(8)  # text tokens: three equal ids
     rotary: Rotary = "interleaved" if imrope else "chunked"
     table = tables.encode(params, ids, rotary, sections, "float32", "cos_sin")
-    cos, sin = runtimes.ggml_multi_halves(params, ids, sections, imrope)
+    cos, sin = runtimes.ggml_multi_halves(call(params), ids, sections, imrope)
     _assert_identical((cos, sin), (table[0][:, :64], table[1][:, :64]))
 
 
@@ -213,7 +222,7 @@ def test_the_gguf_check_knows_which_id_ggml_turns_each_pair_by(
 
     params = RopeParams(d_model=d, base=10000.0, recipe="ggml")
     ids = np.array([[10], [20], [30], [40]], dtype=np.int64)
-    _, sin = runtimes.ggml_multi_halves(params, ids, sections, imrope)
+    _, sin = runtimes.ggml_multi_halves(call(params), ids, sections, imrope)
     _, candidates, _ = recipes.prepare(params, 41)(ids[:, 0])
     matches = sin[0][None, :] == candidates  # (4 ids, d/2 pairs)
     assert (matches.sum(axis=0) == 1).all()  # each pair is one id's, and only one's

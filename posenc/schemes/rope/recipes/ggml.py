@@ -18,8 +18,12 @@ llama.cpp 0c1e57098 (the ``llama-cpp-python`` 0.3.36 sdist's ``vendor/llama.cpp`
   YaRN ``attention_factor`` is overwritten there, so llama.cpp does not apply it.
 - the converter (``conversion/llama.py``, ``phi.py``): Llama 3's ``rope_freqs`` factor tensor,
   computed in torch float32; LongRoPE's ``rope_factors_long``/``_short`` as the config lists them,
-  chosen by the context llama.cpp runs with (``n_ctx > n_ctx_orig``: long), and the attention
-  factor ``sqrt(1 + ln(factor)/ln(original))`` written as ``rope.scaling.attn_factor``.
+  chosen by the context llama.cpp runs with (``n_ctx``, padded to 256, ``> n_ctx_orig``: long),
+  and the attention factor ``sqrt(1 + ln(factor)/ln(original))`` written as
+  ``rope.scaling.attn_factor``.
+
+Each argument and factor tensor is held to the rope nodes llama.cpp itself built for files its
+converter wrote (tests/gguf/records), bit for bit.
 
 libm's ``powf``, ``logf``, ``cosf`` and ``sinf`` are this machine's (glibc's: numba's float32
 ``math.cos`` is a call to ``cosf``): a ggml linked against the same libm gives the same bits.
@@ -140,11 +144,18 @@ def _converter_factors(params: RopeParams) -> tuple[float, ...] | None:
 
 def n_ctx(params: RopeParams) -> int:
     """The context llama.cpp runs with: ``n_ctx``, else the model's training context
-    (``factor × original_max_position_embeddings`` for LongRoPE), llama.cpp's default."""
-    if params.n_ctx is not None:
-        return params.n_ctx
-    original = params.original_max_position_embeddings or 0
-    return int(original * (params.factor or 1.0))
+    (``factor × original_max_position_embeddings`` for LongRoPE), llama.cpp's default, padded
+    to a multiple of 256 as llama_context pads it (``GGML_PAD(n_ctx, 256)``), so a context of
+    1900 runs as 2048 and takes the long factors of a model trained on 2000.
+
+    >>> n_ctx(RopeParams(d_model=2, scaling="longrope", factor=2.0, recipe="ggml",
+    ...     original_max_position_embeddings=2000, short_factor=(1,), long_factor=(2,), n_ctx=1900))
+    2048
+    """
+    given = params.n_ctx
+    if given is None:
+        given = int((params.original_max_position_embeddings or 0) * (params.factor or 1.0))
+    return -(-given // 256) * 256
 
 
 def llama3_factors(params: RopeParams) -> Float32Array:
