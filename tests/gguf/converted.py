@@ -47,17 +47,19 @@ def _build(tiny: Tiny, model_dir: Path) -> dict[str, Any]:
     return saved
 
 
-def build_all(root: Path) -> Converted:
-    """Every tiny model saved under ``root`` and converted: each one's file and config."""
+def build_all(root: Path, names: list[str] | None = None) -> Converted:
+    """Every tiny model (or those ``names``) saved under ``root`` and converted: each one's
+    file and config."""
     import torch
 
+    chosen = names or list(ALL)
     pairs, configs = [], {}
     torch.manual_seed(0)
-    for name, tiny in ALL.items():
-        configs[name] = _build(tiny, root / name)
+    for name in chosen:
+        configs[name] = _build(ALL[name], root / name)
         pairs.append((root / name, root / f"{name}.gguf"))
     convert(pairs)
-    return {name: (out, configs[name]) for name, (_, out) in zip(ALL, pairs, strict=True)}
+    return {name: (out, configs[name]) for name, (_, out) in zip(chosen, pairs, strict=True)}
 
 
 def check(file: Path | bytes, config: dict[str, Any], n_ctx: int | None = None) -> dict[str, Any]:

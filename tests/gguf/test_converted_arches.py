@@ -80,7 +80,7 @@ def test_deepseek_v3_2s_two_ropes_in_each_layer_name_what_they_turn(
     assert mla["layers"] == indexer["layers"] == [0, 1]
     assert mla["applies_to"] == ["q_pe", "k_pe"] and mla["rope_type"] == "norm"
     assert indexer["applies_to"] == ["indexer_q", "indexer_k"] and indexer["rope_type"] == "neox"
-    assert mla["ggml"]["n_dims"] == indexer["ggml"]["n_dims"] == 8  # qk_rope_head_dim
+    assert mla["ggml"]["n_dims"] == indexer["ggml"]["n_dims"] == 16  # qk_rope_head_dim
 
 
 def test_gemma_4s_proportional_full_layer_and_local_base_sliding_layer(

@@ -43,24 +43,25 @@ SMALL = {
     "bos_token_id": 1,
     "eos_token_id": 2,
 }
+SIGMOID = {"scoring_func": "sigmoid"}
 # DeepSeek's multi-head latent attention at its smallest (V3.2 and GLM-5 add an indexer).
 MLA: dict[str, Any] = {
     "num_hidden_layers": 2,
     "num_key_value_heads": 4,
-    "kv_lora_rank": 16,
-    "q_lora_rank": 16,
-    "qk_rope_head_dim": 8,
-    "qk_nope_head_dim": 16,
-    "v_head_dim": 16,
-    "head_dim": 8,
+    "kv_lora_rank": 32,
+    "q_lora_rank": 32,
+    "qk_rope_head_dim": 16,
+    "qk_nope_head_dim": 32,
+    "v_head_dim": 32,
+    "head_dim": 16,
     "n_routed_experts": 4,
     "num_experts_per_tok": 2,
     "moe_intermediate_size": 32,
     "first_k_dense_replace": 1,
     "n_group": 1,
     "topk_group": 1,
-    "index_n_heads": 2,
-    "index_head_dim": 16,
+    "index_n_heads": 4,
+    "index_head_dim": 64,  # llama.cpp rotates indexer keys by a Hadamard matrix of 64 at least
     "index_topk": 4,
 }
 MODELS: dict[str, Tiny] = {
@@ -177,7 +178,17 @@ MODELS: dict[str, Tiny] = {
     "stablelm": Tiny(
         "stablelm", {"num_hidden_layers": 2, "partial_rotary_factor": 0.25}, "stablelm"
     ),
-    "phi-2": Tiny("phi", {"num_hidden_layers": 2, "partial_rotary_factor": 0.5}, "phi2"),
+    # Phi-2 and OLMoE are multi-head (llama.cpp's graphs take no fewer key heads).
+    "phi-2": Tiny(
+        "phi",
+        {
+            "num_hidden_layers": 2,
+            "num_key_value_heads": 4,
+            "intermediate_size": 256,  # llama.cpp's n_ff for Phi-2: 4·n_embd
+            "partial_rotary_factor": 0.5,
+        },
+        "phi2",
+    ),
     "qwen2-moe": Tiny(
         "qwen2_moe",
         {
@@ -206,7 +217,7 @@ MODELS: dict[str, Tiny] = {
             "num_hidden_layers": 2,
             "num_key_value_heads": 4,
             "kv_lora_rank": 16,
-            "q_lora_rank": None,
+            "q_lora_rank": 16,  # llama.cpp reads it but for DeepSeek-V2-Lite's 26 or 27 layers
             "qk_rope_head_dim": 8,
             "qk_nope_head_dim": 16,
             "v_head_dim": 16,
@@ -246,7 +257,12 @@ MODELS: dict[str, Tiny] = {
     "gemma": Tiny("gemma", {"num_hidden_layers": 2, "head_dim": 16}, "gemma"),
     "olmoe": Tiny(
         "olmoe",
-        {"num_hidden_layers": 2, "num_experts": 4, "num_experts_per_tok": 2},
+        {
+            "num_hidden_layers": 2,
+            "num_key_value_heads": 4,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+        },
         "olmoe",
     ),
     "nemotron": Tiny(
@@ -308,10 +324,16 @@ MODELS: dict[str, Tiny] = {
         },
         "cohere2moe",
     ),
+    # The converter writes llama.cpp's expert_gating_func from the Hub configs' scoring_func.
     "deepseek-v3.2": Tiny(
-        "deepseek_v32", {**MLA, "layer_types": ["indexed_attention"] * 2}, "deepseek32"
+        "deepseek_v32",
+        {**MLA, "layer_types": ["indexed_attention"] * 2},
+        "deepseek32",
+        config=SIGMOID,
     ),
-    "glm-5": Tiny("glm_moe_dsa", {**MLA, "layer_types": ["indexed_attention"] * 2}, "glm-dsa"),
+    "glm-5": Tiny(
+        "glm_moe_dsa", {**MLA, "layer_types": ["indexed_attention"] * 2}, "glm-dsa", config=SIGMOID
+    ),
     "eurobert": Tiny(
         "eurobert",
         {"num_hidden_layers": 2, "classifier_pooling": "mean"},
@@ -329,6 +351,7 @@ MODELS: dict[str, Tiny] = {
             "sliding_window": 128,
         },
         "exaone-moe",
+        config=SIGMOID,
     ),
     "falcon-h1": Tiny(
         "falcon_h1",
@@ -352,8 +375,8 @@ MODELS: dict[str, Tiny] = {
             "intermediate_size": [128] * 5,
             "activation_sparsity_pattern": [0.0] * 5,
             "num_kv_shared_layers": 0,
-            "laurel_rank": 8,
-            "hidden_size_per_layer_input": 8,
+            "laurel_rank": 64,  # llama.cpp's: n_embd
+            "hidden_size_per_layer_input": 256,  # llama.cpp's n_embd_altup
             "vocab_size_per_layer_input": 128,
             "altup_num_inputs": 4,
             "layer_types": None,
@@ -364,7 +387,13 @@ MODELS: dict[str, Tiny] = {
     # proportional rope (rope_freqs: 1 for the rotated pairs, 1e30 for the frozen ones).
     "gemma4": Tiny(
         "gemma4_text",
-        {"num_hidden_layers": 2, "head_dim": 16, "global_head_dim": 32, "sliding_window": 128},
+        {
+            "num_hidden_layers": 2,
+            "head_dim": 16,
+            "global_head_dim": 32,
+            "sliding_window": 128,
+            "vocab_size_per_layer_input": 128,
+        },
         "gemma4",
     ),
     "embeddinggemma": Tiny(
@@ -433,12 +462,12 @@ MODELS: dict[str, Tiny] = {
         },
         "lfm2moe",
     ),
-    "mellum": Tiny("mellum", {"num_hidden_layers": 2}, "mellum"),
     "modernbert": Tiny(
         "modernbert",
         {"num_hidden_layers": 3, "global_attn_every_n_layers": 3, "local_attention": 64},
         "modern-bert",
         build="base",
+        config={"layer_norm_eps": 1e-5},
     ),
 }
 
@@ -520,6 +549,21 @@ DIVERGENT: dict[str, Tiny] = {
         "(load_swa_pattern(ml, 4), n_no_rope_layer_step 4) and the converter writes neither: a "
         "model whose full layers come every second has its layer 1 rotated",
     ),
+    # Mellum: one period of its pattern (llama.cpp builds sliding caches for it and asserts some
+    # layer slides).
+    "mellum": Tiny(
+        "mellum",
+        {
+            "num_hidden_layers": 4,
+            "sliding_window": 128,
+            "layer_types": ["sliding_attention"] * 3 + ["full_attention"],
+        },
+        "mellum",
+        finding="base",
+        why="llama.cpp's Mellum graph turns its sliding layers at the context's base (freq_base: "
+        "the full layers' 500000) though its loader reads rope.freq_base_swa; transformers' "
+        "Mellum turns them at their own rope_theta, 10000",
+    ),
     "bamba": Tiny(
         "bamba",
         {
@@ -560,7 +604,7 @@ ANSWERED: dict[str, Tiny] = {
     ),
     "hrm-text": Tiny(
         "hrm_text",
-        {"num_hidden_layers": 2},
+        {"num_hidden_layers": 2, "num_key_value_heads": 4},  # HRM's attention is multi-head
         "hrm_text",
         why="llama.cpp's block_count is HRM's cache slots (layers per stack × H cycles × (L "
         "cycles + 1) = 16), the config reader's layers are the stack's: the one rope every slot "
@@ -618,6 +662,8 @@ ANSWERED: dict[str, Tiny] = {
                 "long_mscale": 1.2,
             },
             "original_max_position_embeddings": 4096,
+            "lm_head_bias": True,
+            "attention_bias": True,
         },
         "phimoe",
         config={"architectures": ["PhiMoEForCausalLM"]},
