@@ -66,6 +66,12 @@ def test_qwen3vls_interleaved_sections_are_read(
     assert result["ropes"][0]["ggml"]["mode"] == 40 and result["ropes"][0]["rope_type"] == "imrope"
     (finding,) = result["findings"]
     assert finding["evidence"]["pairs"] == [6] and finding["layers"] == [0, 1]
+    # pair 6 of 8 at the model's base: the angle the model turns it by at n_ctx's last position
+    position = result["n_ctx"] - 1
+    assert finding["evidence"]["position"] == position
+    base = result["model"]["ropes"][0]["params"]["base"]
+    expected = position * base ** (-2 * 6 / 16)
+    assert finding["evidence"]["radians_per_pair"] == [pytest.approx(expected, rel=1e-12)]
 
 
 def test_other_sections_are_an_mrope_sections_finding(converted: Converted, tmp_path: Path) -> None:
