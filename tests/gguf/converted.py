@@ -14,7 +14,8 @@ from tests.gguf.convert import convert
 from tests.gguf.tiny_models import ANSWERED, DIVERGENT, MODELS, SMALL, Tiny
 
 ALL: dict[str, Tiny] = {**MODELS, **DIVERGENT, **ANSWERED}
-# name: (the converted file, the config.json it was converted from)
+# name: (the converted file, the config.json it was converted from); "<name>.mmproj": the
+# vision projector of a model that has one.
 Converted = dict[str, tuple[Path, dict[str, Any]]]
 
 
@@ -44,6 +45,9 @@ def _build(tiny: Tiny, model_dir: Path) -> dict[str, Any]:
         model_json["type"] = tiny.tokenizer
     tokenizer = {"model": model_json, "added_tokens": []}
     (model_dir / "tokenizer.json").write_text(json.dumps(tokenizer))
+    if tiny.mmproj:  # the projector's converter writes the image processor's mean and std
+        processor = {"image_mean": [0.5] * 3, "image_std": [0.5] * 3}
+        (model_dir / "preprocessor_config.json").write_text(json.dumps(processor))
     return saved
 
 
@@ -55,11 +59,16 @@ def build_all(root: Path, names: list[str] | None = None) -> Converted:
     chosen = names or list(ALL)
     pairs, configs = [], {}
     torch.manual_seed(0)
+    files = []
     for name in chosen:
-        configs[name] = _build(ALL[name], root / name)
+        configs[name] = configs[f"{name}.mmproj"] = _build(ALL[name], root / name)
         pairs.append((root / name, root / f"{name}.gguf"))
+        files.append(name)
+        if ALL[name].mmproj:
+            pairs.append((root / name, root / f"{name}.mmproj.gguf"))
+            files.append(f"{name}.mmproj")
     convert(pairs)
-    return {name: (out, configs[name]) for name, (_, out) in zip(chosen, pairs, strict=True)}
+    return {name: (out, configs[name]) for name, (_, out) in zip(files, pairs, strict=True)}
 
 
 def check(file: Path | bytes, config: dict[str, Any], n_ctx: int | None = None) -> dict[str, Any]:

@@ -96,6 +96,8 @@ def main(names: list[str]) -> int:
         files = {name: path for name, (path, _) in converted.items()}
         failed = 0
         for name, path in files.items():
+            if name.endswith(".mmproj"):  # llama.cpp loads a projector with libmtmd, not here
+                continue
             try:
                 (nodes,) = llama_cpp_ropes.record([path])
             except RuntimeError as error:

@@ -179,3 +179,25 @@ def test_indexer_ropes_are_reported_not_compared(converted: Converted) -> None:
     assert indexer and all(r["max_abs_difference"] is None for r in indexer)
     others = [r for r in result["ropes"] if r not in indexer]
     assert others and all(r["max_abs_difference"] is not None for r in others)
+
+
+@pytest.mark.parametrize("name", ["qwen2-vl", "qwen3-vl"])
+def test_a_vision_projectors_layers_turn_patches_by_llama_cpps_vision_mode(
+    converted: Converted, name: str
+) -> None:
+    from posenc.schemes.rope.vision import config as vision_config
+
+    file, config = converted[f"{name}.mmproj"]
+    result = answer.answer(reader.read(file.read_bytes()), None)
+    assert result["architecture"] == "clip" and result["num_hidden_layers"] == 3
+    (rope,) = result["ropes"]
+    model = vision_config.read(config)
+    head = model.head_dim
+    assert result["head_dim"] == head and model.family.kind == "qwen"
+    # ggml_rope_multi in VISION mode: d/2 wide, four sections of d/4, the model's theta
+    assert rope["ggml"]["mode"] == 24 and rope["ggml"]["n_dims"] == head // 2
+    assert rope["ggml"]["sections"] == [head // 4] * 4
+    assert rope["params"] == {"d_model": head // 2, "base": model.theta, "scaling": "none",
+                              "layout": "split"}  # fmt: skip
+    with pytest.raises(Exception, match="vision projector"):
+        check(file, config)

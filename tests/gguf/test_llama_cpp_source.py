@@ -9,10 +9,12 @@ them fails here, naming the row."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from posenc.schemes.rope.gguf.arches import ARCHES, LLAMA_CPP_VERSION, Arch
+from posenc.schemes.rope.gguf.vision import PROJECTORS
 from tests.gguf.llama_cpp_source import Source
 from tests.gguf.sdist import unpacked
 
@@ -257,3 +259,84 @@ def test_glm_5_2s_default_indexer_types_are_its_constant(source: Source) -> None
     )
     threshold = re.search(r"n_ctx_train < (\d+);", text)
     assert threshold is not None and int(threshold.group(1)) == row.typed_from_context
+
+
+@pytest.fixture(scope="module")
+def mtmd() -> Path:
+    return unpacked("vendor/llama.cpp/tools/mtmd")
+
+
+def _graph_class(clip: str, projector: str) -> str:
+    """The clip graph class clip.cpp builds for a projector type (its enum's case)."""
+    cases = re.finditer(r"((?:\s*case PROJECTOR_TYPE_\w+:)+)\s*\{?\s*builder = std::make_unique<"
+                        r"(clip_graph_\w+)>", clip)  # fmt: skip
+    for match in cases:
+        if f"PROJECTOR_TYPE_{projector}:" in match.group(1):
+            return match.group(2)
+    raise LookupError(projector)
+
+
+def test_every_projector_whose_graph_turns_a_rope_has_a_row(mtmd: Path) -> None:
+    names = dict(re.findall(r'\{ PROJECTOR_TYPE_(\w+),\s*"([^"]+)"\s*\}',
+                            (mtmd / "clip-impl.h").read_text()))  # fmt: skip
+    clip = (mtmd / "clip.cpp").read_text()
+    for enum, name in names.items():
+        try:
+            cls = _graph_class(clip, enum)
+        except LookupError:
+            continue  # a projector clip.cpp builds no graph for
+        (path,) = [p for p in (mtmd / "models").glob("*.cpp")
+                   if f"{cls}::build" in p.read_text()]  # fmt: skip
+        turns = re.search(r"ggml_rope|build_rope_2d", path.read_text()) is not None
+        row = PROJECTORS.get(name)
+        if turns:
+            assert row is not None and row.kind != "none", f"{name}: its graph turns a rope"
+        if row is not None:
+            assert row.source == f"tools/mtmd/models/{path.name}", name
+            assert (row.kind != "none") == turns, name
+
+
+@pytest.mark.parametrize("name", PROJECTORS)
+def test_each_projectors_rope_is_its_graphs(mtmd: Path, name: str) -> None:
+    row = PROJECTORS[name]
+    graph = (mtmd.parents[1] / row.source).read_text()
+    if row.kind == "vision":
+        found = re.findall(r"ggml_rope_multi\(([^;]*)\);", re.sub(r"\s+", " ", graph))
+        # the same call on q and k: ctx, x, positions, factors, n_dims, sections, mode,
+        # n_ctx_orig, base, scale, ext, attn, beta_fast, beta_slow
+        (rest,) = {tuple(a.strip() for a in call.split(","))[2:] for call in found}
+        arguments = ["ctx0", "x", *rest]
+        assert (
+            arguments[4].replace(" ", "") == "d_head/2" and arguments[6] == "GGML_ROPE_TYPE_VISION"
+        )
+        assert (arguments[7] == "0") == row.plain and (arguments[12] == "0.0f") == row.plain
+        sections = re.search(r"int \w*sections\[4\] = \{([^}]*)\}", graph)
+        assert sections is not None
+        half = sections.group(1).replace(" ", "") == "d_head/4,d_head/4,0,0"
+        assert half == (row.sections == "half"), name
+    if row.kind == "2d":
+        call = re.search(r"build_rope_2d\(ctx0, cur, (pos_\w), (pos_\w), [^,]+, (true|false)\)",
+                         graph)  # fmt: skip
+        assert call is not None
+        assert ("row" if call.group(1) == "pos_h" else "column") == row.first, name
+        assert (call.group(3) == "true") == row.odd, name
+
+
+def test_each_projectors_base_is_the_one_its_graph_passes(mtmd: Path) -> None:
+    clip = (mtmd / "clip.cpp").read_text()
+    for name, row in PROJECTORS.items():
+        if row.kind not in ("vision", "2d"):
+            continue
+        graph = (mtmd.parents[1] / row.source).read_text()
+        if "hparams.rope_theta" in graph:
+            enum = next(e for e, n in re.findall(r'\{ PROJECTOR_TYPE_(\w+),\s*"([^"]+)"\s*\}',
+                        (mtmd / "clip-impl.h").read_text()) if n == name)  # fmt: skip
+            case = clip[
+                clip.index(f"case PROJECTOR_TYPE_{enum}:", clip.index("get_u32(KEY_PATCH_SIZE")) :
+            ]
+            theta = re.search(
+                r"rope_theta\s*(?:<=\s*0\.0f\)\s*\{\s*hparams\.rope_theta\s*)?=\s*([\d.]+)f", case
+            )
+            assert theta is not None and float(theta.group(1)) == row.base, name
+        else:
+            assert re.search(r"32768, 10000[,.]|rope_base", graph) and row.base == 10000.0, name

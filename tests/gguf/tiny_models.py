@@ -28,6 +28,8 @@ class Tiny:
     config: dict[str, Any] = field(default_factory=dict)
     # tokenizer.json's model type, for converters that read it (BERT's).
     tokenizer: str | None = None
+    # Its vision projector converted too (converted["<name>.mmproj"]).
+    mmproj: bool = False
     # Divergent models: the finding; answered ones: why the verdict is not checked.
     finding: str = ""
     why: str = ""
@@ -243,10 +245,11 @@ MODELS: dict[str, Tiny] = {
         {
             "num_hidden_layers": 2,
             "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]},
-            "vision_config": {"depth": 1, "embed_dim": 32, "hidden_size": 64, "num_heads": 2},
+            "vision_config": {"depth": 3, "embed_dim": 32, "hidden_size": 64, "num_heads": 2},
         },
         "qwen2vl",
         build="Qwen2VLForConditionalGeneration",
+        mmproj=True,
     ),
     "ernie4.5": Tiny("ernie4_5", {"num_hidden_layers": 2}, "ernie4_5"),
     "ernie4.5-moe": Tiny(
@@ -516,7 +519,7 @@ DIVERGENT: dict[str, Tiny] = {
                 },
             },
             "vision_config": {
-                "depth": 1,
+                "depth": 3,  # the converter maps merger.mlp.2 by a block index
                 "hidden_size": 32,
                 "intermediate_size": 64,
                 "num_heads": 2,
@@ -526,6 +529,7 @@ DIVERGENT: dict[str, Tiny] = {
         },
         "qwen3vl",
         build="Qwen3VLForConditionalGeneration",
+        mmproj=True,
         finding="mrope_fourth_id",
         why="Qwen3-VL's IMROPE turns the pairs its sections leave (pair 6 of these 8) by a fourth "
         "id, which llama.cpp sets to 0 for a text prompt's tokens; transformers turns them by the "

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from posenc.schemes.rope.gguf import vision
 from posenc.schemes.rope.gguf.arches import LLAMA_CPP_SOURCE, LLAMA_CPP_VERSION, Arch
 from posenc.schemes.rope.gguf.reader import Header
 from posenc.schemes.rope.gguf.rules import Call, Read, calls
@@ -115,7 +116,10 @@ def _turning_pairs(factors: list[float]) -> int | None:
 
 
 def answer(header: Header, n_ctx: int | None) -> dict[str, Any]:
-    """What ``POST /v1/rope/gguf`` answers for a file's header."""
+    """What ``POST /v1/rope/gguf`` answers for a file's header (a vision projector's, an
+    ``mmproj`` file, by :mod:`.vision`)."""
+    if header.architecture == "clip":
+        return vision.answer(header)
     return answer_of(header, calls(header, n_ctx))
 
 

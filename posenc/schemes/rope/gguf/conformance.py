@@ -108,6 +108,12 @@ def check(header: Header, config: Any, n_ctx: int | None, limits: Limits) -> dic
     ``findings``. Each layer's attention rope is compared with the model's; a second rope in
     the same layer (an indexer's) is reported, not compared: ``/v1/rope/config`` states one
     rope per layer."""
+    if header.architecture == "clip":
+        raise InconsistentError(
+            "config",
+            "the check against a model's config.json covers the text model's GGUF; a vision "
+            "projector's (mmproj) ropes are answered without a verdict: send the file alone",
+        )
     read = calls(header, n_ctx)
     result = answer_of(header, read)
     try:

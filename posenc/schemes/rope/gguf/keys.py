@@ -37,6 +37,17 @@ _SUFFIXES = (
     "attention.indexer.top_k",
     "attention.compress_ratios",
     "attention.compress_rope_freq_base",
+    # a vision projector's (an mmproj file: general.architecture clip)
+    "projector_type",
+    "vision.projector_type",
+    "vision.block_count",
+    "vision.embedding_length",
+    "vision.attention.head_count",
+    "vision.attention.head_dim",
+    "audio.block_count",
+    "audio.embedding_length",
+    "audio.attention.head_count",
+    "audio.attention.head_dim",
 )
 _PREFIXES = ("rope.",)
 

@@ -63,7 +63,8 @@ _ROPE: dict[str, Any] = {
             "it: q and k of the attention; q alone where a layer reuses an earlier layer's k "
             "(Gemma 3n, Gemma 4); q_pe and k_pe, the rotated parts of multi-head latent "
             "attention (DeepSeek); indexer_q and indexer_k, a lightning indexer's, a second "
-            "rope in the same layers (DeepSeek-V3.2, GLM-5)",
+            "rope in the same layers (DeepSeek-V3.2, GLM-5); in a vision projector's 2-D rope, "
+            "q:row, k:row or q:column, k:column, the half of each head one axis turns",
         },
         "params": {
             "type": "object",
@@ -124,8 +125,15 @@ ANSWER_SCHEMA: dict[str, Any] = {
             "type": "integer",
             "description": "{arch}.block_count less the next-token-prediction layers",
         },
-        "context_length": {"type": "integer", "description": "{arch}.context_length"},
-        "n_ctx": {"type": "integer", "description": "the context the answer is for"},
+        "context_length": {
+            "type": "integer",
+            "description": "{arch}.context_length (0 for a vision projector: its positions are "
+            "patches)",
+        },
+        "n_ctx": {
+            "type": "integer",
+            "description": "the context the answer is for (0 for a vision projector)",
+        },
         "head_dim": {"type": "integer"},
         "ropes": {
             "type": "array",
