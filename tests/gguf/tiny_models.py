@@ -465,6 +465,15 @@ MODELS: dict[str, Tiny] = {
         },
         "lfm2moe",
     ),
+    # Rows read before issue 41, converted since.
+    "jais2": Tiny("jais2", {"num_hidden_layers": 2}, "jais2"),
+    "olmo": Tiny("olmo", {"num_hidden_layers": 2}, "olmo"),
+    "minimax-m2": Tiny(
+        "minimax_m2",
+        {"num_hidden_layers": 2, "head_dim": 16, "num_local_experts": 4, "num_experts_per_tok": 2},
+        "minimax-m2",
+        config={"rotary_dim": 16, **SIGMOID},  # the Hub's keys the converter reads
+    ),
     "modernbert": Tiny(
         "modernbert",
         {"num_hidden_layers": 3, "global_attn_every_n_layers": 3, "local_attention": 64},
