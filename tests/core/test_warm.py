@@ -1,6 +1,7 @@
 """``posenc.warm`` (what an image build runs) leaves no loop for the first request to compile:
 one process warms a fresh numba cache, as the image build does; another, as the service would,
-reads a GGUF header with a vocabulary and a rope tensor and computes MLX's rope from its base,
+runs the first GGUF requests (a header with a vocabulary, a file checked beside its config with
+its recipe noise, an M-RoPE check, a vision projector) and computes MLX's rope from its base,
 and finds every loop in the cache — none compiled for a signature the warm-up missed."""
 
 from __future__ import annotations
@@ -13,23 +14,49 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 _WARM = "from posenc.warm import compile_kernels; compile_kernels()"
-# The loops no scheme example reaches, which compile_kernels compiles on its own.
+# What a first GGUF request runs — a header with a vocabulary, Llama 3.1's prefix and its check
+# beside its config (recipe noise: ggml's and the exact tables), Qwen3-VL's M-RoPE check, a
+# vision projector's answer — and MLX's rope from its base: every compiled loop they reach.
 _FIRST_REQUESTS = """
 import json
+from posenc.cli.budget import SERVICE_DEFAULTS
+from posenc.numerics import kernels
 from posenc.schemes.rope import maths
-from posenc.schemes.rope.gguf import loops, reader
+from posenc.schemes.rope.gguf import answer, conformance, loops, reader
 from posenc.schemes.rope.params import RopeParams
-from posenc.schemes.rope.recipes import mlx
+from posenc.schemes.rope.recipes import ggml, mlx
 from tests.gguf.files import TINY_LLAMA, gguf, llama_31_prefix
+from tests.hub_configs import llama_31_rope_scaling
 
 reader.read(gguf({**TINY_LLAMA, "tokenizer.ggml.tokens": ["a", "b", "c"]}))
-reader.read(llama_31_prefix())
+llama = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
+         "num_hidden_layers": 32, "max_position_embeddings": 131072, "rope_theta": 500000.0,
+         "rope_scaling": llama_31_rope_scaling()}
+conformance.check(reader.read(llama_31_prefix()), llama, None, SERVICE_DEFAULTS)
+qwen3vl = {"general.architecture": "qwen3vl", "qwen3vl.context_length": 8192,
+           "qwen3vl.block_count": 2, "qwen3vl.embedding_length": 64,
+           "qwen3vl.attention.head_count": 4, "qwen3vl.attention.key_length": 16,
+           "qwen3vl.rope.freq_base": 5e6, "qwen3vl.rope.dimension_sections": [2, 3, 3, 0]}
+text = {"model_type": "qwen3_vl_text", "hidden_size": 64, "num_attention_heads": 4,
+        "head_dim": 16, "num_hidden_layers": 2, "max_position_embeddings": 8192,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 5e6, "mrope_section": [2, 3, 3],
+                            "mrope_interleaved": True}}
+conformance.check(reader.read(gguf(qwen3vl)), {"model_type": "qwen3_vl", "text_config": text},
+                  None, SERVICE_DEFAULTS)
+projector = {"general.architecture": "clip", "clip.projector_type": "qwen2vl_merger",
+             "clip.vision.block_count": 2, "clip.vision.embedding_length": 64,
+             "clip.vision.attention.head_count": 4}
+answer.answer(reader.read(gguf(projector)), None)
 maths.table(RopeParams(d_model=16, recipe="mlx"), 50, 0, "float32", "cos_sin")
 print(json.dumps({
     name: [sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values())]
     for name, f in (
         ("gguf strings", loops.skip),
         ("gguf tensor infos", loops.infos),
+        ("ggml's rope rows", ggml._cache_rows),
+        ("exact rows: reduce", kernels._reduce_grid),
+        ("exact rows: unfold", kernels._unfold),
+        ("exact rows: store", kernels._store_rows),
         ("mlx from the base", mlx._default_inverse),
     )
 }))

@@ -21,7 +21,8 @@ from tests.gguf.sdist import unpacked
 
 def convert(pairs: list[tuple[Path, Path]]) -> None:
     """Each ``(model_dir, out)``: a saved transformers model written as the GGUF llama.cpp's
-    converter writes, all in one subprocess (it imports torch and transformers once)."""
+    converter writes (its vision projector, with ``--mmproj``, where ``out`` ends in
+    ``.mmproj.gguf``), all in one subprocess (it imports torch and transformers once)."""
     root = unpacked("vendor/llama.cpp")
     here = Path(__file__).resolve().parents[2]
     path = os.pathsep.join([str(root / "gguf-py"), str(root), str(here)])
@@ -58,6 +59,8 @@ def _main(pairs: list[str]) -> None:
     converter = importlib.import_module("convert_hf_to_gguf")
     for model_dir, out in zip(pairs[::2], pairs[1::2], strict=True):
         sys.argv = ["convert_hf_to_gguf.py", model_dir, "--outfile", out, "--outtype", "f32"]
+        if out.endswith(".mmproj.gguf"):  # the vision projector, not the text model
+            sys.argv.append("--mmproj")
         converter.main()
 
 

@@ -228,3 +228,166 @@ def test_a_hybrids_linear_attention_layers_have_no_rope() -> None:
     assert answer(values)["nope_layers"] == [0, 2, 4, 6]
     values["qwen3next.attention.recurrent_layers"] = [True, False] * 4
     assert answer(values)["nope_layers"] == [0, 2, 4, 6]
+
+
+def test_every_row_answers_a_minimal_file_of_its_architecture() -> None:
+    from posenc.schemes.rope.gguf.arches import ARCHES
+
+    needs: dict[str, dict[str, Any]] = {
+        "qwen2vl": {"rope__dimension_sections": [2, 3, 3, 0]},
+        "qwen3vl": {"rope__dimension_sections": [2, 3, 3, 0]},
+        "qwen3vlmoe": {"rope__dimension_sections": [2, 3, 3, 0]},
+        "qwen35": {"rope__dimension_sections": [2, 3, 3, 0]},
+        "qwen35moe": {"rope__dimension_sections": [2, 3, 3, 0]},
+        "qwen4exp": {"rope__dimension_sections": [2, 3, 3, 0]},
+        "qwen3tts": {"rope__dimension_sections": [2, 3, 3, 0]},
+        "paddleocr": {"rope__dimension_sections": [2, 3, 3, 0]},
+        "dots3note": {"rope__freq_base_swa": 5e4},
+        "deepseek4": {"attention__compress_rope_freq_base": 16e4},
+    }
+    arrays = {
+        "gemma4": "attention.sliding_window_pattern",
+        "gemma4-assistant": "attention.sliding_window_pattern",
+        "maple": "attention.sliding_window_pattern",
+        "mimo2": "attention.sliding_window_pattern",
+        "spark2_5": "attention.sliding_window_pattern",
+        "step35": "attention.sliding_window_pattern",
+        "granite_swa": "attention.sliding_window_pattern",
+        "dots3note": "attention.sliding_window_pattern",
+        "deepseek4": "attention.compress_ratios",
+    }
+    for name in ARCHES:
+        values = header(name, 4, **needs.get(name, {}))
+        if name in arrays:
+            values[f"{name}.{arrays[name]}"] = [1, 0, 1, 0]
+        if name == "gemma4-assistant":
+            values[f"{name}.nextn_predict_layers"] = 4
+        result = answer(values)
+        named = sorted(il for r in result["ropes"] for il in r["layers"] if r["applies_to"][0]
+                       in ("q", "q_pe"))  # fmt: skip
+        assert sorted(named + result["nope_layers"]) == list(range(4)), name
+
+
+def test_gemma4s_full_layers_take_the_factor_tensor_and_sliding_ones_the_local_base() -> None:
+    values = header("gemma4", 2, rope__freq_base=1e6, rope__freq_base_swa=1e4,
+                    attention__key_length=32, rope__dimension_count=32,
+                    rope__dimension_count_swa=16)  # fmt: skip
+    values["gemma4.attention.sliding_window_pattern"] = [True, False]
+    freqs = np.array([1.0] * 4 + [1e30] * 12, np.float32)
+    layers = by_layer(answer(values, [("rope_freqs.weight", freqs)]))
+    assert layers[0]["params"] == {"d_model": 16, "base": 1e4, "layout": "split",
+                                   "scaling": "none"}  # fmt: skip
+    assert layers[1]["params"] == {"d_model": 32, "base": 1e6, "layout": "split",
+                                   "scaling": "none", "rotary_pairs": 4}  # fmt: skip
+
+
+def test_layers_sharing_an_earlier_layers_kv_turn_q_alone() -> None:
+    values = header("gemma4", 4, attention__shared_kv_layers=2)
+    values["gemma4.attention.sliding_window_pattern"] = [True] * 4
+    own, shared = answer(values)["ropes"]
+    assert (own["layers"], own["applies_to"]) == ([0, 1], ["q", "k"])
+    assert (shared["layers"], shared["applies_to"]) == ([2, 3], ["q"])
+    assert own["ggml"] == shared["ggml"]
+    gemma3n = answer(header("gemma3n", 25))
+    q_only = [r for r in gemma3n["ropes"] if r["applies_to"] == ["q"]]
+    assert sorted(il for r in q_only for il in r["layers"]) == list(range(20, 25))
+
+
+def test_deepseek_v3_2s_indexer_is_a_second_rope_in_the_same_layers() -> None:
+    values = header("deepseek32", 2, rope__dimension_count=8)
+    mla, indexer = answer(values)["ropes"]
+    assert mla["layers"] == indexer["layers"] == [0, 1]
+    assert (mla["applies_to"], mla["ggml"]["mode"]) == (["q_pe", "k_pe"], 0)
+    assert (indexer["applies_to"], indexer["ggml"]["mode"]) == (["indexer_q", "indexer_k"], 2)
+
+
+def test_glm_5s_indexers_follow_its_types_or_glm_5_2s_constant() -> None:
+    values = header("glm-dsa", 8, rope__dimension_count=8)
+    values["glm-dsa.context_length"] = 1048576  # GLM-5.2: its default types
+    indexer = [r for r in answer(values)["ropes"] if r["applies_to"][0] == "indexer_q"]
+    assert indexer[0]["layers"] == [0, 1, 2, 6]
+    values["glm-dsa.attention.indexer.types"] = [1, 0] * 4
+    indexer = [r for r in answer(values)["ropes"] if r["applies_to"][0] == "indexer_q"]
+    assert indexer[0]["layers"] == [0, 2, 4, 6]
+
+
+def test_a_multi_token_prediction_layer_is_named_and_never_a_decoder_layer() -> None:
+    values = header("glm4moe", 3, nextn_predict_layers=1)
+    result = answer(values)
+    assert result["num_hidden_layers"] == 2 and result["mtp_layers"] == [2]
+    assert "draft context" in result["notes"][0]
+    kept = answer(header("dots3note", 3, nextn_predict_layers=1, rope__freq_base_swa=5e4,
+                         attention__sliding_window_pattern=[0, 0, 0]))  # fmt: skip
+    assert kept["mtp_layers"] == [2] and "never runs" in kept["notes"][0]
+
+
+def test_deepseek_v4_states_its_attention_rope_and_names_what_it_does_not() -> None:
+    values = header("deepseek4", 4, attention__compress_rope_freq_base=16e4,
+                    attention__compress_ratios=[0, 4, 128, 4],
+                    rope__scaling__type="yarn", rope__scaling__factor=16.0)  # fmt: skip
+    layers = by_layer(answer(values))
+    assert layers[0]["ggml"]["freq_base"] == 10000.0 and layers[0]["ggml"]["ext_factor"] == 0
+    assert layers[1]["ggml"]["freq_base"] == 160000.0 and layers[1]["ggml"]["ext_factor"] == 1
+    (unstated,) = answer(values)["unstated"]
+    assert unstated["layers"] == [1, 2, 3] and "ggml_rope_ext_back" in unstated["reason"]
+
+
+def test_a_rope_type_without_a_rope_call_is_every_layer_nope_with_the_reason() -> None:
+    result = answer(header("bert", 3))
+    assert result["ropes"] == [] and result["nope_layers"] == [0, 1, 2]
+    assert "position_embd" in result["notes"][0]
+
+
+def test_recurrent_layers_by_their_kv_heads_have_no_rope() -> None:
+    values = header("lfm2", 4)
+    values["lfm2.attention.head_count_kv"] = [0, 0, 2, 0]
+    assert answer(values)["nope_layers"] == [0, 1, 3]
+
+
+def test_granite_swas_rope_pattern_makes_nope_layers() -> None:
+    values = header("granite_swa", 4)
+    values["granite_swa.attention.sliding_window_pattern"] = [1, 1, 1, 0]
+    values["granite_swa.attention.rope_pattern"] = [1, 1, 1, 0]
+    assert answer(values)["nope_layers"] == [3]
+
+
+def test_hunyuans_alpha_raises_the_base_as_llama_cpp_does_in_float32() -> None:
+    values = header("hunyuan-dense", 2, rope__scaling__alpha=1000.0, attention__key_length=128)
+    (rope,) = answer(values)["ropes"]
+    base = np.float32(10000) * np.float32(np.float32(1000.0) ** np.float32(128 / 126))
+    assert rope["ggml"]["freq_base"] == pytest.approx(float(base), rel=1e-6)
+
+
+def test_step_3_5s_full_layers_rotate_half_the_dimensions_with_the_factor_tensor() -> None:
+    values = header("step35", 2, attention__key_length=16)
+    values["step35.attention.sliding_window_pattern"] = [True, False]
+    factors = np.ones(8, np.float32)
+    layers = by_layer(answer(values, [("rope_freqs.weight", factors)]))
+    assert layers[0]["ggml"]["n_dims"] == 16 and layers[0]["ggml"]["freq_factors"] is None
+    assert layers[1]["ggml"]["n_dims"] == 8 and layers[1]["ggml"]["freq_factors"] is not None
+
+
+def test_smallthinkers_dense_first_full_layers_are_nope_only_with_a_window() -> None:
+    assert answer(header("smallthinker", 8))["nope_layers"] == []
+    windowed = answer(header("smallthinker", 8, attention__sliding_window=4096))
+    assert windowed["nope_layers"] == [0, 4]
+
+
+def test_cogvlm_and_deepseek_ocr_take_their_graphs_fixed_arguments() -> None:
+    (rope,) = answer(header("cogvlm", 2, rope__freq_base=5e5))["ropes"]
+    assert (rope["ggml"]["freq_base"], rope["ggml"]["n_ctx_orig"]) == (10000.0, 0)
+    (ocr,) = answer(header("deepseek2-ocr", 2, rope__dimension_count=8))["ropes"]
+    assert (ocr["ggml"]["mode"], ocr["ggml"]["n_dims"]) == (2, 16)  # NEOX over n_embd/n_head
+
+
+def test_dflash_is_m_rope_with_any_section_and_deepseek_v4_with_hyper_connections() -> None:
+    values = header("dflash", 2)
+    values["dflash.rope.dimension_sections"] = [8, 0, 0, 0]
+    assert answer(values)["ropes"][0]["rope_type"] == "mrope"
+    values = header("dflash", 2, hyper_connection__count=4)
+    assert answer(values)["ropes"][0]["rope_type"] == "norm"
+
+
+def test_nanbeiges_loops_run_its_layers_again() -> None:
+    result = answer(header("nanbeige", 2, num_loops=3))
+    assert result["num_hidden_layers"] == 6 and result["ropes"][0]["layers"] == list(range(6))

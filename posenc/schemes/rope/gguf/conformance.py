@@ -67,11 +67,16 @@ def _model_params(params: dict[str, Any]) -> RopeParams:
     return RopeParams(**given)
 
 
-def _differs(a: npt.NDArray[np.float64] | float, b: npt.NDArray[np.float64] | float) -> bool:
+def _differs(
+    a: npt.NDArray[np.float64] | float, b: npt.NDArray[np.float64] | float, frozen: float = 0.0
+) -> bool:
+    """Relative difference beyond :data:`TOLERANCE`; frequencies both below ``frozen`` (a
+    pair turning less than float32 resolves over the whole context) are the same, still."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     if a.shape != b.shape:
         return True
-    return bool(np.any(np.abs(a - b) > TOLERANCE * np.maximum(np.abs(a), np.abs(b))))
+    apart = np.abs(a - b) > TOLERANCE * np.maximum(np.abs(a), np.abs(b))
+    return bool(np.any(apart & (np.maximum(np.abs(a), np.abs(b)) > frozen)))
 
 
 def _per_layer(model: dict[str, Any], n_layer: int) -> list[dict[str, Any] | None]:
@@ -100,15 +105,23 @@ class _Findings:
 
 def check(header: Header, config: Any, n_ctx: int | None, limits: Limits) -> dict[str, Any]:
     """The answer for a file and its model: the file's ropes, ``model``, ``conforms`` and
-    ``findings``."""
+    ``findings``. Each layer's attention rope is compared with the model's; a second rope in
+    the same layer (an indexer's) is reported, not compared: ``/v1/rope/config`` states one
+    rope per layer."""
+    if header.architecture == "clip":
+        raise InconsistentError(
+            "config",
+            "the check against a model's config.json covers the text model's GGUF; a vision "
+            "projector's (mmproj) ropes are answered without a verdict: send the file alone",
+        )
     read = calls(header, n_ctx)
     result = answer_of(header, read)
     try:
         model = config_answer.describe(config, config_answer.servable_rows(limits))
     except ParameterError as error:
         raise type(error)(f"config.{error.param}", error.message) from None
-    row = read["row"]
-    per_layer: list[Call | None] = read["per_layer"]
+    row = read.row
+    per_layer = read.per_layer
     n_layer = len(per_layer)
     if model["num_hidden_layers"] not in (None, n_layer):
         raise InconsistentError(
@@ -135,24 +148,29 @@ def check(header: Header, config: Any, n_ctx: int | None, limits: Limits) -> dic
             continue
         # A rope of one layer type says whether its layers slide; of several, it cannot.
         types = set(mine["layer_types"])
-        slides = None if len(types) != 1 else ("sliding_attention" in types, read["sliding"][il])
+        slides = None if len(types) != 1 else ("sliding_attention" in types, read.sliding[il])
         key = (id(mine), theirs, slides)
         if key not in compared:
-            compared[key] = _compare(mine, theirs, header, row.permuted, read["n_ctx"], slides)
+            compared[key] = _compare(mine, theirs, header, row.permuted, read.n_ctx, slides)
             compared[key] += mrope_check.findings(
                 model["mrope"],
                 _model_params(mine["params"]),
                 theirs.sections,
                 theirs.rope_type,
                 theirs.n_dims,
-                read["n_ctx"],
+                read.n_ctx,
             )
         for found in compared[key]:
             findings.add(il, found)
     for rope in result["ropes"]:
-        mine = layer_ropes[rope["layers"][0]]
+        first = rope["layers"][0]
+        mine = layer_ropes[first]
+        # The attention's rope is the model's; an indexer's is not compared.
+        attention = list(read.applies[first]) == rope["applies_to"]
         rope["max_abs_difference"] = (
-            None if mine is None else recipe_noise(rope["params"], mine["params"], read["n_ctx"])
+            recipe_noise(rope["params"], mine["params"], read.n_ctx)
+            if mine is not None and attention
+            else None
         )
     return {
         **result,
@@ -173,6 +191,8 @@ def recipe_noise(
 ) -> dict[str, Any] | None:
     """llama.cpp's cos and sin (recipe=ggml of the file's rope) against the model's exact table
     and transformers' float32 recipe, at the :data:`NOISE_POSITIONS` positions before n_ctx."""
+    if "rotary_pairs" in file_params:  # frozen pairs: recipe=ggml serves no rotary_pairs
+        return None
     try:
         ported = _model_params({**file_params, "recipe": "ggml", "layout": "split"})
         truth = replace(_model_params(model_params), layout="split", recipe="exact")
@@ -231,7 +251,9 @@ def _compare(
             )
             evidence = {"n_ctx": n_ctx, "original_max_position_embeddings": original}
             found.append(("longrope_by_context", detail, evidence))
-    if _differs(mine, theirs):
+    # Gemma 4's proportional rope freezes pairs with factor 1e30 (an angle of ~1e-30 per
+    # position) where the model's frequency is 0: both turn less than 2^-24 rad by n_ctx.
+    if _differs(mine, theirs, 2.0**-24 / max(n_ctx, 1)):
         kind, detail = _frequency_cause(params, call)
         if slides is not None and slides[0] != slides[1]:
             kind = "sliding_window_pattern"

@@ -16,6 +16,8 @@ _SUFFIXES = (
     "no_rope_layer_step",
     "n_deepstack_layers",
     "full_attention_interval",
+    "num_loops",
+    "hyper_connection.count",
     "attention.head_count",
     "attention.head_count_kv",
     "attention.key_length",
@@ -29,6 +31,23 @@ _SUFFIXES = (
     "attention.sliding_window_pattern",
     "attention.temperature_length",
     "attention.temperature_scale",
+    "attention.rope_pattern",
+    "attention.shared_kv_layers",
+    "attention.indexer.types",
+    "attention.indexer.top_k",
+    "attention.compress_ratios",
+    "attention.compress_rope_freq_base",
+    # a vision projector's (an mmproj file: general.architecture clip)
+    "projector_type",
+    "vision.projector_type",
+    "vision.block_count",
+    "vision.embedding_length",
+    "vision.attention.head_count",
+    "vision.attention.head_dim",
+    "audio.block_count",
+    "audio.embedding_length",
+    "audio.attention.head_count",
+    "audio.attention.head_dim",
 )
 _PREFIXES = ("rope.",)
 

@@ -104,12 +104,20 @@ def _fourth_id(params: RopeParams, pairs: npt.NDArray[np.intp], n_ctx: int) -> F
     """Pairs llama.cpp turns by the fourth id (0 for a text token) and the model by the
     temporal one: the angle they fall behind by at the last position of ``n_ctx``."""
     turns, _ = frequencies(params, n_ctx)
-    radians = np.asarray(turns.radians, np.float64)[pairs]
-    behind = float((n_ctx - 1) * radians.max())
+    last = n_ctx - 1
+    angles = [float(last * radians) for radians in np.asarray(turns.radians, np.float64)[pairs]]
+    behind = max(angles)
     detail = (
         f"llama.cpp turns pairs {pairs.tolist()} by a fourth position id, which it sets to 0 "
         "for a text prompt's tokens: they do not turn, where the model turns them by the "
-        f"temporal id (by up to {behind:.3g} rad at position {n_ctx - 1})"
+        f"temporal id (by up to {behind:.3g} rad at position {last}, the last of n_ctx)"
     )
-    evidence = {"pairs": pairs.tolist(), "fourth_id_of_text": 0, "radians_behind": behind}
+    evidence = {
+        "pairs": pairs.tolist(),
+        "fourth_id_of_text": 0,
+        "position": last,
+        # each pair's angle at that position in the model, which llama.cpp's stays 0 short of
+        "radians_per_pair": angles,
+        "radians_behind": behind,
+    }
     return "mrope_fourth_id", detail, evidence

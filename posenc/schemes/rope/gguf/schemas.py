@@ -51,11 +51,21 @@ _GGML: dict[str, Any] = {
 }
 _ROPE: dict[str, Any] = {
     "type": "object",
-    "required": ["layers", "rope_type", "params", "ggml", "read_from"],
+    "required": ["layers", "rope_type", "applies_to", "params", "ggml", "read_from"],
     "additionalProperties": False,
     "properties": {
         "layers": _INTEGERS,
         "rope_type": {"type": "string", "enum": ["norm", "neox", "mrope", "imrope", "vision"]},
+        "applies_to": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "what this call turns in those layers, as llama.cpp's graph names "
+            "it: q and k of the attention; q alone where a layer reuses an earlier layer's k "
+            "(Gemma 3n, Gemma 4); q_pe and k_pe, the rotated parts of multi-head latent "
+            "attention (DeepSeek); indexer_q and indexer_k, a lightning indexer's, a second "
+            "rope in the same layers (DeepSeek-V3.2, GLM-5); in a vision projector's 2-D rope, "
+            "q:row, k:row or q:column, k:column, the half of each head one axis turns",
+        },
         "params": {
             "type": "object",
             "description": "the canonical GET parameters of /v1/rope/table whose recipe=ggml "
@@ -76,7 +86,10 @@ _ROPE: dict[str, Any] = {
             "llama.cpp's table (recipe=ggml) against the model's exact table and transformers' "
             "float32 recipe for these layers, at the positions listed (the last before n_ctx, "
             "where float32 angles are coarsest): recipe noise, reported, not a finding; null "
-            "where the two ropes differ in width",
+            "where the two ropes differ in width, where llama.cpp's factors freeze pairs "
+            "(Gemma 4's proportional rope, stated as rotary_pairs, which recipe=ggml does not "
+            "serve), and for a rope that is not the attention's (an indexer's: the model's "
+            "config states one rope per layer)",
         },
         "read_from": {
             "type": "object",
@@ -99,6 +112,9 @@ ANSWER_SCHEMA: dict[str, Any] = {
         "ropes",
         "nope_layers",
         "mrope",
+        "mtp_layers",
+        "unstated",
+        "notes",
         "llama_cpp_version",
         "llama_cpp_rules",
     ],
@@ -109,8 +125,15 @@ ANSWER_SCHEMA: dict[str, Any] = {
             "type": "integer",
             "description": "{arch}.block_count less the next-token-prediction layers",
         },
-        "context_length": {"type": "integer", "description": "{arch}.context_length"},
-        "n_ctx": {"type": "integer", "description": "the context the answer is for"},
+        "context_length": {
+            "type": "integer",
+            "description": "{arch}.context_length (0 for a vision projector: its positions are "
+            "patches)",
+        },
+        "n_ctx": {
+            "type": "integer",
+            "description": "the context the answer is for (0 for a vision projector)",
+        },
         "head_dim": {"type": "integer"},
         "ropes": {
             "type": "array",
@@ -132,6 +155,35 @@ ANSWER_SCHEMA: dict[str, Any] = {
             "description": "{arch}.rope.dimension_sections for M-RoPE files (interleaved: "
             "IMROPE); null otherwise",
         },
+        "mtp_layers": {
+            **_INTEGERS,
+            "description": "layers the file holds past num_hidden_layers "
+            "({arch}.nextn_predict_layers): multi-token-prediction blocks llama.cpp's decoder "
+            "never runs (notes say whether a draft context runs them)",
+        },
+        "unstated": {
+            "type": "array",
+            "description": "ropes llama.cpp applies on these layers that no ggml_rope_ext call "
+            "of a token's position states, with why (DeepSeek-V4's compressed blocks and its "
+            "inverse rope); empty when every rope is in ropes",
+            "items": {
+                "type": "object",
+                "required": ["layers", "applies_to", "reason"],
+                "additionalProperties": False,
+                "properties": {
+                    "layers": _INTEGERS,
+                    "applies_to": {"type": "array", "items": {"type": "string"}},
+                    "reason": {"type": "string"},
+                },
+            },
+        },
+        "notes": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "what llama.cpp's source says beside the calls: a rope type given "
+            "but no rope called (BERT, StarCoder), a draft model, multi-token-prediction "
+            "layers, a rope that runs only with flash attention",
+        },
         "llama_cpp_version": {
             "type": "object",
             "required": ["commit", "source"],
@@ -141,7 +193,8 @@ ANSWER_SCHEMA: dict[str, Any] = {
         },
         "llama_cpp_rules": {
             "type": "string",
-            "description": "the file of llama.cpp whose graph the architecture's row reads",
+            "description": "the files of llama.cpp the architecture's row was read from: its "
+            "hparams', then its graph's where that is another's",
         },
         "model": {
             "type": "object",
