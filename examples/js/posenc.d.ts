@@ -4454,9 +4454,9 @@ export interface operations {
                         architecture: string;
                         /** @description {arch}.block_count less the next-token-prediction layers */
                         num_hidden_layers: number;
-                        /** @description {arch}.context_length */
+                        /** @description {arch}.context_length (0 for a vision projector: its positions are patches) */
                         context_length: number;
-                        /** @description the context the answer is for */
+                        /** @description the context the answer is for (0 for a vision projector) */
                         n_ctx: number;
                         head_dim: number;
                         /** @description every rope llama.cpp applies; every layer is in one rope's layers or in nope_layers */
@@ -4464,6 +4464,8 @@ export interface operations {
                             layers: number[];
                             /** @enum {string} */
                             rope_type: "norm" | "neox" | "mrope" | "imrope" | "vision";
+                            /** @description what this call turns in those layers, as llama.cpp's graph names it: q and k of the attention; q alone where a layer reuses an earlier layer's k (Gemma 3n, Gemma 4); q_pe and k_pe, the rotated parts of multi-head latent attention (DeepSeek); indexer_q and indexer_k, a lightning indexer's, a second rope in the same layers (DeepSeek-V3.2, GLM-5); in a vision projector's 2-D rope, q:row, k:row or q:column, k:column, the half of each head one axis turns */
+                            applies_to: string[];
                             /** @description the canonical GET parameters of /v1/rope/table whose recipe=ggml is what llama.cpp computes for these layers (freq_factors: the factor tensor llama.cpp divides each pair's angle by) */
                             params: Record<string, never>;
                             /** @description the arguments of the layers' ggml_rope_ext (ggml_rope_multi with sections) as llama.cpp passes them, float32 values written exactly; freq_factors names the factor tensor (its values are params.freq_factors) */
@@ -4481,7 +4483,7 @@ export interface operations {
                                 sections: null | number[];
                                 freq_factors: string | null;
                             };
-                            /** @description with a config: the largest |cos − cos′| and |sin − sin′| of llama.cpp's table (recipe=ggml) against the model's exact table and transformers' float32 recipe for these layers, at the positions listed (the last before n_ctx, where float32 angles are coarsest): recipe noise, reported, not a finding; null where the two ropes differ in width */
+                            /** @description with a config: the largest |cos − cos′| and |sin − sin′| of llama.cpp's table (recipe=ggml) against the model's exact table and transformers' float32 recipe for these layers, at the positions listed (the last before n_ctx, where float32 angles are coarsest): recipe noise, reported, not a finding; null where the two ropes differ in width, where llama.cpp's factors freeze pairs (Gemma 4's proportional rope, stated as rotary_pairs, which recipe=ggml does not serve), and for a rope that is not the attention's (an indexer's: the model's config states one rope per layer) */
                             max_abs_difference?: {
                                 positions: number[];
                                 exact: number;
@@ -4498,12 +4500,22 @@ export interface operations {
                             section: number[];
                             interleaved: boolean;
                         };
+                        /** @description layers the file holds past num_hidden_layers ({arch}.nextn_predict_layers): multi-token-prediction blocks llama.cpp's decoder never runs (notes say whether a draft context runs them) */
+                        mtp_layers: number[];
+                        /** @description ropes llama.cpp applies on these layers that no ggml_rope_ext call of a token's position states, with why (DeepSeek-V4's compressed blocks and its inverse rope); empty when every rope is in ropes */
+                        unstated: {
+                            layers: number[];
+                            applies_to: string[];
+                            reason: string;
+                        }[];
+                        /** @description what llama.cpp's source says beside the calls: a rope type given but no rope called (BERT, StarCoder), a draft model, multi-token-prediction layers, a rope that runs only with flash attention */
+                        notes: string[];
                         /** @description the llama.cpp the per-architecture rules were read from */
                         llama_cpp_version: {
                             commit: string;
                             source: string;
                         };
-                        /** @description the file of llama.cpp whose graph the architecture's row reads */
+                        /** @description the files of llama.cpp the architecture's row was read from: its hparams', then its graph's where that is another's */
                         llama_cpp_rules: string;
                         /** @description with a config part: what POST /v1/rope/config answers for it */
                         model?: Record<string, never>;
