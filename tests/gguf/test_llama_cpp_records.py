@@ -26,6 +26,7 @@ from posenc.schemes.rope.maths import encode
 from posenc.schemes.rope.models import config as rope_config
 from posenc.schemes.rope.params import RopeParams
 from posenc.schemes.rope.recipes import ggml
+from posenc.schemes.rope.recipes.llama_cpp import RopeCall
 from tests.gguf.records import load
 from tests.reference.llama_cpp_args import Call, call
 
@@ -49,11 +50,11 @@ def model_params(case: dict[str, Any]) -> RopeParams:
     return params
 
 
-def _arguments(rope: ggml.GgmlRope | Call) -> dict[str, Any]:
+def _arguments(rope: RopeCall | Call) -> dict[str, Any]:
     found = {name: getattr(rope, name) for name in _SCALARS}
     # ggml reads n_ctx_orig for YaRN's ramp only (ggml_rope_yarn_corr_dims under ext_factor ≠ 0)
     found["n_ctx_orig"] = rope.n_ctx_orig if rope.ext_factor else None
-    factors = rope.freq_factors if isinstance(rope, ggml.GgmlRope) else rope.factors
+    factors = rope.freq_factors if isinstance(rope, RopeCall) else rope.factors
     found["factors"] = None if factors is None else list(factors)
     return found
 

@@ -3,9 +3,8 @@ model's ``config.json`` states (as ``/v1/rope/config`` reads it), at every layer
 
 Both sides become, layer by layer, the frequency of each pair and the factor cos and sin are
 multiplied by: the model's from its canonical parameters (:func:`..scaling.scaled`, exact), the
-file's from its ``ggml_rope_ext`` call (ggml's formulas in float64: ``θ_i = base^(−2i/n) / f_i``,
-YaRN's ramp between ``freq_scale·θ_i`` and ``θ_i``, ``attn_factor`` times YaRN's
-``1 + 0.1·ln(1/freq_scale)``). Frequencies agree within :data:`TOLERANCE` (float32's rounding
+file's from its ``ggml_rope_ext`` call (:func:`..recipes.ggml.frequencies`: ggml's formulas in
+float64). Frequencies agree within :data:`TOLERANCE` (float32's rounding
 of llama.cpp's parameters, not a finding); what differs is a finding, named by its likeliest
 cause and listing its layers and the two sides' values.
 """
@@ -29,37 +28,12 @@ from posenc.schemes.rope.gguf.reader import Header
 from posenc.schemes.rope.gguf.rules import Call, calls
 from posenc.schemes.rope.models import answer as config_answer
 from posenc.schemes.rope.params import Recipe, RopeParams
-from posenc.schemes.rope.recipes.ggml import corr_dims
+from posenc.schemes.rope.recipes import ggml as ggml_recipe
 from posenc.schemes.rope.scaling import frequencies
 
 # Relative difference of a frequency or attention factor that float32 parameters explain.
 TOLERANCE = 1e-5
 _SPLIT_TYPES = ("neox", "mrope", "imrope")
-
-
-def ggml_frequencies(
-    call: Call, factors: npt.NDArray[np.float32] | None
-) -> tuple[npt.NDArray[np.float64], float]:
-    """Each pair's angle per position and the factor of cos/sin, as ggml-cpu's rope forms them
-    (``ggml_rope_cache_init``, ``rope_yarn``), in float64 but for YaRN's ramp ends, float32 as
-    ggml decides them."""
-    n = call.n_dims
-    i = np.arange(n // 2, dtype=np.float64)
-    extrap = call.freq_base ** (-2.0 * i / n)
-    if factors is not None:
-        extrap = extrap / factors.astype(np.float64)
-    interp = call.freq_scale * extrap
-    mscale = call.attn_factor
-    if call.ext_factor == 0:
-        return interp, mscale
-
-    # The ramp's ends as ggml decides them, in float32 (floorf/ceilf of logf's quotient): the
-    # doubles' formula can land on the other side of a whole pair.
-    low, high = (float(end) for end in corr_dims(call))
-    y = (i - low) / max(0.001, high - low)
-    ramp = (1 - np.clip(y, 0, 1)) * call.ext_factor
-    mscale *= 1 + 0.1 * math.log(1 / call.freq_scale)
-    return interp * (1 - ramp) + extrap * ramp, mscale
 
 
 def _model_params(params: dict[str, Any]) -> RopeParams:
@@ -238,8 +212,9 @@ def _compare(
         evidence = {"model": params.d_model, "file": call.n_dims}
         found.append(("rotary_width", "another number of dimensions rotates", evidence))
         return found
-    factors = None if call.factors is None else header.rope_tensors[call.factors]
-    theirs, their_attention = ggml_frequencies(call, factors)
+    if call.factors is not None:
+        call = replace(call, freq_factors=tuple(header.rope_tensors[call.factors].tolist()))
+    theirs, their_attention = ggml_recipe.frequencies(call)
     turns, attention = frequencies(params, n_ctx)
     mine = np.asarray(turns.radians, np.float64)
     if params.scaling == "longrope" and call.factors is not None:

@@ -20,26 +20,23 @@ from posenc.schemes.rope.gguf.layers import Layout, layout
 from posenc.schemes.rope.gguf.reader import GGUFError, Header
 from posenc.schemes.rope.gguf.scalars import Context, context
 from posenc.schemes.rope.gguf.values import Keys
-from posenc.schemes.rope.recipes.llama_cpp import RopeArguments
+from posenc.schemes.rope.recipes.llama_cpp import RopeCall
 
-# ggml's rope modes (ggml.h: GGML_ROPE_TYPE_*).
-MODES: dict[str, int] = {"norm": 0, "neox": 2, "mrope": 8, "vision": 24, "imrope": 40}
 _MULTI = ("mrope", "imrope", "vision")
 
 
 @dataclass(frozen=True)
-class Call(RopeArguments):
-    """One layer's ``ggml_rope_ext`` (or ``ggml_rope_multi``) arguments, as llama.cpp passes
-    them; ``factors`` is the name of the factor tensor, or None."""
+class Call(RopeCall):
+    """One layer's ``ggml_rope_ext`` (or ``ggml_rope_multi``) call as a GGUF file makes
+    llama.cpp pass it; ``factors`` is the name of its factor tensor, or None (the tensor's
+    values stay in the file's header until a check reads them)."""
 
-    rope_type: RopeType
-    sections: tuple[int, ...] | None
-    factors: str | None
+    factors: str | None = None
 
     def ggml(self) -> dict[str, Any]:
         return {
             "n_dims": self.n_dims,
-            "mode": MODES[self.rope_type],
+            "mode": self.mode,
             "n_ctx_orig": self.n_ctx_orig,
             "freq_base": self.freq_base,
             "freq_scale": self.freq_scale,

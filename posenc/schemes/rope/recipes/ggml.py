@@ -32,7 +32,7 @@ libm's ``powf``, ``logf``, ``cosf`` and ``sinf`` are this machine's (glibc's: nu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numba
 import numpy as np
@@ -42,24 +42,8 @@ from posenc.errors import NotApplicableError
 from posenc.numerics.float32 import F32, Float32Array, power, reciprocal, scalar
 from posenc.numerics.fused import fma32
 from posenc.schemes.rope.params import RopeParams
-from posenc.schemes.rope.recipes.llama_cpp import (
-    RopeArguments,
-    libm,
-    yarn_attention,
-    yarn_growth,
-)
+from posenc.schemes.rope.recipes.llama_cpp import RopeCall, libm, yarn_attention, yarn_growth
 from posenc.schemes.rope.recipes.rows import Halves, Rows
-
-NORMAL, NEOX = 0, 2  # ggml's rope modes: pairs (2i, 2i+1), and (i, i + n_dims/2)
-
-
-@dataclass(frozen=True)
-class GgmlRope(RopeArguments):
-    """The arguments llama.cpp passes to ``ggml_rope_ext`` for a model's rope: its scalars, its
-    mode and the values of its factor tensor."""
-
-    mode: int
-    freq_factors: tuple[float, ...] | None
 
 
 def check(params: RopeParams) -> None:
@@ -74,7 +58,7 @@ def check(params: RopeParams) -> None:
         )
 
 
-def derive(params: RopeParams) -> GgmlRope:
+def derive(params: RopeParams) -> RopeCall:
     """What llama.cpp passes to ggml for a model whose rope is ``params``.
 
     >>> derive(RopeParams(d_model=8, scaling="linear", factor=4.0)).freq_scale
@@ -95,9 +79,9 @@ def derive(params: RopeParams) -> GgmlRope:
         attn_factor = float(F32(_longrope_attention(params)))
     if params.freq_factors is not None:
         factors = tuple(float(F32(f)) for f in params.freq_factors)
-    return GgmlRope(
+    return RopeCall(
         n_dims=params.d_model,
-        mode=NORMAL if params.layout == "interleaved" else NEOX,
+        rope_type="norm" if params.layout == "interleaved" else "neox",
         n_ctx_orig=params.original_max_position_embeddings or 0,
         freq_base=float(F32(params.base)),
         freq_scale=float(F32(freq_scale)),
@@ -192,7 +176,7 @@ def llama3_factors(params: RopeParams) -> Float32Array:
     return out
 
 
-def corr_dims(rope: RopeArguments) -> tuple[np.float32, np.float32]:
+def corr_dims(rope: RopeCall) -> tuple[np.float32, np.float32]:
     """``ggml_rope_yarn_corr_dims``: the first and last pair of YaRN's ramp, in float32."""
 
     def corr_dim(rotations: float) -> np.float32:
@@ -240,9 +224,40 @@ def _cache_rows(
             theta = np.float32(theta * theta_scale)
 
 
+def frequencies(rope: RopeCall) -> tuple[npt.NDArray[np.float64], float]:
+    """The frequency of each pair and the factor of cos and sin that the call ``rope`` states:
+    ggml's formulas (``θ_i = base^(−2i/n) / f_i``, YaRN's ramp between ``freq_scale·θ_i`` and
+    ``θ_i``, ``attn_factor`` times YaRN's ``1 + 0.1·ln(1/freq_scale)``) in float64, but for the
+    ramp's ends, in float32 as ggml decides them (the doubles' formula can land on the other
+    side of a whole pair). Not :func:`rows_of`'s float32: its angles are repeated products,
+    pair ``i`` off by up to ``i·2^-24`` relative (2·10^-3 at 32768 pairs), which is the
+    runtime's rounding, not the rope the file states (the GGUF check compares the latter).
+
+    >>> frequencies(derive(RopeParams(d_model=4, scaling="linear", factor=2.0)))[0].tolist()
+    [0.5, 0.005]
+    """
+    n = rope.n_dims
+    i = np.arange(n // 2, dtype=np.float64)
+    extrapolated = rope.freq_base ** (-2.0 * i / n)
+    if rope.freq_factors is not None:
+        extrapolated = extrapolated / np.asarray(rope.freq_factors[: n // 2], np.float64)
+    interpolated = rope.freq_scale * extrapolated
+    if rope.ext_factor == 0:
+        return interpolated, rope.attn_factor
+    low, high = (float(end) for end in corr_dims(rope))
+    ramp = (1 - np.clip((i - low) / max(0.001, high - low), 0, 1)) * rope.ext_factor
+    growth = 1 + 0.1 * math.log(1 / rope.freq_scale)
+    return interpolated * (1 - ramp) + extrapolated * ramp, rope.attn_factor * growth
+
+
 def prepare(params: RopeParams, seq_len: int) -> Rows:
     """ggml-cpu's rows for ``params`` (``seq_len`` is unused: llama.cpp has no dynamic rope)."""
-    rope = derive(params)
+    return rows_of(derive(params))
+
+
+def rows_of(rope: RopeCall) -> Rows:
+    """ggml-cpu's rows for the call ``rope`` (ggml_rope_cache_init and rope_yarn): the GGUF
+    check reads a file's call through these too."""
     half = rope.n_dims // 2
     theta_scale = libm("powf", rope.freq_base, F32(F32(-2.0) / F32(rope.n_dims)))
     low, high = corr_dims(rope)
@@ -250,7 +265,7 @@ def prepare(params: RopeParams, seq_len: int) -> Rows:
     if rope.ext_factor != 0:
         # rope_yarn: mscale *= 1.0f + 0.1f * logf(1.0f / freq_scale)
         mscale = F32(mscale * yarn_growth(F32(F32(1) / F32(rope.freq_scale))))
-    factors = np.array(rope.freq_factors or (1.0,) * half, dtype=F32)
+    factors = np.array(rope.freq_factors or (1.0,) * half, dtype=F32)[:half]
     constants = (theta_scale, F32(rope.freq_scale), F32(rope.ext_factor), mscale, low, high)
 
     def rows(positions: npt.NDArray[np.int64]) -> Halves:

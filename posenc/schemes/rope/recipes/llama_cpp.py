@@ -1,4 +1,4 @@
-"""llama.cpp's rope arguments and the float32 scalar arithmetic it derives them with, shared by
+"""llama.cpp's rope call and the float32 scalar arithmetic it derives its arguments with, shared by
 the recipe that computes its rows (:mod:`.ggml`, from a model's rope) and the reader of what a
 GGUF file makes it pass (:mod:`..gguf.rules`, from the file's keys).
 
@@ -19,7 +19,7 @@ import ctypes.util
 import platform
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -30,9 +30,17 @@ _FUNCTIONS = {"powf": 2, "logf": 1, "floorf": 1, "ceilf": 1, "fmaf": 3}
 LIBLLAMA_CONTRACTS = platform.machine().lower() in ("aarch64", "arm64")
 
 
+# ggml's rope types (ggml.h: GGML_ROPE_TYPE_*), as llama.cpp names them: NORMAL turns pairs
+# (2i, 2i+1), NEOX and the multimodal ones (i, i + n_dims/2).
+RopeType = Literal["norm", "neox", "mrope", "imrope", "vision"]
+MODES: dict[RopeType, int] = {"norm": 0, "neox": 2, "mrope": 8, "vision": 24, "imrope": 40}
+
+
 @dataclass(frozen=True)
-class RopeArguments:
-    """The scalars of ``ggml_rope_ext``, as llama.cpp passes them (float32 values)."""
+class RopeCall:
+    """One ``ggml_rope_ext`` (or ``ggml_rope_multi``) call as llama.cpp makes it: its scalars
+    (float32 values), its rope type, M-RoPE's sections and the factor tensor's values — whether
+    derived from a model's rope (:mod:`.ggml`) or read from a GGUF file (:mod:`..gguf.rules`)."""
 
     n_dims: int
     n_ctx_orig: int
@@ -42,6 +50,13 @@ class RopeArguments:
     attn_factor: float
     beta_fast: float
     beta_slow: float
+    rope_type: RopeType
+    sections: tuple[int, ...] | None = None
+    freq_factors: tuple[float, ...] | None = None
+
+    @property
+    def mode(self) -> int:
+        return MODES[self.rope_type]
 
 
 @lru_cache(maxsize=1)

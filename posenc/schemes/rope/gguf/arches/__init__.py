@@ -23,10 +23,10 @@ from posenc.schemes.rope.gguf.arches.fields import (
     Arch,
     Extra,
     Form,
-    RopeType,
     Swa,
     Unstated,
 )
+from posenc.schemes.rope.recipes.llama_cpp import RopeType
 
 LLAMA_CPP_VERSION = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
 LLAMA_CPP_SOURCE = "llama-cpp-python 0.3.36 (vendor/llama.cpp)"

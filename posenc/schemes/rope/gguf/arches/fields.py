@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-RopeType = Literal["norm", "neox", "mrope", "imrope", "vision"]
+from posenc.schemes.rope.recipes.llama_cpp import RopeType
 
 
 @dataclass(frozen=True)
