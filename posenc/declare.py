@@ -308,6 +308,9 @@ class Scheme:
     magnitude: Callable[[Any, int, int, str], float] | None = None
     # POST /encode may take several ids a token (position_ids) instead of positions.
     ids: Ids | None = None
+    # Compiled loops no table of the examples reaches (an extra's readers, a recipe's path the
+    # examples do not take), each compiled by calling it once: posenc.warm calls them all.
+    loops: tuple[Callable[[], None], ...] = ()
 
     @property
     def rotates(self) -> bool:

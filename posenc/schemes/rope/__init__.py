@@ -12,9 +12,11 @@ from posenc.conformance import Conformance
 from posenc.cost import Cost
 from posenc.declare import Extra, Scheme
 from posenc.schemes.rope import conformance, maths, verify
+from posenc.schemes.rope.applied import loops as applied_loops
 from posenc.schemes.rope.applied import operation as applied_operation
 from posenc.schemes.rope.applied import schemas as applied_schemas
 from posenc.schemes.rope.gguf import operation as gguf_operation
+from posenc.schemes.rope.gguf import reader as gguf_reader
 from posenc.schemes.rope.gguf import schemas as gguf_schemas
 from posenc.schemes.rope.models import answer as config_answer
 from posenc.schemes.rope.mrope import answer as mrope_answer
@@ -23,6 +25,7 @@ from posenc.schemes.rope.mrope import schemas as mrope_schemas
 from posenc.schemes.rope.onnx import operation as onnx_operation
 from posenc.schemes.rope.onnx import schemas as onnx_schemas
 from posenc.schemes.rope.params import COMPONENTS, RopeParams
+from posenc.schemes.rope.recipes import mlx
 from posenc.schemes.rope.vision import answer as vision_answer
 from posenc.schemes.rope.vision import schemas as vision_schemas
 
@@ -170,4 +173,5 @@ declaration = Scheme(
     extras=(_CONFIG, _POSITIONS, _POSITIONS_VERIFY, _VISION, _GGUF, _APPLIED, _ONNX),
     magnitude=maths.magnitude,
     ids=mrope_given.IDS,
+    loops=(mlx.compile_loops, gguf_reader.compile_loops, applied_loops.compile_loops),
 )

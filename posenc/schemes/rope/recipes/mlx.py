@@ -207,6 +207,12 @@ def _longrope(params: RopeParams, freqs: Float32Array) -> tuple[Float32Array, fl
     return (long * freqs).astype(F32), params.base, 1.0, scale
 
 
+def compile_loops() -> None:
+    """MLX's frequencies from the base alone (a rope without scaling): the examples scale
+    MLX's rope, which takes its frequencies given."""
+    prepare(RopeParams(d_model=8, recipe="mlx"), 1)(np.arange(2, dtype=np.int64))
+
+
 def prepare(params: RopeParams, seq_len: int) -> Rows:
     """MLX's rows for ``params`` in a table ending at ``seq_len`` (the dynamic base's length)."""
     check(params)
