@@ -149,8 +149,9 @@ class RopeParams:
     n_ctx: int | None = param(
         None,
         doc="recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks "
-        "long_factor when it exceeds original_max_position_embeddings, else short_factor "
-        "(default: factor × original_max_position_embeddings, the model's own context)",
+        "long_factor when it exceeds original_max_position_embeddings, else short_factor, "
+        "after llama.cpp pads it to a multiple of 256 (default: factor × "
+        "original_max_position_embeddings, the model's own context)",
         ge=1,
         le=2**31 - 1,
     )
