@@ -306,9 +306,13 @@ def _extra_query(request: Request, extra: Extra) -> tuple[str, dict[str, Any]]:
     given: dict[str, Any] = {}
     for name, value in request.query_params.multi_items():
         if name in own:
-            if name in given:
+            kind = own[name].schema.get("type", "integer")
+            if name in given and kind != "array":
                 raise ParameterError(name, "is given twice")
-            given[name] = _typed(name, value, own[name].schema.get("type", "integer"))
+            typed = _typed(name, value, kind)
+            # An array comes as the document's default form has it (name=a&name=b), or as
+            # one comma-separated value.
+            given[name] = [*given[name], *typed] if name in given else typed
             bodies.validate(given[name], own[name].schema, name)
         elif name != "format" or extra.array is None:
             raise ParameterError(name, "this operation takes no such query parameter")

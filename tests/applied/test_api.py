@@ -85,6 +85,22 @@ def test_the_rope_in_the_query_is_read_as_table_reads_it(
     assert stated_base["holds"] is False and stated_base["diagnosis"]
 
 
+def test_a_list_in_the_query_reads_the_same_repeated_or_comma_separated(
+    client: Client, llama31_dump: Dump
+) -> None:
+    """The document's default form of an array (name=a&name=b, which generated clients and
+    schemathesis send) and one comma-separated value are the same factors; a number given twice
+    is refused."""
+    factors = [1.0] * 16 + [8.0] * 16
+    rope = "?d_model=64&base=5e5"
+    repeated = post(client, llama31_dump, rope + "".join(f"&freq_factors={f}" for f in factors))
+    joined = post(client, llama31_dump, f"{rope}&freq_factors={','.join(map(str, factors))}")
+    assert repeated.status_code == 200, repeated.text
+    assert repeated.json() == joined.json()
+    twice = post(client, llama31_dump, rope + "&base=5e5")
+    assert twice.status_code == 422 and twice.json()["errors"][0]["loc"][-1] == "base"
+
+
 def test_npy_parts_and_bfloat16_raw_parts_are_both_read(client: Client) -> None:
     params = RopeParams(d_model=16)
     x = vectors(32, 2, 16)
