@@ -1794,6 +1794,11 @@ function paramsLine(rope) {
   const ggml = rope.ggml;
   return Object.entries(rope.params).filter(([, v]) => v !== null && v !== void 0).map(([k, v]) => `${k}=${Array.isArray(v) && typeof ggml[k] === "string" ? ggml[k] : value2(v)}`).join(" ");
 }
+var turned = (appliesTo) => appliesTo.join(", ");
+function beside(ropes, k) {
+  const own = new Set(ropes[k].layers);
+  return ropes.map((rope, j) => ({ j, rope, shared: rope.layers.filter((il) => own.has(il)) })).filter(({ j, shared }) => j !== k && shared.length).map(({ j, rope, shared }) => ` Rope ${j + 1} turns ${turned(rope.applies_to)} in ${shared.length === own.size ? "the same layers" : `layers ${ranges(shared)}`} too.`).join("");
+}
 var fmt2 = (v) => typeof v === "number" ? Number.isInteger(v) ? String(v) : v.toPrecision(2) : value2(v);
 var GgufPanel = class _GgufPanel {
   constructor(api2, scheme) {
@@ -1928,8 +1933,8 @@ var GgufPanel = class _GgufPanel {
     for (const [term, v] of [
       ["architecture", answer.architecture],
       ["layers", answer.num_hidden_layers],
-      ["context_length", answer.context_length],
-      ["n_ctx", answer.n_ctx],
+      // A vision projector's positions are patches: it has no context (0) to name.
+      ...answer.context_length ? [["context_length", answer.context_length], ["n_ctx", answer.n_ctx]] : [],
       ["head_dim", answer.head_dim],
       ["llama.cpp's rules", `${answer.llama_cpp_rules} at ${rules.commit.slice(0, 9)}`],
       ...answer.mrope ? [["M-RoPE sections", `${answer.mrope.section.join(", ")}${answer.mrope.interleaved ? " (interleaved)" : ""}`]] : []
@@ -1941,15 +1946,51 @@ var GgufPanel = class _GgufPanel {
     nope.dataset.layers = answer.nope_layers.join(",");
     nope.textContent = answer.nope_layers.length ? `NoPE layers (no rotary embedding): ${ranges(answer.nope_layers)} (${answer.nope_layers.length} of ${answer.num_hidden_layers})` : "NoPE layers: none \u2014 every layer rotates.";
     this.section.dataset.layers = String(answer.num_hidden_layers);
+    this.mtp(answer);
+    this.notes(answer.notes);
     answer.ropes.forEach((rope, k) => this.rope(answer, rope, k));
+    answer.unstated.forEach((rope, k) => this.unstated(answer, rope, k));
+  }
+  /** The layers past num_hidden_layers: multi-token-prediction blocks the decoder never runs. */
+  mtp(answer) {
+    const layers = answer.mtp_layers;
+    if (!layers.length) return;
+    const line = this.slot.block("p");
+    line.className = "report mtp";
+    line.dataset.layers = layers.join(",");
+    line.textContent = `Multi-token-prediction layers: ${ranges(layers)} (${layers.length}, held in the file past its ${answer.num_hidden_layers} decoder layers; llama.cpp's decoder never runs them).`;
+  }
+  /** What llama.cpp's source says beside its calls. */
+  notes(notes) {
+    if (!notes.length) return;
+    const heading = this.slot.block("h3");
+    heading.id = "gguf-notes-title";
+    heading.textContent = "llama.cpp's notes on this file";
+    const list = this.slot.block("ul");
+    list.className = "report notes";
+    list.setAttribute("aria-labelledby", heading.id);
+    list.append(...notes.map((note) => Object.assign(document.createElement("li"), { textContent: note })));
+  }
+  /** A rope llama.cpp turns that no ggml_rope_ext call of a token's position states, and why. */
+  unstated(answer, rope, k) {
+    const article = this.slot.block("article");
+    article.classList.add("rope", "unstated");
+    article.dataset.layers = rope.layers.join(",");
+    article.dataset.appliesTo = rope.applies_to.join(" ");
+    article.append(
+      Object.assign(document.createElement("h3"), { textContent: `Unstated rope ${k + 1} of ${answer.unstated.length}: on ${turned(rope.applies_to)}` }),
+      Object.assign(document.createElement("p"), { className: "layers", textContent: `Turned in layers ${ranges(rope.layers)} (${rope.layers.length} of ${answer.num_hidden_layers}) by no ggml_rope_ext call of a token's position: not stated here, nor checked.` }),
+      Object.assign(document.createElement("p"), { className: "reason", textContent: rope.reason })
+    );
   }
   rope(answer, rope, k) {
     const article = this.slot.block("article");
     article.classList.add("rope");
     article.dataset.layers = rope.layers.join(",");
     article.dataset.ropeType = rope.rope_type;
-    const heading = Object.assign(document.createElement("h3"), { textContent: `Rope ${k + 1} of ${answer.ropes.length}: ${rope.rope_type}` });
-    const layers = Object.assign(document.createElement("p"), { className: "layers", textContent: `Applied by layers ${ranges(rope.layers)} (${rope.layers.length} of ${answer.num_hidden_layers}).` });
+    article.dataset.appliesTo = rope.applies_to.join(" ");
+    const heading = Object.assign(document.createElement("h3"), { textContent: `Rope ${k + 1} of ${answer.ropes.length}: ${rope.rope_type} on ${turned(rope.applies_to)}` });
+    const layers = Object.assign(document.createElement("p"), { className: "layers", textContent: `Applied by layers ${ranges(rope.layers)} (${rope.layers.length} of ${answer.num_hidden_layers}).${beside(answer.ropes, k)}` });
     const params = Object.assign(document.createElement("p"), { className: "params" });
     params.append(Object.assign(document.createElement("code"), { textContent: paramsLine(rope) }));
     const ggml = rope.ggml;

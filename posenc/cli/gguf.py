@@ -103,32 +103,59 @@ def run(path: str, config: str | None, n_ctx: int | None, as_json: bool, url: st
 
 def _text(answer: dict[str, Any]) -> str:
     """The answer as ``posenc model`` shows a config's: each rope once, its layers as runs, its
-    parameters on one line (the factor tensor named, not listed), and with a config the verdict
-    and each rope's recipe noise."""
-    from posenc.cli.schemes import runs, shown
+    parameters on one line (the factor tensor named, not listed; M-RoPE's sections), what it
+    turns where that is not q and k; the ropes llama.cpp turns that no call states, the layers
+    without a rope or never run, llama.cpp's notes; with a config, the verdict and each rope's
+    recipe noise."""
+    from posenc.cli.schemes import runs
 
+    # A vision projector's positions are patches: it has no context to name.
+    context = (
+        f", context {answer['context_length']}, n_ctx {answer['n_ctx']}"
+        if answer["context_length"]
+        else ""
+    )
     lines = [
-        f"{answer['architecture']}: {answer['num_hidden_layers']} layers, context "
-        f"{answer['context_length']}, n_ctx {answer['n_ctx']} (llama.cpp "
+        f"{answer['architecture']}: {answer['num_hidden_layers']} layers{context} (llama.cpp "
         f"{answer['llama_cpp_version']['commit'][:9]}, {answer['llama_cpp_rules']})"
     ]
     for rope in answer["ropes"]:
-        lines.append(f"{rope['rope_type']}  layers {runs(rope['layers'])}")
-        params = {k: v for k, v in rope["params"].items() if k != "freq_factors"}
-        factors = rope["ggml"]["freq_factors"]
-        named = f" freq_factors={factors}" if factors else ""
-        lines.append("  " + " ".join(f"{k}={shown(v)}" for k, v in params.items()) + named)
-        noise = rope.get("max_abs_difference")
-        if noise:
-            lines.append(
-                f"  llama.cpp's float32 table near n_ctx: {noise['exact']:.2g} from exact, "
-                f"{noise['transformers']:.2g} from transformers'"
-            )
+        lines.extend(_rope(rope))
+    for rope in answer["unstated"]:
+        lines.append(f"unstated  layers {runs(rope['layers'])}{_turns(rope['applies_to'])}")
+        lines.append(f"  {rope['reason']}")
     if answer["nope_layers"]:
         lines.append(f"no rope  layers {runs(answer['nope_layers'])}")
+    if answer["mtp_layers"]:
+        lines.append(f"mtp  layers {runs(answer['mtp_layers'])}")
+    lines.extend(f"note  {note}" for note in answer["notes"])
     if "conforms" in answer:
         lines.append("conforms" if answer["conforms"] else "does not conform:")
         for finding in answer["findings"]:
             lines.append(f"  {finding['kind']} (layers {runs(finding['layers'])}): "
                          f"{finding['detail']}")  # fmt: skip
     return "\n".join(lines)
+
+
+def _rope(rope: dict[str, Any]) -> list[str]:
+    from posenc.cli.schemes import runs, shown
+
+    lines = [f"{rope['rope_type']}  layers {runs(rope['layers'])}{_turns(rope['applies_to'])}"]
+    params = {k: v for k, v in rope["params"].items() if k != "freq_factors"}
+    # The call's own arguments where the table's parameters do not carry them: the factor
+    # tensor by its name, M-RoPE's sections (interleaved is the rope type, imrope).
+    ggml = {k: rope["ggml"][k] for k in ("freq_factors", "sections") if rope["ggml"][k]}
+    line = " ".join(f"{k}={shown(v)}" for k, v in {**params, **ggml}.items())
+    lines.append(f"  {line}")
+    noise = rope.get("max_abs_difference")
+    if noise:
+        lines.append(
+            f"  llama.cpp's float32 table near n_ctx: {noise['exact']:.2g} from exact, "
+            f"{noise['transformers']:.2g} from transformers'"
+        )
+    return lines
+
+
+def _turns(applies_to: list[str]) -> str:
+    """What a rope turns, said only where it is not the attention's q and k."""
+    return "" if applies_to == ["q", "k"] else f"  turns {', '.join(applies_to)}"

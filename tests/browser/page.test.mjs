@@ -5,7 +5,8 @@
 // a pasted config.json shows every rope of the model with its layers, its link (the config in the
 // fragment) restores the view in a fresh page, and a refused config names the field. Issue 23: a
 // multimodal layout is drawn cell by cell with the service's ids, and dropped ids are diagnosed.
-// Issue 33: a GGUF file of 4 GiB is read from its first bytes alone, and checked beside its config.
+// Issue 33: a GGUF file of 4 GiB is read from its first bytes alone, and checked beside its config;
+// a file's ropes say what they turn, beside its MTP layers, its notes and the ropes no call states.
 // Issue 40: a kernel's arrays dropped on their view: the verdict beside the angle error heatmap.
 // Issue 42: an ONNX model's graph is sent, then only the cache rows the service names.
 import { after, before, test } from "node:test";
@@ -835,6 +836,86 @@ test("a GGUF file and its config.json dropped on the GGUF view: the ropes, then 
   assert.equal(await page.inputValue("#gguf-config"), LLAMA31);
   assert.equal(await page.getAttribute("#view-gguf", "data-conforms"), "true");
   assert.equal(await page.getAttribute("#view-gguf", "data-sent"), "768", "a file smaller than the first slice is sent whole");
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+// Headers of two architectures whose layers turn more than q and k, written with the suite's GGUF
+// helpers: DeepSeek-V3.2's (three decoder layers and one multi-token-prediction block), whose MLA
+// rope turns q_pe and k_pe and whose lightning indexer turns its own q and k in the same layers,
+// and DeepSeek-V4's, whose compressed layers (ratios 4, 128, 4) turn ropes no call states.
+const MLA_HEADERS = `import sys
+from tests.gguf.files import gguf
+def header(arch, **keys):
+    return gguf({"general.architecture": arch, **{f"{arch}.{k}": v for k, v in keys.items()}})
+files = {
+    "deepseek32": header("deepseek32", block_count=4, nextn_predict_layers=1, context_length=8192,
+                         embedding_length=64, **{"attention.head_count": 4, "rope.dimension_count": 8}),
+    "deepseek4": header("deepseek4", block_count=4, context_length=8192, embedding_length=64,
+                        **{"attention.head_count": 4, "attention.compress_ratios": [0, 4, 128, 4],
+                           "attention.compress_rope_freq_base": 160000.0}),
+}
+sys.stdout.buffer.write(files[sys.argv[1]])`;
+
+test("a GGUF file says what each rope turns, its MTP layers, llama.cpp's notes and the ropes no call states", async () => {
+  const { page, problems } = await open("/?scheme=rope&d_model=16&seq_len=32");
+  const choose = async (arch) => {
+    const buffer = execFileSync(PYTHON, ["-c", MLA_HEADERS, arch]);
+    await page.setInputFiles("#gguf-file", { name: `${arch}.gguf`, mimeType: "application/octet-stream", buffer });
+    assert.equal(await ggufState(page), "drawn");
+  };
+  const audit = async () => {
+    const found = await page.evaluate(() => globalThis.axe.run("#view-gguf", { runOnly: ["wcag2a", "wcag2aa", "best-practice"] }));
+    const bad = found.violations.filter((v) => ["serious", "critical"].includes(v.impact));
+    assert.deepEqual(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.length}) ${v.nodes[0].target}`), []);
+  };
+  await page.addScriptTag({ path: AXE });
+
+  // Two ropes in every decoder layer, each naming what it turns and the other beside it.
+  await choose("deepseek32");
+  assert.equal(await page.getAttribute("#view-gguf", "data-layers"), "3");
+  const ropes = page.locator("#view-gguf article.rope");
+  assert.equal(await ropes.count(), 2);
+  const [mla, indexer] = [ropes.nth(0), ropes.nth(1)];
+  assert.deepEqual([await mla.getAttribute("data-applies-to"), await mla.getAttribute("data-rope-type"), await mla.getAttribute("data-layers")], ["q_pe k_pe", "norm", "0,1,2"]);
+  assert.deepEqual([await indexer.getAttribute("data-applies-to"), await indexer.getAttribute("data-rope-type"), await indexer.getAttribute("data-layers")], ["indexer_q indexer_k", "neox", "0,1,2"]);
+  assert.equal(await mla.locator("h3").textContent(), "Rope 1 of 2: norm on q_pe, k_pe");
+  assert.equal(await indexer.locator("h3").textContent(), "Rope 2 of 2: neox on indexer_q, indexer_k");
+  assert.equal(await mla.locator("p.layers").textContent(), "Applied by layers 0–2 (3 of 3). Rope 2 turns indexer_q, indexer_k in the same layers too.");
+  assert.equal(await indexer.locator("p.layers").textContent(), "Applied by layers 0–2 (3 of 3). Rope 1 turns q_pe, k_pe in the same layers too.");
+  assert.match(await mla.locator("p.params").textContent(), /^d_model=8 base=10000 layout=interleaved scaling=none$/);
+  assert.match(await indexer.locator("p.params").textContent(), /^d_model=8 base=10000 layout=split scaling=none$/);
+  // The block past the decoder's layers, and the note saying which context runs it.
+  assert.equal(await page.getAttribute("#view-gguf p.mtp", "data-layers"), "3");
+  assert.equal(await page.locator("#view-gguf p.mtp").textContent(), "Multi-token-prediction layers: 3 (1, held in the file past its 3 decoder layers; llama.cpp's decoder never runs them).");
+  assert.equal(await page.getByRole("list", { name: "llama.cpp's notes on this file" }).count(), 1);
+  const notes = await page.locator("#view-gguf ul.notes li").allTextContents();
+  assert.equal(notes.length, 1);
+  assert.match(notes[0], /^layers? 3(–3)? \(nextn_predict_layers\) are multi-token-prediction blocks: llama\.cpp's decoder never runs them; a draft context \(LLAMA_CONTEXT_TYPE_MTP\) runs them as a speculative head$/);
+  assert.equal(await page.locator("#view-gguf article.unstated").count(), 0);
+  await page.locator("#view-gguf").screenshot({ path: join(ARTIFACTS, "views", "1200-gguf-mla.png") });
+  await audit();
+
+  // Stated ropes on every layer, and on the compressed ones a rope no call states, with why; the
+  // last file's MTP layer and notes are gone.
+  await choose("deepseek4");
+  assert.deepEqual(await ropes.evaluateAll((nodes) => nodes.map((n) => [n.className, n.dataset.layers, n.dataset.appliesTo])), [
+    ["report rope", "0", "q kv"],
+    ["report rope", "1,2,3", "q kv"],
+    ["report rope unstated", "1,2,3", "compressed_kv indexer_q output"],
+  ]);
+  const unstated = page.locator("#view-gguf article.unstated");
+  assert.equal(await unstated.locator("h3").textContent(), "Unstated rope 1 of 1: on compressed_kv, indexer_q, output");
+  assert.equal(await unstated.locator("p.layers").textContent(), "Turned in layers 1–3 (3 of 4) by no ggml_rope_ext call of a token's position: not stated here, nor checked.");
+  assert.match(await unstated.locator("p.reason").textContent(), /^DeepSeek-V4's compressor turns each compressed block's key at the block's position \(comp_pos\).*\(ggml_rope_ext_back\)/);
+  assert.equal(await page.locator("#view-gguf p.mtp").count(), 0);
+  assert.equal(await page.locator("#view-gguf ul.notes").count(), 0);
+  await page.setViewportSize({ width: 375, height: 900 });
+  const wide = await page.evaluate(() => [...document.querySelectorAll("#view-gguf *")]
+    .filter((node) => node.getBoundingClientRect().right > window.innerWidth).map((node) => `${node.tagName}.${node.className}`));
+  assert.deepEqual(wide, [], "the GGUF view at 375 px is wider than the window");
+  await page.locator("#view-gguf").screenshot({ path: join(ARTIFACTS, "views", "375-gguf-unstated.png") });
+  await audit();
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -42,7 +42,7 @@ def test_the_page_draws_every_view_in_chromium(live: LiveServer) -> None:
     assert (ROOT / "tests/browser/node_modules/playwright-core").exists(), "make test runs npm ci"
     result = _node(live, "--test", "tests/browser/page.test.mjs")
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert "# pass 20" in result.stdout
+    assert "# pass 21" in result.stdout
     views = ROOT / "test-artifacts/views"
     for width in (1200, 375):
         assert (views / f"{width}-rope-rotation.png").stat().st_size > 10_000

@@ -5,8 +5,10 @@ applies them, read from its header alone; with the model's config, exit 0 when i
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -51,6 +53,80 @@ def test_the_text_names_the_architecture_and_each_ropes_layers(tmp_path: Path) -
         "norm  layers 0, 1",
         "  d_model=16 base=500000 layout=interleaved scaling=none",
     ]
+
+
+def header(tmp_path: Path, arch: str, **keys: Any) -> Path:
+    """A GGUF header of ``arch`` with these keys (``attention__head_count``: a dotted key)."""
+    path = tmp_path / f"{arch}.gguf"
+    values = {f"{arch}.{key.replace('__', '.')}": value for key, value in keys.items()}
+    path.write_bytes(gguf({"general.architecture": arch, **values}))
+    return path
+
+
+def test_each_rope_says_what_it_turns_where_it_is_not_q_and_k_with_the_mtp_layers_and_notes(
+    tmp_path: Path,
+) -> None:
+    path = header(tmp_path, "deepseek32", block_count=4, nextn_predict_layers=1,
+                  context_length=8192, embedding_length=64, attention__head_count=4,
+                  rope__dimension_count=8)  # fmt: skip
+    ran = posenc("model", path)
+    assert ran.code == 0, ran.stderr
+    *lines, note = ran.stdout.splitlines()[1:]
+    assert lines == [
+        "norm  layers 0-2  turns q_pe, k_pe",
+        "  d_model=8 base=10000 layout=interleaved scaling=none",
+        "neox  layers 0-2  turns indexer_q, indexer_k",
+        "  d_model=8 base=10000 layout=split scaling=none",
+        "mtp  layers 3",
+    ]
+    said = (r"note  layers? 3(–3)? \(nextn_predict_layers\) are multi-token-prediction blocks: "
+            r"llama\.cpp's decoder never runs them; a draft context \(LLAMA_CONTEXT_TYPE_MTP\) "
+            r"runs them as a speculative head")  # fmt: skip
+    assert re.fullmatch(said, note)
+
+
+def test_a_rope_no_call_states_is_shown_with_its_layers_what_it_turns_and_why(
+    tmp_path: Path,
+) -> None:
+    path = header(tmp_path, "deepseek4", block_count=4, context_length=8192,
+                  embedding_length=64, attention__head_count=4,
+                  attention__compress_ratios=[0, 4, 128, 4],
+                  attention__compress_rope_freq_base=160000.0)  # fmt: skip
+    lines = posenc("model", path).stdout.splitlines()[1:]
+    assert lines[:5] == [
+        "norm  layers 0  turns q, kv",
+        "  d_model=16 base=10000 layout=interleaved scaling=none",
+        "norm  layers 1-3  turns q, kv",
+        "  d_model=16 base=160000 layout=interleaved scaling=none",
+        "unstated  layers 1-3  turns compressed_kv, indexer_q, output",
+    ]
+    assert lines[5].startswith("  DeepSeek-V4's compressor turns each compressed block's key")
+    assert "(ggml_rope_ext_back)" in lines[5] and len(lines) == 6
+
+
+def test_m_ropes_sections_are_on_its_parameters_line(tmp_path: Path) -> None:
+    path = header(tmp_path, "qwen2vl", block_count=2, context_length=8192, embedding_length=64,
+                  attention__head_count=4, rope__dimension_sections=[2, 3, 3, 0])  # fmt: skip
+    assert posenc("model", path).stdout.splitlines()[1:] == [
+        "mrope  layers 0, 1",
+        "  d_model=16 base=10000 layout=split scaling=none sections=2,3,3,0",
+    ]
+
+
+def test_a_vision_projector_names_no_context_and_each_axis_its_rope_turns(tmp_path: Path) -> None:
+    path = tmp_path / "mmproj.gguf"
+    path.write_bytes(gguf({"general.architecture": "clip", "clip.projector_type": "pixtral",
+                           "clip.vision.block_count": 3, "clip.vision.attention.head_count": 2,
+                           "clip.vision.embedding_length": 32}))  # fmt: skip
+    first, *lines, note = posenc("model", path).stdout.splitlines()
+    assert re.fullmatch(
+        r"clip: 3 layers \(llama\.cpp \w{9}, tools/mtmd/models/pixtral\.cpp\)", first
+    )
+    assert [line for line in lines if not line.startswith(" ")] == [
+        "norm  layers 0-2  turns q:row, k:row",
+        "norm  layers 0-2  turns q:column, k:column",
+    ]
+    assert note.startswith("note  a vision projector (pixtral)")
 
 
 def test_a_file_is_known_by_its_magic_whatever_its_name(tmp_path: Path) -> None:

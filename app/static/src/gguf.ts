@@ -1,13 +1,17 @@
 // A GGUF file's ropes, as llama.cpp applies them layer by layer, read by the gguf operation of the
 // scheme that offers one (`/v1/schemes` says which) from the file's first bytes only: the page
 // slices the file (File.slice) and never reads the weights, so a file of many GB sends a few MB at
-// most. Beside the model's config.json (pasted, or dropped here), the service's verdict: whether
-// the file makes llama.cpp apply the model's rope at every layer, and each way it does not.
+// most. Each rope says what it turns (q and k, DeepSeek's q_pe and k_pe, an indexer's beside them in
+// the same layers); the ropes llama.cpp turns that no call states, the multi-token-prediction
+// layers it never runs and its source's notes are shown beside them. Beside the model's config.json
+// (pasted, or dropped here), the service's verdict: whether the file makes llama.cpp apply the
+// model's rope at every layer, and each way it does not.
 import { type Api, ApiError, type GgufAnswer, type Scheme } from "./api";
 import { acceptDrops, ranges } from "./model";
 import { Slot, writeFindings } from "./views";
 
 type Rope = GgufAnswer["ropes"][number];
+type Unstated = GgufAnswer["unstated"][number];
 
 // The first slice: a header with a small vocabulary and the rope tensors fit; a larger one gets
 // a 422 naming the bytes it needs.
@@ -48,6 +52,16 @@ function paramsLine(rope: Rope): string {
     .join(" ");
 }
 
+const turned = (appliesTo: readonly string[]) => appliesTo.join(", ");
+
+/** The other ropes turning some of rope `k`'s layers too (an indexer's beside the attention's). */
+function beside(ropes: readonly Rope[], k: number): string {
+  const own = new Set(ropes[k].layers);
+  return ropes.map((rope, j) => ({ j, rope, shared: rope.layers.filter((il) => own.has(il)) }))
+    .filter(({ j, shared }) => j !== k && shared.length)
+    .map(({ j, rope, shared }) => ` Rope ${j + 1} turns ${turned(rope.applies_to)} in ${shared.length === own.size ? "the same layers" : `layers ${ranges(shared)}`} too.`)
+    .join("");
+}
 const fmt = (v: unknown) => (typeof v === "number" ? (Number.isInteger(v) ? String(v) : v.toPrecision(2)) : value(v));
 
 export class GgufPanel {
@@ -185,8 +199,8 @@ export class GgufPanel {
     for (const [term, v] of [
       ["architecture", answer.architecture],
       ["layers", answer.num_hidden_layers],
-      ["context_length", answer.context_length],
-      ["n_ctx", answer.n_ctx],
+      // A vision projector's positions are patches: it has no context (0) to name.
+      ...(answer.context_length ? [["context_length", answer.context_length], ["n_ctx", answer.n_ctx]] : []),
       ["head_dim", answer.head_dim],
       ["llama.cpp's rules", `${answer.llama_cpp_rules} at ${rules.commit.slice(0, 9)}`],
       ...(answer.mrope ? [["M-RoPE sections", `${answer.mrope.section.join(", ")}${answer.mrope.interleaved ? " (interleaved)" : ""}`]] : []),
@@ -200,7 +214,45 @@ export class GgufPanel {
       ? `NoPE layers (no rotary embedding): ${ranges(answer.nope_layers)} (${answer.nope_layers.length} of ${answer.num_hidden_layers})`
       : "NoPE layers: none — every layer rotates.";
     this.section.dataset.layers = String(answer.num_hidden_layers);
+    this.mtp(answer);
+    this.notes(answer.notes);
     answer.ropes.forEach((rope, k) => this.rope(answer, rope, k));
+    answer.unstated.forEach((rope, k) => this.unstated(answer, rope, k));
+  }
+
+  /** The layers past num_hidden_layers: multi-token-prediction blocks the decoder never runs. */
+  private mtp(answer: GgufAnswer): void {
+    const layers = answer.mtp_layers;
+    if (!layers.length) return;
+    const line = this.slot.block("p");
+    line.className = "report mtp";
+    line.dataset.layers = layers.join(",");
+    line.textContent = `Multi-token-prediction layers: ${ranges(layers)} (${layers.length}, held in the file past its ${answer.num_hidden_layers} decoder layers; llama.cpp's decoder never runs them).`;
+  }
+
+  /** What llama.cpp's source says beside its calls. */
+  private notes(notes: readonly string[]): void {
+    if (!notes.length) return;
+    const heading = this.slot.block("h3");
+    heading.id = "gguf-notes-title";
+    heading.textContent = "llama.cpp's notes on this file";
+    const list = this.slot.block("ul");
+    list.className = "report notes";
+    list.setAttribute("aria-labelledby", heading.id);
+    list.append(...notes.map((note) => Object.assign(document.createElement("li"), { textContent: note })));
+  }
+
+  /** A rope llama.cpp turns that no ggml_rope_ext call of a token's position states, and why. */
+  private unstated(answer: GgufAnswer, rope: Unstated, k: number): void {
+    const article = this.slot.block("article");
+    article.classList.add("rope", "unstated");
+    article.dataset.layers = rope.layers.join(",");
+    article.dataset.appliesTo = rope.applies_to.join(" ");
+    article.append(
+      Object.assign(document.createElement("h3"), { textContent: `Unstated rope ${k + 1} of ${answer.unstated.length}: on ${turned(rope.applies_to)}` }),
+      Object.assign(document.createElement("p"), { className: "layers", textContent: `Turned in layers ${ranges(rope.layers)} (${rope.layers.length} of ${answer.num_hidden_layers}) by no ggml_rope_ext call of a token's position: not stated here, nor checked.` }),
+      Object.assign(document.createElement("p"), { className: "reason", textContent: rope.reason }),
+    );
   }
 
   private rope(answer: GgufAnswer, rope: Rope, k: number): void {
@@ -208,8 +260,9 @@ export class GgufPanel {
     article.classList.add("rope");
     article.dataset.layers = rope.layers.join(",");
     article.dataset.ropeType = rope.rope_type;
-    const heading = Object.assign(document.createElement("h3"), { textContent: `Rope ${k + 1} of ${answer.ropes.length}: ${rope.rope_type}` });
-    const layers = Object.assign(document.createElement("p"), { className: "layers", textContent: `Applied by layers ${ranges(rope.layers)} (${rope.layers.length} of ${answer.num_hidden_layers}).` });
+    article.dataset.appliesTo = rope.applies_to.join(" ");
+    const heading = Object.assign(document.createElement("h3"), { textContent: `Rope ${k + 1} of ${answer.ropes.length}: ${rope.rope_type} on ${turned(rope.applies_to)}` });
+    const layers = Object.assign(document.createElement("p"), { className: "layers", textContent: `Applied by layers ${ranges(rope.layers)} (${rope.layers.length} of ${answer.num_hidden_layers}).${beside(answer.ropes, k)}` });
     const params = Object.assign(document.createElement("p"), { className: "params" });
     params.append(Object.assign(document.createElement("code"), { textContent: paramsLine(rope) }));
     const ggml = rope.ggml as Record<string, unknown>;
