@@ -2060,7 +2060,7 @@ export interface operations {
                 recipe?: "exact" | "framework" | "transformers" | "ggml" | "mlx";
                 /** @description d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the factors llama.cpp's converter would compute for llama3 or longrope; with recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them) */
                 freq_factors?: number[] | null;
-                /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor (default: factor × original_max_position_embeddings, the model's own context) */
+                /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor, after llama.cpp pads it to a multiple of 256 (default: factor × original_max_position_embeddings, the model's own context) */
                 n_ctx?: number | null;
                 /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it */
                 framework_precision?: ("float32" | "float64") | null;
@@ -2261,7 +2261,7 @@ export interface operations {
                 recipe?: "exact" | "framework" | "transformers" | "ggml" | "mlx";
                 /** @description d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the factors llama.cpp's converter would compute for llama3 or longrope; with recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them) */
                 freq_factors?: number[] | null;
-                /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor (default: factor × original_max_position_embeddings, the model's own context) */
+                /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor, after llama.cpp pads it to a multiple of 256 (default: factor × original_max_position_embeddings, the model's own context) */
                 n_ctx?: number | null;
                 /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it */
                 framework_precision?: ("float32" | "float64") | null;
@@ -2536,7 +2536,7 @@ export interface operations {
                     freq_factors?: number[] | null;
                     /**
                      * N Ctx
-                     * @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor (default: factor × original_max_position_embeddings, the model's own context)
+                     * @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor, after llama.cpp pads it to a multiple of 256 (default: factor × original_max_position_embeddings, the model's own context)
                      */
                     n_ctx?: number | null;
                     /**
@@ -2674,7 +2674,7 @@ export interface operations {
                     freq_factors?: number[] | null;
                     /**
                      * N Ctx
-                     * @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor (default: factor × original_max_position_embeddings, the model's own context)
+                     * @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor, after llama.cpp pads it to a multiple of 256 (default: factor × original_max_position_embeddings, the model's own context)
                      */
                     n_ctx?: number | null;
                     /**
@@ -2902,7 +2902,7 @@ export interface operations {
                 recipe?: "exact" | "framework" | "transformers" | "ggml" | "mlx";
                 /** @description d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the factors llama.cpp's converter would compute for llama3 or longrope; with recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them) */
                 freq_factors?: number[] | null;
-                /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor (default: factor × original_max_position_embeddings, the model's own context) */
+                /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor, after llama.cpp pads it to a multiple of 256 (default: factor × original_max_position_embeddings, the model's own context) */
                 n_ctx?: number | null;
                 /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it */
                 framework_precision?: ("float32" | "float64") | null;
@@ -3109,7 +3109,7 @@ export interface operations {
                 recipe?: "exact" | "framework" | "transformers" | "ggml" | "mlx";
                 /** @description d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the factors llama.cpp's converter would compute for llama3 or longrope; with recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them) */
                 freq_factors?: number[] | null;
-                /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor (default: factor × original_max_position_embeddings, the model's own context) */
+                /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor, after llama.cpp pads it to a multiple of 256 (default: factor × original_max_position_embeddings, the model's own context) */
                 n_ctx?: number | null;
                 /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it */
                 framework_precision?: ("float32" | "float64") | null;
@@ -3302,7 +3302,7 @@ export interface operations {
                 recipe?: "exact" | "framework" | "transformers" | "ggml" | "mlx";
                 /** @description d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the factors llama.cpp's converter would compute for llama3 or longrope; with recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them) */
                 freq_factors?: number[] | null;
-                /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor (default: factor × original_max_position_embeddings, the model's own context) */
+                /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor, after llama.cpp pads it to a multiple of 256 (default: factor × original_max_position_embeddings, the model's own context) */
                 n_ctx?: number | null;
                 /** @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it */
                 framework_precision?: ("float32" | "float64") | null;

@@ -68,7 +68,7 @@ def test_glm_4_5s_partial_rotary_and_its_multi_token_prediction_layer(
     (rope,) = result["ropes"]
     assert rope["layers"] == [0, 1] and rope["ggml"]["n_dims"] == 8  # half of the 16-wide head
     assert result["num_hidden_layers"] == 2 and result["mtp_layers"] == [2]
-    assert any("layers 2–2 (nextn_predict_layers)" in note for note in result["notes"])
+    assert any("layer 2 (nextn_predict_layers) is a" in note for note in result["notes"])
     assert "draft context" in result["notes"][0]
 
 

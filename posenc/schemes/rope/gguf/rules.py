@@ -222,17 +222,21 @@ def calls(header: Header, n_ctx: int | None) -> Read:
 def _notes(row: Arch, n_layer: int, n_layer_all: int) -> list[str]:
     notes = [] if row.note is None else [row.note]
     if n_layer_all > n_layer and not row.layers_are_nextn and not row.loops:
-        mtp = list(range(n_layer, n_layer_all))
+        one = n_layer_all == n_layer + 1
+        mtp = (
+            f"layer {n_layer} (nextn_predict_layers) is a multi-token-prediction block"
+            if one
+            else f"layers {n_layer}–{n_layer_all - 1} (nextn_predict_layers) are "
+            "multi-token-prediction blocks"
+        )
         if row.mtp == "draft":
             notes.append(
-                f"layers {mtp[0]}–{mtp[-1]} (nextn_predict_layers) are multi-token-prediction "
-                "blocks: llama.cpp's decoder never runs them; a draft context "
-                "(LLAMA_CONTEXT_TYPE_MTP) runs them as a speculative head"
+                f"{mtp}: llama.cpp's decoder never runs {'it' if one else 'them'}; a draft "
+                "context (LLAMA_CONTEXT_TYPE_MTP) runs it as a speculative head"
             )
         else:
             notes.append(
-                f"layers {mtp[0]}–{mtp[-1]} (nextn_predict_layers) are multi-token-prediction "
-                f"blocks llama.cpp keeps in the file and never runs: its {row.name} has no "
-                "graph for them"
+                f"{mtp} llama.cpp keeps in the file and never runs: its {row.name} has no "
+                f"graph for {'it' if one else 'them'}"
             )
     return notes

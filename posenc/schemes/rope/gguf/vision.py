@@ -181,8 +181,8 @@ def answer(header: Header) -> dict[str, Any]:
     ropes: list[dict[str, Any]] = []
     unstated: list[dict[str, Any]] = []
     notes = [
-        f"a {tower} projector ({name}): its layers turn image patches by their row and column "
-        "(or audio frames), not text tokens by position"
+        f"a {tower} projector ({name}): its layers see image patches (or audio frames), not "
+        "text tokens by position"
     ]
     if projector is None:
         reason = f"projector type {name!r} has no row here: not read"
