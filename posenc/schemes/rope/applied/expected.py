@@ -15,6 +15,7 @@ import numpy.typing as npt
 
 from posenc.errors import InconsistentError
 from posenc.schemes.rope.models import config as model_config
+from posenc.schemes.rope.models.verdict import params_of
 from posenc.schemes.rope.mrope import config as mrope_config
 from posenc.schemes.rope.mrope.families import MROPE_FAMILIES, Rotary
 from posenc.schemes.rope.mrope.tables import frequency_rows
@@ -81,8 +82,7 @@ def from_query(query: Mapping[str, Any]) -> Expected:
         raise InconsistentError(
             "d_model", "is required without a config part: the rotated width of the rope"
         )
-    given: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
-    params = RopeParams(**given)
+    params = params_of(values)
     return Expected(params, None, int(query.get("rotary_offset", 0)), params.layout)
 
 

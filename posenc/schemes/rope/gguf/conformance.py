@@ -23,10 +23,10 @@ from posenc.errors import InconsistentError, ParameterError
 from posenc.schemes.rope import maths
 from posenc.schemes.rope.gguf import mrope_check
 from posenc.schemes.rope.gguf.answer import answer_of
-from posenc.schemes.rope.gguf.mrope_check import Found
 from posenc.schemes.rope.gguf.reader import Header
 from posenc.schemes.rope.gguf.rules import Call, calls
 from posenc.schemes.rope.models import answer as config_answer
+from posenc.schemes.rope.models.verdict import Findings, Found, params_of, per_layer
 from posenc.schemes.rope.params import Recipe, RopeParams
 from posenc.schemes.rope.recipes import ggml as ggml_recipe
 from posenc.schemes.rope.scaling import frequencies
@@ -34,11 +34,6 @@ from posenc.schemes.rope.scaling import frequencies
 # Relative difference of a frequency or attention factor that float32 parameters explain.
 TOLERANCE = 1e-5
 _SPLIT_TYPES = ("neox", "mrope", "imrope")
-
-
-def _model_params(params: dict[str, Any]) -> RopeParams:
-    given: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
-    return RopeParams(**given)
 
 
 def _differs(
@@ -51,30 +46,6 @@ def _differs(
         return True
     apart = np.abs(a - b) > TOLERANCE * np.maximum(np.abs(a), np.abs(b))
     return bool(np.any(apart & (np.maximum(np.abs(a), np.abs(b)) > frozen)))
-
-
-def _per_layer(model: dict[str, Any], n_layer: int) -> list[dict[str, Any] | None]:
-    layers: list[dict[str, Any] | None] = [None] * n_layer
-    for rope in model["ropes"]:
-        for il in rope["layers"] if rope["layers"] is not None else range(n_layer):
-            if 0 <= il < n_layer:
-                layers[il] = rope
-    return layers
-
-
-class _Findings:
-    def __init__(self) -> None:
-        self.found: dict[tuple[str, str], dict[str, Any]] = {}
-
-    def add(self, layer: int, found: Found) -> None:
-        kind, detail, evidence = found
-        entry = self.found.setdefault(
-            (kind, detail), {"kind": kind, "detail": detail, "layers": [], "evidence": evidence}
-        )
-        entry["layers"].append(layer)
-
-    def listed(self) -> list[dict[str, Any]]:
-        return list(self.found.values())
 
 
 def check(header: Header, config: Any, n_ctx: int | None, limits: Limits) -> dict[str, Any]:
@@ -95,22 +66,22 @@ def check(header: Header, config: Any, n_ctx: int | None, limits: Limits) -> dic
     except ParameterError as error:
         raise type(error)(f"config.{error.param}", error.message) from None
     row = read.row
-    per_layer = read.per_layer
-    n_layer = len(per_layer)
+    file_calls = read.per_layer
+    n_layer = len(file_calls)
     if model["num_hidden_layers"] not in (None, n_layer):
         raise InconsistentError(
             "config.num_hidden_layers",
             f"is {model['num_hidden_layers']}, the file has {n_layer} layers: not its model",
         )
-    findings = _Findings()
+    findings = Findings()
     # Layers share one or two ropes on each side: each pair is compared once (4096 layers of
     # 32768 pairs took 1.2 s compared layer by layer).
     compared: dict[tuple[int, Call, tuple[bool, bool] | None], list[Found]] = {}
-    layer_ropes = _per_layer(model, n_layer)
-    for il, (mine, theirs) in enumerate(zip(layer_ropes, per_layer, strict=True)):
+    layer_ropes = per_layer(model, n_layer)
+    for il, (mine, theirs) in enumerate(zip(layer_ropes, file_calls, strict=True)):
         if (mine is None) != (theirs is None):
             findings.add(
-                il,
+                (il,),
                 (
                     "nope_layers",
                     "a layer rotates in one and not in the other",
@@ -128,14 +99,14 @@ def check(header: Header, config: Any, n_ctx: int | None, limits: Limits) -> dic
             compared[key] = _compare(mine, theirs, header, row.permuted, read.n_ctx, slides)
             compared[key] += mrope_check.findings(
                 model["mrope"],
-                _model_params(mine["params"]),
+                params_of(mine["params"]),
                 theirs.sections,
                 theirs.rope_type,
                 theirs.n_dims,
                 read.n_ctx,
             )
         for found in compared[key]:
-            findings.add(il, found)
+            findings.add((il,), found)
     for rope in result["ropes"]:
         first = rope["layers"][0]
         mine = layer_ropes[first]
@@ -146,12 +117,8 @@ def check(header: Header, config: Any, n_ctx: int | None, limits: Limits) -> dic
             if mine is not None and attention
             else None
         )
-    return {
-        **result,
-        "model": model,
-        "conforms": not findings.found,
-        "findings": findings.listed(),
-    }
+    listed = findings.listed()
+    return {**result, "model": model, "conforms": not listed, "findings": listed}
 
 
 # Positions the recipe noise is measured at: the last before n_ctx, where float32 angles are
@@ -168,8 +135,8 @@ def recipe_noise(
     if "rotary_pairs" in file_params:  # frozen pairs: recipe=ggml serves no rotary_pairs
         return None
     try:
-        ported = _model_params({**file_params, "recipe": "ggml", "layout": "split"})
-        truth = replace(_model_params(model_params), layout="split", recipe="exact")
+        ported = params_of({**file_params, "recipe": "ggml", "layout": "split"})
+        truth = replace(params_of(model_params), layout="split", recipe="exact")
     except ParameterError:
         return None
     if ported.d_model != truth.d_model:
@@ -195,7 +162,7 @@ def _compare(
     """What differs between a model's rope and a file's call, as (kind, detail, evidence)."""
     found: list[Found] = []
     evidence: dict[str, Any]
-    params = _model_params(rope["params"])
+    params = params_of(rope["params"])
     # The pairs the model's q and k turn: its cache's layout, unless its apply re-lays them.
     model_layout = params.layout
     if rope.get("apply") in ("interleaved", "interleaved_to_rotate_half"):

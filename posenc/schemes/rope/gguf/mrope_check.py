@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from posenc.schemes.rope.models.verdict import Found
 from posenc.schemes.rope.mrope.tables import frequency_rows
 from posenc.schemes.rope.params import RopeParams
 from posenc.schemes.rope.scaling import frequencies
@@ -26,7 +27,6 @@ _AXES = ("temporal", "height", "width", "fourth")
 _COMPARABLE = ("chunked", "interleaved")  # the rules llama.cpp has a mode for
 
 # A finding of the GGUF check: its kind, its detail and its evidence.
-Found = tuple[str, str, dict[str, Any]]
 
 
 def ggml_axes(sections: tuple[int, ...], half: int, interleaved: bool) -> npt.NDArray[np.intp]:

@@ -19,11 +19,10 @@ import numpy as np
 from posenc.declare import Limits
 from posenc.errors import InconsistentError, ParameterError
 from posenc.schemes.rope.models import answer as config_answer
+from posenc.schemes.rope.models.verdict import Findings, Found, params_of, per_layer
 from posenc.schemes.rope.onnx import fit
 from posenc.schemes.rope.onnx.answer import Hint, Rope
 from posenc.schemes.rope.params import RopeParams
-
-Found = tuple[str, str, dict[str, Any]]
 
 
 def describe(config: Any, limits: Limits) -> dict[str, Any]:
@@ -34,43 +33,15 @@ def describe(config: Any, limits: Limits) -> dict[str, Any]:
         raise type(error)(f"config.{error.param}", error.message) from None
 
 
-def _params(rope: dict[str, Any]) -> RopeParams:
-    given: dict[str, Any] = {
-        k: tuple(v) if isinstance(v, list) else v for k, v in rope["params"].items()
-    }
-    return RopeParams(**given)
-
-
-def per_layer(model: dict[str, Any], n_layer: int) -> list[dict[str, Any] | None]:
-    layers: list[dict[str, Any] | None] = [None] * n_layer
-    for rope in model["ropes"]:
-        for il in rope["layers"] if rope["layers"] is not None else range(n_layer):
-            if 0 <= il < n_layer:
-                layers[il] = rope
-    return layers
-
-
 def hint(model: dict[str, Any], n_layer: int) -> Hint:
     """The model's rope for a file rope's first layer: the one its rows are fitted to first."""
     layers = per_layer(model, n_layer)
 
     def of(used: list[int], seq_len: int) -> RopeParams | None:
         mine = next((layers[il] for il in used if 0 <= il < n_layer), None)
-        return None if mine is None else _params(mine)
+        return None if mine is None else params_of(mine["params"])
 
     return of
-
-
-class _Findings:
-    def __init__(self) -> None:
-        self.found: dict[tuple[str, str], dict[str, Any]] = {}
-
-    def add(self, layers: list[int], found: Found) -> None:
-        kind, detail, evidence = found
-        entry = self.found.setdefault(
-            (kind, detail), {"kind": kind, "detail": detail, "layers": [], "evidence": evidence}
-        )
-        entry["layers"] = sorted({*entry["layers"], *layers})
 
 
 def check(
@@ -85,7 +56,7 @@ def check(
         )
     serves = context or result["context_length"] or model.get("max_position_embeddings")
     layers = per_layer(model, n_layer)
-    findings = _Findings()
+    findings = Findings()
     for il in range(n_layer):
         rotates = any(il in rope.layers for rope in found)
         if rotates != (layers[il] is not None):
@@ -96,7 +67,7 @@ def check(
             findings.add(
                 [il], ("nope_layers", "a layer rotates in one and not in the other", evidence)
             )
-    others = [_params(rope) for rope in model["ropes"]]
+    others = [params_of(rope["params"]) for rope in model["ropes"]]
     for rope in found:
         by_model: dict[int, list[int]] = {}
         for il in rope.layers:
@@ -107,7 +78,7 @@ def check(
             mine = next(r for r in model["ropes"] if id(r) == mine_id)
             for one in _compare(rope, mine, others, serves):
                 findings.add(used, one)
-    listed = list(findings.found.values())
+    listed = findings.listed()
     return {**result, "model": model, "conforms": not listed, "findings": listed}
 
 
@@ -115,7 +86,7 @@ def _compare(
     rope: Rope, mine: dict[str, Any], others: list[RopeParams], serves: int | None
 ) -> list[Found]:
     found: list[Found] = []
-    params = _params(mine)
+    params = params_of(mine["params"])
     model_layout = params.layout
     if mine.get("apply") in ("interleaved", "interleaved_to_rotate_half"):
         model_layout = "interleaved"

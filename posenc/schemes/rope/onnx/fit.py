@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from posenc.errors import ParameterError
 from posenc.schemes.rope import maths
+from posenc.schemes.rope.models.verdict import params_of
 from posenc.schemes.rope.onnx import recipe
 from posenc.schemes.rope.params import Layout, RopeParams
 from posenc.schemes.rope.recipes import framework
@@ -144,10 +145,7 @@ def _simplest(measured: Measured, layout: Layout, base: float | None) -> RopePar
             _snap(float(f), float(s)) for f, s in zip(divisors, slack, strict=True)
         ]
     try:
-        typed: dict[str, Any] = {
-            k: tuple(v) if isinstance(v, list) else v for k, v in given.items()
-        }
-        return RopeParams(**typed)
+        return params_of(given)
     except ParameterError:
         return None
 
