@@ -43,6 +43,5 @@ __all__ = [
     "receive",
     "receive_bounded",
     "split",
-    "split_files",
     "validate",
 ]
