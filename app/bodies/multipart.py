@@ -8,13 +8,16 @@ from __future__ import annotations
 import re
 
 from posenc.declare import Part
-from posenc.errors import InconsistentError, ParameterError
+from posenc.errors import InconsistentError, LimitError, ParameterError
 
 _BOUNDARY = re.compile(r'boundary="?([^";]{1,70})"?', re.IGNORECASE)
 _NAME = re.compile(r'\bname="([^"]{1,64})"', re.IGNORECASE)
 _FILENAME = re.compile(r'\bfilename="([^"]{0,1024})"', re.IGNORECASE)
 # A part's headers are a few lines; more than this is not a part this service reads.
 _MOST_HEADER_BYTES = 8192
+# No operation reads more parts than this (an ONNX model's external ranges are the most): a
+# body of more is refused as it is read, before its parts are gathered.
+MOST_PARTS = 4096
 
 
 def split(body: bytearray, content_type: str, names: tuple[str, ...]) -> dict[str, memoryview]:
@@ -34,14 +37,18 @@ def parts(
         raise ParameterError("content-type", "multipart/form-data needs its boundary parameter")
     delimiter = b"--" + found.group(1).encode("latin-1")
     view = memoryview(body)
-    given: dict[str, tuple[Part, ...]] = {}
+    given: dict[str, list[Part]] = {}
+    count = 0
     at = body.find(delimiter)
     if at < 0:
         raise ParameterError("body", "holds no part: its boundary never appears")
     while True:
         at += len(delimiter)
         if body[at : at + 2] == b"--":
-            return given
+            return {name: tuple(sent) for name, sent in given.items()}
+        count += 1
+        if count > MOST_PARTS:
+            raise LimitError("body", f"holds more than {MOST_PARTS} parts")
         head_end = body.find(b"\r\n\r\n", at, at + _MOST_HEADER_BYTES)
         following = body.find(b"\r\n" + delimiter, at)
         if head_end < 0 or following < 0 or head_end > following:
@@ -56,7 +63,7 @@ def parts(
         if key in repeated and part.filename is None:
             # A rule the document states in prose (a schema of binary parts cannot).
             raise InconsistentError(key, "each such part needs its filename")
-        given[key] = (*given.get(key, ()), part)
+        given.setdefault(key, []).append(part)
         at = following + 2
 
 

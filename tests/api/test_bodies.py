@@ -494,3 +494,19 @@ def test_an_identity_coded_body_is_read_as_sent(client: Client) -> None:
         headers={"Content-Type": "application/json", "Content-Encoding": "identity"},
     )
     assert response.status_code == 200
+
+
+def test_a_multipart_body_of_more_parts_than_any_operation_reads_is_refused_as_read() -> None:
+    """Parts gathered as they come, a list a name, and no more than MOST_PARTS of them: a body
+    of tiny repeated parts (a 64 MiB body holds ~900,000) is refused at the first one past."""
+    boundary = "b0"
+    head = 'Content-Disposition: form-data; name="external"; filename="d@0"'
+    part = f"--{boundary}\r\n{head}\r\n\r\nx\r\n"
+    body = bytearray((part * (bodies.multipart.MOST_PARTS + 1) + f"--{boundary}--\r\n").encode())
+    content_type = f"multipart/form-data; boundary={boundary}"
+    sent = bodies.multipart.parts(body[: len(part) * 3] + f"--{boundary}--\r\n".encode(),
+                                  content_type, (), ("external",))  # fmt: skip
+    assert [p.filename for p in sent["external"]] == ["d@0"] * 3
+    with pytest.raises(LimitError, match="more than 4096 parts") as refused:
+        bodies.multipart.parts(body, content_type, (), ("external",))
+    assert refused.value.param == "body"
