@@ -303,21 +303,31 @@ def _extra_query(request: Request, extra: Extra) -> tuple[str, dict[str, Any]]:
     query parameters, each read as its schema's type says; the body carries everything else,
     so any other query parameter would go unheard: refused."""
     own = {param.name: param for param in extra.query}
-    given: dict[str, Any] = {}
+    sent: dict[str, list[str]] = {}
     for name, value in request.query_params.multi_items():
         if name in own:
-            kind = own[name].schema.get("type", "integer")
-            if name in given and kind != "array":
-                raise ParameterError(name, "is given twice")
-            typed = _typed(name, value, kind)
-            # An array comes as the document's default form has it (name=a&name=b), or as
-            # one comma-separated value.
-            given[name] = [*given[name], *typed] if name in given else typed
-            bodies.validate(given[name], own[name].schema, name)
+            sent.setdefault(name, []).append(value)
         elif name != "format" or extra.array is None:
             raise ParameterError(name, "this operation takes no such query parameter")
         elif value not in ("json", "npy"):
             raise ParameterError("format", f"must be json or npy, got {value[:40]!r}")
+    given: dict[str, Any] = {}
+    for name, values in sent.items():
+        schema = own[name].schema
+        kind = schema.get("type", "integer")
+        if kind == "array":
+            # As the document's default form sends an array (name=a&name=b), or as one
+            # comma-separated value; counted before any is parsed.
+            items = [item for value in values if value for item in value.split(",")]
+            most = schema.get("maxItems", len(items))
+            if len(items) > most:
+                raise ParameterError(name, f"lists at most {most} numbers, got {len(items)}")
+            given[name] = [_number(name, item) for item in items]
+        elif len(values) > 1:
+            raise ParameterError(name, "is given twice")
+        else:
+            given[name] = _typed(name, values[0], kind)
+        bodies.validate(given[name], schema, name)
     return request.query_params.get("format", "json"), given
 
 
@@ -329,7 +339,7 @@ _BOOLEANS = {"true": True, "false": False}
 
 def _typed(name: str, value: str, kind: str) -> Any:
     """A query value as its schema's type: an integer (ASCII digits), a finite number, true or
-    false, an array of numbers (comma-separated), or the text itself."""
+    false, or the text itself."""
     if kind == "integer":
         if not _INTEGER.fullmatch(value):
             raise ParameterError(name, f"must be one integer, got {value[:40]!r}")
@@ -340,8 +350,6 @@ def _typed(name: str, value: str, kind: str) -> Any:
         if value not in _BOOLEANS:
             raise ParameterError(name, f"must be true or false, got {value[:40]!r}")
         return _BOOLEANS[value]
-    if kind == "array":
-        return [_number(name, item) for item in value.split(",")] if value else []
     return value
 
 

@@ -28,7 +28,7 @@ from app.middleware import BodyLimitMiddleware
 from app.problems import PROBLEMS
 from app.settings import Settings
 from posenc.errors import LimitError, ParameterError, PosencError
-from tests.conftest import Client
+from tests.conftest import Client, get_scope
 
 MiB = 2**20
 
@@ -510,3 +510,20 @@ def test_a_multipart_body_of_more_parts_than_any_operation_reads_is_refused_as_r
     with pytest.raises(LimitError, match="more than 4096 parts") as refused:
         bodies.multipart.parts(body, content_type, (), ("external",))
     assert refused.value.param == "body"
+
+
+def test_an_extra_query_array_longer_than_its_schema_allows_is_refused_before_it_is_parsed() -> (
+    None
+):
+    """Counted, not parsed: 32769 items of garbage are refused for their number, in either form
+    (a URL past what an HTTP client sends, so the query is handed to the reader itself)."""
+    from app.operations import _extra_query
+    from posenc.registry import get
+
+    (extra,) = (e for e in get("rope").extras if e.name == "applied")
+    many = "&".join(["freq_factors=x"] * 32769)
+    for query in (many, "freq_factors=" + ",".join(["x"] * 32769)):
+        request = Request(get_scope("/v1/rope/applied", query.encode()))
+        with pytest.raises(ParameterError, match="at most 32768 numbers, got 32769") as refused:
+            _extra_query(request, extra)
+        assert refused.value.param == "freq_factors"
