@@ -512,9 +512,7 @@ def test_a_multipart_body_of_more_parts_than_any_operation_reads_is_refused_as_r
     assert refused.value.param == "body"
 
 
-def test_an_extra_query_array_longer_than_its_schema_allows_is_refused_before_it_is_parsed() -> (
-    None
-):
+def test_an_extra_query_array_past_its_schema_is_refused_before_it_is_parsed() -> None:
     """Counted, not parsed: 32769 items of garbage are refused for their number, in either form
     (a URL past what an HTTP client sends, so the query is handed to the reader itself)."""
     from app.operations import _extra_query
