@@ -211,6 +211,15 @@ def test_a_key_of_the_wrong_type_is_named() -> None:
         answer(header("qwen2", layers="four"))
 
 
+@pytest.mark.parametrize("kept", [2**32 - 3, 10**6, 4096])
+def test_layers_kept_past_those_run_are_bounded_as_those_run_are(kept: int) -> None:
+    """block_count counts the multi-token-prediction layers too: a file claiming 2^32 of them
+    beside two that run is refused before a list of them is made (it was a 500)."""
+    claim = header("glm4moe", kept + 2, nextn_predict_layers=kept)
+    with pytest.raises(GGUFError, match=f"block_count is {kept + 2}, of which 2 run: 1 to 4096"):
+        answer(claim)
+
+
 def test_llama4s_chunked_layers_rotate_and_every_fourth_is_nope() -> None:
     assert answer(header("llama4", 8))["nope_layers"] == [3, 7]
 
@@ -356,6 +365,22 @@ def test_hunyuans_alpha_raises_the_base_as_llama_cpp_does_in_float32() -> None:
     (rope,) = answer(values)["ropes"]
     base = np.float32(10000) * np.float32(np.float32(1000.0) ** np.float32(128 / 126))
     assert rope["ggml"]["freq_base"] == pytest.approx(float(base), rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("keys", "refusal"),
+    [
+        ({"rope__scaling__alpha": 1000.0, "attention__key_length": 2}, "a head of 2 takes no"),
+        ({"rope__scaling__alpha": 1e30, "attention__key_length": 4}, "comes to inf"),
+        ({"rope__freq_base": 0.5}, "comes to 0.5"),
+    ],
+)
+def test_a_base_that_is_not_one_a_rope_can_have_is_refused(
+    keys: dict[str, Any], refusal: str
+) -> None:
+    """A base past float32 or at most 1 (it was sent as null, beside a 200)."""
+    with pytest.raises(GGUFError, match=refusal):
+        answer(header("hunyuan-dense", 2, **keys))
 
 
 def test_step_3_5s_full_layers_rotate_half_the_dimensions_with_the_factor_tensor() -> None:

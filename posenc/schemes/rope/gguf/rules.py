@@ -25,6 +25,9 @@ from posenc.schemes.rope.recipes.llama_cpp import RopeCall
 _MULTI = ("mrope", "imrope", "vision")
 
 
+MAX_LAYERS = 4096
+
+
 @dataclass(frozen=True)
 class Call(RopeCall):
     """One layer's ``ggml_rope_ext`` (or ``ggml_rope_multi``) call as a GGUF file makes
@@ -174,8 +177,12 @@ def calls(header: Header, n_ctx: int | None) -> Read:
         n_layer = n_layer_all
     if row.loops:
         n_layer = n_layer * max(1, keys.integer("num_loops", 1))
-    if not 0 < n_layer <= 4096:
-        raise GGUFError(f"{row.name}.block_count is {n_layer_all}: 1 to 4096 layers are read")
+    # Both counts bounded before anything is sized by either (the layers run, and those kept).
+    if not 0 < n_layer <= MAX_LAYERS or not 0 < n_layer_all <= MAX_LAYERS:
+        raise GGUFError(
+            f"{row.name}.block_count is {n_layer_all}, of which {n_layer} run: 1 to "
+            f"{MAX_LAYERS} layers are read"
+        )
     n_ctx_train = keys.integer("context_length")
     flags = layout(row, keys, n_layer, max(n_layer_all, n_layer), n_ctx_train)
     ctx = context(row, header, keys, n_ctx, flags.sliding)

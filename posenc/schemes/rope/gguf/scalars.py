@@ -157,8 +157,12 @@ def _base(row: Arch, keys: Keys, head_k: int) -> np.float32:
     alpha = _F32(keys.number("rope.scaling.alpha", 0.0)) if row.base_alpha else _F32(0)
     if alpha > 0:
         # hunyuan-vl.cpp: base · powf(alpha, (float)dim / (float)(dim − 2))
+        if head_k <= 2:
+            raise GGUFError(f"{row.name}: a head of {head_k} takes no rope.scaling.alpha")
         exponent = _F32(_F32(head_k) / _F32(head_k - 2))
         base = _F32(base * libm("powf", alpha, exponent))
+    if not 1 < base < np.inf:
+        raise GGUFError(f"{row.name}: the rope's base comes to {base}; one above 1 is needed")
     return base
 
 
