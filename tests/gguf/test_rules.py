@@ -416,3 +416,28 @@ def test_dflash_is_m_rope_with_any_section_and_deepseek_v4_with_hyper_connection
 def test_nanbeiges_loops_run_its_layers_again() -> None:
     result = answer(header("nanbeige", 2, num_loops=3))
     assert result["num_hidden_layers"] == 6 and result["ropes"][0]["layers"] == list(range(6))
+
+
+def _projector(head: int) -> dict[str, Any]:
+    return {
+        "general.architecture": "clip",
+        "clip.projector_type": "qwen2vl_merger",
+        "clip.vision.block_count": 2,
+        "clip.vision.embedding_length": 4 * head,
+        "clip.vision.attention.head_count": 4,
+    }
+
+
+def test_a_vision_projectors_two_axes_each_turn_half_its_head() -> None:
+    (rope,) = answer(_projector(64))["ropes"]
+    assert (rope["rope_type"], rope["params"]["d_model"], rope["ggml"]["sections"]) == (
+        "vision", 32, [16, 16, 16, 16]
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("head", [2, 6, 4 * 65537])
+def test_a_vision_head_no_rope_served_can_turn_is_refused(head: int) -> None:
+    """Each axis turns half the head, a rope of d_model ≤ 65536 as every rope served: a wider
+    head was answered with params no GET takes."""
+    with pytest.raises(GGUFError, match=f"the vision head is {head} wide"):
+        answer(_projector(head))

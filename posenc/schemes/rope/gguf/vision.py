@@ -175,8 +175,11 @@ def answer(header: Header) -> dict[str, Any]:
     heads = integer("attention.head_count")
     head = integer("attention.head_dim", 0) or integer("embedding_length") // max(heads, 1)
     turns = projector is not None and projector.kind in ("vision", "2d")
-    if turns and (head < 4 or head % 4):
-        raise GGUFError(f"the vision head is {head} wide: a multiple of 4 turns by two axes")
+    if turns and (not 4 <= head <= 2 * 65536 or head % 4):
+        # Each axis turns half the head: a rope of d_model ≤ 65536, as every rope served.
+        raise GGUFError(
+            f"the vision head is {head} wide: a multiple of 4 up to 131072 turns by two axes"
+        )
     layers = list(range(n_layer))
     ropes: list[dict[str, Any]] = []
     unstated: list[dict[str, Any]] = []
