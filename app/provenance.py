@@ -36,12 +36,20 @@ def _sources() -> list[tuple[str, Path]]:
     return sorted(found)
 
 
-def _platform() -> list[str]:
+def system() -> list[str]:
+    """The machine's own arithmetic and compression: what a rebuild of the same code on
+    another machine can change."""
     return [
-        f"python {sys.version_info.major}.{sys.version_info.minor}",
         f"machine {platform.machine()}",
         "libc {} {}".format(*platform.libc_ver()),
         f"zlib {zlib.ZLIB_RUNTIME_VERSION}",
+    ]
+
+
+def _platform() -> list[str]:
+    return [
+        f"python {sys.version_info.major}.{sys.version_info.minor}",
+        *system(),
         *(f"{name} {metadata.version(name)}" for name in _LIBRARIES),
     ]
 

@@ -9,7 +9,9 @@ and record them::
 
     python -m tests.answers
 
-which refuses to record other bytes under a version already recorded.
+which refuses to record other bytes under a version already recorded. The answers are
+recorded on one system (machine, C library, zlib: llama.cpp's recipe calls glibc's ``cosf``, a
+PNG is zlib's): on another, the test says so and is skipped, as its bytes may rightly differ.
 
 The sample, from the registry (so a new scheme is sampled without an edit here): every scheme's
 examples as tables in every component and every format, in every dtype, near 0 and (for rope)
@@ -30,6 +32,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import orjson
 
 import posenc
+from app import provenance
 from posenc.registry import SCHEMES
 from tests.conftest import Client
 from tests.hub_configs import HUB_CONFIGS, llama_31_config, qwen2_vl_config
@@ -127,7 +130,7 @@ def record() -> None:
                 f"(first: {moved[0]}): bump posenc.__version__ and say in CHANGELOG.md which "
                 "answers changed, then record them"
             )
-    manifest = {"version": posenc.__version__, "answers": now}
+    manifest = {"version": posenc.__version__, "system": provenance.system(), "answers": now}
     MANIFEST.write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
 
 

@@ -23,6 +23,8 @@ def measured() -> dict[str, str]:
 
 def test_the_answers_recorded_are_this_versions(measured: dict[str, str]) -> None:
     manifest = answers.recorded()
+    if manifest["system"] != provenance.system():
+        pytest.skip(f"answers recorded on {manifest['system']}, this is {provenance.system()}")
     assert manifest["version"] == posenc.__version__, (
         f"tests/answers.json records {manifest['version']}'s answers, posenc is "
         f"{posenc.__version__}: run python -m tests.answers"
