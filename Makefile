@@ -67,9 +67,12 @@ test: lint system-deps
 	$(BIN)/pytest $(PARALLEL) -m "not serial"
 	$(BIN)/pytest -m serial
 
-# The fast part: lint, core and API tests, no real servers, containers or browsers.
+# The fast part: lint, core and API tests, no real servers, containers, browsers or runtimes'
+# builds; its timing tests alone after, as in test.
+FAST := not live and not system and not llama_cpp and not onnx_builder
 check: lint
-	$(BIN)/pytest $(PARALLEL) -m "not live and not system and not llama_cpp and not onnx_builder"
+	$(BIN)/pytest $(PARALLEL) -m "$(FAST) and not serial"
+	$(BIN)/pytest -m "$(FAST) and serial"
 
 format: install
 	$(BIN)/ruff format .
