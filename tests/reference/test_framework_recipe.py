@@ -76,6 +76,17 @@ def ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.abs(line(a) - line(b))
 
 
+def pow_differs(params: RopeParams, seq_len: int) -> np.ndarray:
+    """Where torch's float32 pow of the base the frequencies come from (a dynamic rope's grown
+    one, past its original context) is not the correctly rounded power: there alone may a
+    frequency be 2 ulp from the model's (docs/numbers.md, the bounds the suite holds)."""
+    base, exponents = np.float32(params.base), framework._exponents(params.d_model)
+    if params.scaling == "dynamic" and seq_len > (params.original_max_position_embeddings or 0):
+        base = framework._dynamic_base(params, seq_len)
+    theirs = (torch.tensor(base) ** torch.from_numpy(exponents)).numpy()
+    return np.asarray(ulps(float32.power(base, exponents), theirs) > 0)
+
+
 def rope_pair(case: str, d: int, base: float) -> tuple[LlamaRotaryEmbedding, RopeParams]:
     """transformers' rotary module and our parameters for the same rope."""
     scaling = case.split("-")[0]

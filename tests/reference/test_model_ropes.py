@@ -28,14 +28,13 @@ import torch
 from transformers import AutoConfig
 
 from posenc.errors import ParameterError
-from posenc.numerics import float32
 from posenc.schemes.rope.models import config as rope_config
 from posenc.schemes.rope.models.config import LayerRope, ModelRope
 from posenc.schemes.rope.params import RopeParams
 from posenc.schemes.rope.recipes import framework
 from tests.hub_configs import HUB_CONFIGS
 from tests.reference import class_defaults
-from tests.reference.test_framework_recipe import ulps
+from tests.reference.test_framework_recipe import pow_differs, ulps
 from tests.reference.transformers_ropes import (
     ReferenceModel,
     ReferenceRope,
@@ -158,7 +157,7 @@ def _values_misfit(ours: RopeParams, rope: ReferenceRope) -> str | None:
     off = ulps(inv_freq, rope.inv_freq_at(positions))
     # torch's float32 pow is not correctly rounded: where it differs from ours, the reciprocal
     # can land 2 ulp away; every other frequency is the model's, bit for bit.
-    allowed = np.where(_pow_differs(ours, int(positions[-1]) + 1), 2, 0)
+    allowed = np.where(pow_differs(ours, int(positions[-1]) + 1), 2, 0)
     if (off > allowed).any():
         return f"inv_freq {off.max()} ulp from the model's"
     if attention != rope.attention_scaling:
@@ -179,16 +178,6 @@ def _values_misfit(ours: RopeParams, rope: ReferenceRope) -> str | None:
     )
     bound = 1 if attention == 1 else 2  # an attention factor multiplies: a second rounding
     return f"cos/sin {worst} ulp from the model's" if worst > bound else None
-
-
-def _pow_differs(params: RopeParams, seq_len: int) -> npt.NDArray[np.bool_]:
-    """Where torch's float32 pow of the base the frequencies come from (a dynamic rope's grown
-    one, past its original context) is not the correctly rounded power."""
-    base, exponents = np.float32(params.base), framework._exponents(params.d_model)
-    if params.scaling == "dynamic" and seq_len > (params.original_max_position_embeddings or 0):
-        base = framework._dynamic_base(params, seq_len)
-    theirs = (torch.tensor(base) ** torch.from_numpy(exponents)).numpy()
-    return np.asarray(ulps(float32.power(base, exponents), theirs) > 0)
 
 
 def _verdict(case: tuple[str, Mapping[str, Any] | None]) -> tuple[str, str]:
@@ -215,7 +204,6 @@ def _verdict(case: tuple[str, Mapping[str, Any] | None]) -> tuple[str, str]:
 
 
 def _quiet_worker() -> None:
-    import torch
 
     torch.set_num_threads(1)  # two workers on two cores, not four threads fighting
     logging.disable(logging.WARNING)
