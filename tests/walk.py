@@ -8,7 +8,12 @@ scheme or component is walked without an edit here. Each request is one of:
   required one) at its schema maximum — the widest ``d_model``, the most heads, the largest grid;
 - rows at both ends of the range: the longest table (``seq_len`` = 2^31) and the farthest one
   (``offset`` = 2^31 − 2), and listed positions near 2^31;
-- every component × format × dtype the operation takes.
+- every component × format × dtype the operation takes;
+- an operation that reads a file: the largest files of the GGUF kind (a 64 MiB prefix, claims
+  of 2^60 tokens and of the widest rope); one of parts of bytes (a kernel's arrays, an ONNX
+  graph and its ranges) gets those files shared among its parts, which it refuses as what they
+  are not. Its own extremes — the largest arrays, the costliest graphs — are held to its
+  declared cost by its own tests (tests/applied/test_api.py, tests/onnx/test_reader.py).
 
 What a correct service does with each is its own business (answer or refuse); what it must never
 do is allocate what it did not declare, answer with a 5xx, or take long doing either.

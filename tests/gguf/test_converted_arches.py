@@ -3,7 +3,9 @@ tiny random transformers models (:mod:`tests.gguf.tiny_models`): what each answe
 by layer — the rope each layer gets and what it turns, the layers without one, the layers past
 the trunk — where the verdict alone would not show it; the models whose verdict the service
 cannot check, held to what llama.cpp's source says; and every converted file's rope
-parameters, through ``recipe=ggml``, give back the very call llama.cpp makes."""
+parameters, through ``recipe=ggml``, give back the call the service reads from the file (a
+round trip within posenc: that the call is llama.cpp's own is held by tests/gguf/cross_check.py
+against llama.cpp itself, run beside the suite, and by tests/gguf/test_llama_cpp_records.py)."""
 
 from __future__ import annotations
 
