@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import math
-import re
 import types
 import typing
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -28,9 +26,11 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 
 from app import admission, bodies, documents, formats, handlers, responses
+from app.bodies.upload import upload
+from app.extra_query import extra_query
 from app.models import Endpoint, list_fields, model
 from app.responses import Body
-from posenc.declare import Extra, Limits, Scheme, Sized, Upload, choices, hints, spec
+from posenc.declare import Extra, Limits, Scheme, Sized, choices, hints, spec
 from posenc.errors import InconsistentError, NotApplicableError, ParameterError
 from posenc.registry import DEFAULT
 
@@ -182,7 +182,7 @@ def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
         bodies.check_schema(param.schema)
 
     async def handle(request: Request) -> Response:
-        fmt, query = _extra_query(request, extra)
+        fmt, query = extra_query(request, extra)
         request.state.param_source = "body"
         settings = request.app.state.settings
         limits = Limits(
@@ -197,7 +197,7 @@ def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
 
         def read() -> tuple[Any, Sized | None]:
             if extra.binary:
-                given: Any = _upload(extra, received, content_type, query)
+                given: Any = upload(extra, received, content_type, query)
             else:
                 try:
                     given = orjson.loads(body)
@@ -249,117 +249,6 @@ def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
             **({"parameters": documents.extra_parameters(extra)} if parameters else {}),
         },
     )
-
-
-def _upload(extra: Extra, received: bytearray, content_type: str, query: dict[str, Any]) -> Upload:
-    """The file and the JSON parts beside it (multipart), or the body as the file; or, for an
-    extra that takes parts of bytes, those parts with their headers and the JSON ones."""
-    multipart = content_type.lower().startswith("multipart/")
-    if extra.files:
-        if not multipart:
-            raise ParameterError("content-type", "must be multipart/form-data")
-        return _file_parts(extra, received, content_type, query)
-    if not multipart:
-        return Upload(received, query)
-    parts = bodies.split(received, content_type, (extra.name, *extra.parts))
-    if extra.name not in parts:
-        raise ParameterError(extra.name, "is the part that holds the file, and is missing")
-    return Upload(parts[extra.name], query, _json_parts(extra, parts))
-
-
-def _file_parts(
-    extra: Extra, received: bytearray, content_type: str, query: dict[str, Any]
-) -> Upload:
-    single = tuple(file.name for file in extra.files if not file.repeats)
-    repeated = tuple(file.name for file in extra.files if file.repeats)
-    parts = bodies.parts(received, content_type, (*single, *extra.parts), repeated)
-    for file in extra.files:
-        if file.required and file.name not in parts:
-            raise ParameterError(file.name, "is a required part, and is missing")
-    files = {file.name: parts[file.name] for file in extra.files if file.name in parts}
-    json = {name: parts[name][0].data for name in extra.parts if name in parts}
-    return Upload(memoryview(b""), query, _json_parts(extra, json), files)
-
-
-def _json_parts(extra: Extra, parts: Mapping[str, Any]) -> dict[str, Any]:
-    given: dict[str, Any] = {}
-    for name in extra.parts:
-        if name in parts:
-            if len(parts[name]) > extra.max_body_bytes:
-                raise ParameterError(name, f"may hold at most {extra.max_body_bytes} bytes")
-            try:
-                given[name] = orjson.loads(parts[name])
-            except orjson.JSONDecodeError as error:
-                raise ParameterError(name, f"must be a JSON document: {error}") from None
-    return given
-
-
-# ASCII digits only: str.isdigit takes "²", which int() then refuses.
-_INTEGER = re.compile(r"-?[0-9]{1,19}")
-
-
-def _extra_query(request: Request, extra: Extra) -> tuple[str, dict[str, Any]]:
-    """The format (json, or npy where the extra has an array answer) and the extra's own
-    query parameters, each read as its schema's type says; the body carries everything else,
-    so any other query parameter would go unheard: refused."""
-    own = {param.name: param for param in extra.query}
-    sent: dict[str, list[str]] = {}
-    for name, value in request.query_params.multi_items():
-        if name in own:
-            sent.setdefault(name, []).append(value)
-        elif name != "format" or extra.array is None:
-            raise ParameterError(name, "this operation takes no such query parameter")
-        elif value not in ("json", "npy"):
-            raise ParameterError("format", f"must be json or npy, got {value[:40]!r}")
-    given: dict[str, Any] = {}
-    for name, values in sent.items():
-        schema = own[name].schema
-        kind = schema.get("type", "integer")
-        if kind == "array":
-            # As the document's default form sends an array (name=a&name=b), or as one
-            # comma-separated value; counted before any is parsed.
-            items = [item for value in values if value for item in value.split(",")]
-            most = schema.get("maxItems", len(items))
-            if len(items) > most:
-                raise ParameterError(name, f"lists at most {most} numbers, got {len(items)}")
-            given[name] = [_number(name, item) for item in items]
-        elif len(values) > 1:
-            raise ParameterError(name, "is given twice")
-        else:
-            given[name] = _typed(name, values[0], kind)
-        bodies.validate(given[name], schema, name)
-    return request.query_params.get("format", "json"), given
-
-
-_NUMBER = re.compile(
-    r"[-+]?(?:[0-9]{1,400}(?:\.[0-9]{0,400})?|\.[0-9]{1,400})(?:[eE][-+]?[0-9]{1,4})?"
-)
-_BOOLEANS = {"true": True, "false": False}
-
-
-def _typed(name: str, value: str, kind: str) -> Any:
-    """A query value as its schema's type: an integer (ASCII digits), a finite number, true or
-    false, or the text itself."""
-    if kind == "integer":
-        if not _INTEGER.fullmatch(value):
-            raise ParameterError(name, f"must be one integer, got {value[:40]!r}")
-        return int(value)
-    if kind == "number":
-        return _number(name, value)
-    if kind == "boolean":
-        if value not in _BOOLEANS:
-            raise ParameterError(name, f"must be true or false, got {value[:40]!r}")
-        return _BOOLEANS[value]
-    return value
-
-
-def _number(name: str, value: str) -> float:
-    if not _NUMBER.fullmatch(value) or not math.isfinite(float(value)):
-        raise ParameterError(name, f"must be a finite number, got {value[:40]!r}")
-    return float(value)
-
-
-# --- the ?scheme= aliases -------------------------------------------------------------------
 
 
 def _add_aliases(made: APIRouter, schemes: dict[str, Scheme]) -> None:

@@ -17,7 +17,8 @@ One module per thing a body is read as, in one package so that the handlers keep
   number; :mod:`app.bodies.json_text`, what the two share;
 - :mod:`app.bodies.schema`: a JSON body held to the schema the OpenAPI document gives it;
 - :mod:`app.bodies.multipart`: a multipart/form-data body's parts, as views of its bytes
-  (with each part's own headers, where an operation reads them).
+  (with each part's own headers and filename, where an operation reads them);
+- :mod:`app.bodies.upload`: an operation's file, or its form's parts, as an Upload.
 """
 
 from __future__ import annotations

@@ -515,7 +515,7 @@ def test_a_multipart_body_of_more_parts_than_any_operation_reads_is_refused_as_r
 def test_an_extra_query_array_past_its_schema_is_refused_before_it_is_parsed() -> None:
     """Counted, not parsed: 32769 items of garbage are refused for their number, in either form
     (a URL past what an HTTP client sends, so the query is handed to the reader itself)."""
-    from app.operations import _extra_query
+    from app.extra_query import extra_query
     from posenc.registry import get
 
     (extra,) = (e for e in get("rope").extras if e.name == "applied")
@@ -523,5 +523,5 @@ def test_an_extra_query_array_past_its_schema_is_refused_before_it_is_parsed() -
     for query in (many, "freq_factors=" + ",".join(["x"] * 32769)):
         request = Request(get_scope("/v1/rope/applied", query.encode()))
         with pytest.raises(ParameterError, match="at most 32768 numbers, got 32769") as refused:
-            _extra_query(request, extra)
+            extra_query(request, extra)
         assert refused.value.param == "freq_factors"
