@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import mmap
-import uuid
 from typing import Any
 
 import click
@@ -72,20 +71,8 @@ def _ask(url: str, prefix: bytes, parts: dict[str, Any], query: dict[str, int]) 
         headers = {"Content-Type": "application/octet-stream"}
         answer: dict[str, Any] = remote.post_bytes(url, "/v1/rope/gguf", query, prefix, headers)
         return answer
-    boundary = uuid.uuid4().hex
-    body = (
-        b"".join(
-            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'.encode()
-            + content
-            + b"\r\n"
-            for name, content in (
-                ("gguf", prefix),
-                ("config", json.dumps(parts["config"]).encode()),
-            )
-        )
-        + f"--{boundary}--\r\n".encode()
-    )
-    headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
+    config = json.dumps(parts["config"]).encode()
+    body, headers = remote.form([("gguf", None, prefix, {}), ("config", None, config, {})])
     answer = remote.post_bytes(url, "/v1/rope/gguf", query, body, headers)
     return answer
 

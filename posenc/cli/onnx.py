@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import mmap
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
-from posenc.cli import Refused, read_json
+from posenc.cli import Refused, read_json, remote
 from posenc.errors import ExternalDataNeededError
 
 # A round trip asks for every range it needs at once; a second refusal means the file changed.
@@ -117,20 +116,10 @@ def _here(view: memoryview, parts: dict[str, Any]) -> Ask:
 
 def _there(url: str, name: str, view: memoryview, parts: dict[str, Any]) -> Ask:
     def ask(sent: list[tuple[str, bytes]]) -> dict[str, Any] | list[Any]:
-        boundary = uuid.uuid4().hex
-        chunks = [(f'name="model"; filename="{name}"', bytes(view))]
-        chunks += [(f'name="{key}"', json.dumps(value).encode()) for key, value in parts.items()]
-        chunks += [(f'name="external"; filename="{filename}"', data) for filename, data in sent]
-        body = (
-            b"".join(
-                f"--{boundary}\r\nContent-Disposition: form-data; {head}\r\n\r\n".encode()
-                + content
-                + b"\r\n"
-                for head, content in chunks
-            )
-            + f"--{boundary}--\r\n".encode()
-        )
-        headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
+        chunks: list[remote.FormPart] = [("model", name, bytes(view), {})]
+        chunks += [(key, None, json.dumps(value).encode(), {}) for key, value in parts.items()]
+        chunks += [("external", filename, data, {}) for filename, data in sent]
+        body, headers = remote.form(chunks)
         return _post(url.rstrip("/") + "/v1/rope/onnx", body, headers)
 
     return ask

@@ -11,7 +11,8 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator, Mapping
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import IO, Any
 
@@ -53,6 +54,28 @@ def post_bytes(
 ) -> Any:
     with _open(url, path, params, data, headers) as answer:
         return json.load(answer)
+
+
+# A part of a form: its name, filename (or None), bytes, and headers of its own.
+FormPart = tuple[str, str | None, bytes, Mapping[str, str]]
+
+
+def form(parts: Iterable[FormPart]) -> tuple[bytes, dict[str, str]]:
+    """A multipart/form-data body of ``parts``, and its Content-Type header.
+
+    >>> body, headers = form([("config", None, b"{}", {})])
+    >>> body.splitlines()[1:4], headers["Content-Type"].startswith("multipart/form-data")
+    ([b'Content-Disposition: form-data; name="config"', b'', b'{}'], True)
+    """
+    boundary = uuid.uuid4().hex
+    chunks = []
+    for name, filename, data, headers in parts:
+        named = f'name="{name}"' + ("" if filename is None else f'; filename="{filename}"')
+        lines = [f"--{boundary}", f"Content-Disposition: form-data; {named}"]
+        lines += [f"{key}: {value}" for key, value in headers.items()]
+        chunks.append("\r\n".join([*lines, "", ""]).encode() + data + b"\r\n")
+    content_type = f"multipart/form-data; boundary={boundary}"
+    return b"".join(chunks) + f"--{boundary}--\r\n".encode(), {"Content-Type": content_type}
 
 
 @contextmanager
