@@ -156,6 +156,9 @@ HOSTILE: dict[str, tuple[dict[str, Any], str, str]] = {
         {**_TWO, "after": _raw("4,2,8", "float32", bytes(256))}, "d_model=16", "after"
     ),
     "NaN": ({**_TWO, "after": ("a.npy", npy(_NAN), "x")}, "d_model=16", "after"),
+    "a 0-d .npy": (
+        {**_TWO, "before": ("b.npy", npy(np.array(1, np.float32)), "x")}, "d_model=16", "before"
+    ),
     "a header claiming 2^40 values": (
         {**_TWO, "before": ("b.npy", _HUGE, "x")}, "d_model=16", "before"
     ),

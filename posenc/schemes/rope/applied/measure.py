@@ -14,7 +14,7 @@ import numpy.typing as npt
 from posenc.cancel import checkpoint
 from posenc.errors import InconsistentError
 from posenc.schemes.rope.applied import loops
-from posenc.schemes.rope.applied.reader import PRECISION, Given
+from posenc.schemes.rope.applied.reader import PRECISION, Given, check_axes
 from posenc.schemes.rope.params import Layout
 
 Float64Array = npt.NDArray[np.float64]
@@ -66,8 +66,7 @@ def data(before: Given, after: Given, token_axis: int, head_dim: int | None) -> 
             "kernel returns what it was given, turned"
         )  # fmt: skip
     shape = before.shape
-    if len(shape) < 2:
-        raise InconsistentError("before", f"needs a token axis and a head axis, got {list(shape)}")
+    check_axes(shape, "before")  # arrays in hand (posenc.testing) were never declared
     if not 0 <= token_axis < len(shape) - 1:
         raise InconsistentError(
             "token_axis", f"must name one of the axes 0 … {len(shape) - 2} (the last holds the "

@@ -67,7 +67,8 @@ class Declared:
 
 def declared(part: Part, name: str, allowed: tuple[str, ...]) -> Declared:
     """The shape, dtype and first data byte a part declares, checked against its length: what
-    sizing a request reads before anything is allocated."""
+    sizing a request reads before anything is allocated. A kernel's array (``allowed`` floats)
+    has a token axis and a head axis at least."""
     data = part.data
     if bytes(data[: len(NPY_MAGIC)]) == NPY_MAGIC:
         found = _npy_header(data, name)
@@ -78,6 +79,8 @@ def declared(part: Part, name: str, allowed: tuple[str, ...]) -> Declared:
         raise InconsistentError(name, f"dtype must be one of {', '.join(allowed)}, got {dtype}")
     if len(shape) > MAX_RANK:
         raise InconsistentError(name, f"may have at most {MAX_RANK} axes, got {len(shape)}")
+    if allowed == FLOATS:
+        check_axes(shape, name)
     values = math.prod(shape)
     size = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
     if values == 0:
@@ -89,6 +92,12 @@ def declared(part: Part, name: str, allowed: tuple[str, ...]) -> Declared:
             f"{len(data) - found.start}",
         )
     return found
+
+
+def check_axes(shape: tuple[int, ...], name: str) -> None:
+    """A kernel's array holds a token axis and a head axis at least."""
+    if len(shape) < 2:
+        raise InconsistentError(name, f"needs a token axis and a head axis, got {list(shape)}")
 
 
 def read(part: Part, name: str, allowed: tuple[str, ...]) -> Given:
