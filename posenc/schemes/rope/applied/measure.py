@@ -13,6 +13,7 @@ import numpy.typing as npt
 
 from posenc.cancel import checkpoint
 from posenc.errors import InconsistentError
+from posenc.numerics import bfloat16
 from posenc.schemes.rope.applied import loops
 from posenc.schemes.rope.applied.reader import PRECISION, Given, check_axes
 from posenc.schemes.rope.params import Layout
@@ -40,8 +41,8 @@ class Data:
     def block(self, which: Given, tokens: slice | npt.NDArray[np.intp]) -> Float64Array:
         """The chosen tokens of ``which`` as ``(tokens, samples, head)`` float64."""
         moved = np.moveaxis(which.values, self.token_axis, 0)[tokens]
-        if which.dtype == "bfloat16":  # the top half of a float32's bits
-            moved = (moved.astype(np.uint32) << 16).view(np.float32)
+        if which.dtype == "bfloat16":
+            moved = bfloat16.widened(moved)
         return np.ascontiguousarray(moved.reshape(len(moved), -1, self.head), np.float64)
 
     @property
