@@ -148,6 +148,7 @@ def _raw(shape: str, dtype: str, data: bytes) -> tuple[str, bytes, str, dict[str
 
 _NAN = np.ones((4, 2, 16), np.float32)
 _NAN[3, 1, 15] = np.nan
+_HUGE_VALUE = np.full((4, 2, 16), 1e160)  # its square is past float64's range
 _CLAIM = "{'descr': '<f4', 'fortran_order': False, 'shape': (1048576, 1048576), }"
 _HUGE = b"\x93NUMPY\x01\x00" + len(_CLAIM).to_bytes(2, "little") + _CLAIM.encode()
 _GOOD = _raw("4,2,16", "float32", np.ones((4, 2, 16), np.float32).tobytes())
@@ -159,6 +160,10 @@ HOSTILE: dict[str, tuple[dict[str, Any], str, str]] = {
         {**_TWO, "after": _raw("4,2,8", "float32", bytes(256))}, "d_model=16", "after"
     ),
     "NaN": ({**_TWO, "after": ("a.npy", npy(_NAN), "x")}, "d_model=16", "after"),
+    "a float64 past 2^480": (
+        {"before": ("b.npy", npy(_HUGE_VALUE), "x"), "after": ("a.npy", npy(_HUGE_VALUE), "x")},
+        "d_model=16", "before",
+    ),
     "a 0-d .npy": (
         {**_TWO, "before": ("b.npy", npy(np.array(1, np.float32)), "x")}, "d_model=16", "before"
     ),

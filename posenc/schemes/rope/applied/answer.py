@@ -94,8 +94,8 @@ def of_arrays(
             f"the rope turns dimensions {expected.rotary_offset} … {end - 1}, past a head of "
             f"{given.head} (set head_dim where the last axis holds several heads)",
         )
-    measure.check_finite(given.before, "before")
-    measure.check_finite(given.after, "after")
+    measure.check_values(given.before, "before")
+    measure.check_values(given.after, "after")
     return _analysed(expected, given, ids)
 
 

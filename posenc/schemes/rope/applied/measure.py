@@ -26,6 +26,9 @@ Float64Array = npt.NDArray[np.float64]
 Piece = tuple[Any, ...]
 # Values of one array converted to float64 at a time: two such blocks stay in the L2 cache.
 BLOCK_VALUES = 2**16
+# The magnitudes read (only float64 holds more): a cell's sums of products of two values stay
+# within float64's range, 2^1024, over up to 2^63 samples.
+LARGEST = 2.0**480
 # Tokens read to decide the pairing before the whole pass: spread over the sequence.
 PAIRING_TOKENS = 64
 
@@ -126,9 +129,9 @@ def data(before: Given, after: Given, token_axis: int, head_dim: int | None) -> 
     return Data(before, after, token_axis, head, tokens, samples)
 
 
-def check_finite(given: Given, name: str) -> None:
-    """Refuse NaN and infinity, naming where the first is (in the order the values are
-    stored): a pass over the bytes as given, a block at a time."""
+def check_values(given: Given, name: str) -> None:
+    """Refuse NaN, infinity and magnitudes of LARGEST or more, naming where the first is (in
+    the order the values are stored): a pass over the bytes as given, a block at a time."""
     values = given.values
     order: Literal["C", "F"] = "C"
     if values.flags.f_contiguous and not values.flags.c_contiguous:
@@ -138,12 +141,21 @@ def check_finite(given: Given, name: str) -> None:
         block = stored[start : start + BLOCK_VALUES]
         if given.dtype == "bfloat16":
             bad = (block & 0x7F80) == 0x7F80
+        elif given.dtype == "float64":
+            bad = ~(np.abs(block) < LARGEST)
         else:
             bad = ~np.isfinite(block)
-        if bad.any():
-            first = np.unravel_index(start + int(np.argmax(bad)), values.shape, order=order)
-            where = [int(k) for k in first]
+        if not bad.any():
+            continue
+        at = start + int(np.argmax(bad))
+        where = [int(k) for k in np.unravel_index(at, values.shape, order=order)]
+        value = float(stored[at]) if given.dtype != "bfloat16" else math.nan
+        if not math.isfinite(value):
             raise InconsistentError(name, f"holds NaN or infinity, first at index {where}")
+        raise InconsistentError(
+            name, f"holds {value:.6g} at index {where}: a kernel's values are read below 2^480 "
+            "(≈ 3.1e144) in magnitude, where their products stay within float64's range"
+        )  # fmt: skip
 
 
 def pairs(layout: Layout, offset: int, width: int, relaid: bool = False) -> npt.NDArray[np.int64]:
