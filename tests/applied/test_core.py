@@ -98,10 +98,11 @@ def test_raw_parts_say_what_they_hold_or_are_refused(headers: dict[str, str], me
 
 def test_positions_must_number_the_token_axis_and_stay_in_range() -> None:
     with pytest.raises(InconsistentError, match=r"shape \(4,\) or \(3, 4\)"):
-        reader.positions(Part(npy(np.arange(5))), 4, 0)
+        reader.positions(np.arange(5), 4, 0)
     with pytest.raises(ParameterError, match=r"got -3 at index \[2\]"):
-        reader.positions(Part(npy(np.array([0, 1, -3, 4]))), 4, 0)
+        reader.positions(np.array([0, 1, -3, 4]), 4, 0)
     assert reader.positions(None, 3, 7).tolist() == [7, 8, 9]
+    assert reader.positions(np.arange(3), 3, 2**31 - 1).tolist() == [0, 1, 2]  # offset unread
 
 
 # --- what holds ------------------------------------------------------------------------------

@@ -158,16 +158,16 @@ def _raw_header(headers: Mapping[str, str], name: str) -> Declared:
     return Declared(tuple(int(size) for size in shape_text.split(",")), dtype.strip())
 
 
-def positions(part: Part | None, tokens: int, offset: int) -> npt.NDArray[np.int64]:
-    """The ids of the tokens: ``(tokens,)`` or M-RoPE's ``(3, tokens)``, each in
-    ``[0, 2^31)``; without the part, ``offset, offset + 1, …``."""
-    if part is None:
-        if offset + tokens - 1 > MAX_POSITION:
-            raise LimitError(
-                "offset", f"positions reach {offset + tokens - 1}, past 2^31 − 1 = {MAX_POSITION}"
-            )
-        return np.arange(offset, offset + tokens, dtype=np.int64)
-    return checked_ids(read(part, "positions", INTEGERS).values, tokens)
+def positions(given: npt.NDArray[Any] | None, tokens: int, offset: int) -> npt.NDArray[np.int64]:
+    """The ids of the tokens: ``given``, checked (:func:`checked_ids`); without them,
+    ``offset, offset + 1, …``."""
+    if given is not None:
+        return checked_ids(given, tokens)
+    if offset + tokens - 1 > MAX_POSITION:
+        raise LimitError(
+            "offset", f"positions reach {offset + tokens - 1}, past 2^31 − 1 = {MAX_POSITION}"
+        )
+    return np.arange(offset, offset + tokens, dtype=np.int64)
 
 
 def checked_ids(given: npt.NDArray[Any], tokens: int) -> npt.NDArray[np.int64]:
