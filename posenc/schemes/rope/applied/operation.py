@@ -7,8 +7,7 @@ import math
 from typing import Any
 
 from posenc.cost import Cost
-from posenc.declare import Limits, Part, Sized, Upload
-from posenc.errors import ParameterError
+from posenc.declare import Limits, Sized, Upload
 from posenc.schemes.rope.applied import answer, reader
 from posenc.schemes.rope.applied.loops import STATS
 from posenc.schemes.rope.applied.measure import BLOCK_VALUES
@@ -35,8 +34,10 @@ FIXED = Cost(8 * 2**20, 50_000_000)
 
 def size(given: Upload, limits: Limits) -> Sized:
     """What answering costs beyond the body: from the shapes the parts declare (``.npy``
-    headers or part headers), checked against their lengths, before any value is read."""
-    shape = reader.declared(_part(given, "before"), "before", reader.FLOATS).shape
+    headers or part headers), checked against their lengths, before any value is read.
+    ``before`` and ``after`` are there: the service refuses a request without a required
+    part (``FileParam.required``), and the command takes both as arguments."""
+    shape = reader.declared(given.files["before"][0], "before", reader.FLOATS).shape
     values = math.prod(shape)
     cells = _cells(shape, given.query)
     block = max(BLOCK_VALUES, _head(shape, given.query))
@@ -68,16 +69,9 @@ def _head(shape: tuple[int, ...], query: dict[str, Any]) -> int:
 def handle(given: Upload, limits: Limits) -> dict[str, Any]:
     """``POST /v1/rope/applied``: the answer for the parts and query of ``given``."""
     return answer.answer(
-        _part(given, "before"),
-        _part(given, "after"),
+        given.files["before"][0],
+        given.files["after"][0],
         given.file("positions"),
         given.parts.get("config"),
         given.query,
     )
-
-
-def _part(given: Upload, name: str) -> Part:
-    part = given.file(name)
-    if part is None:
-        raise ParameterError(name, "is a required part, and is missing")
-    return part
