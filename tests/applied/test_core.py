@@ -6,6 +6,7 @@ every layout of axes, and the faults the structure shows (pairs, dimensions, pos
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
 import numpy as np
@@ -79,6 +80,48 @@ def test_bfloat16_is_read_raw_with_part_headers_or_as_two_byte_void_npy() -> Non
     void = reader.read(Part(npy(words.view("V2"))), "after", reader.FLOATS)
     assert raw.dtype == void.dtype == "bfloat16"
     assert np.array_equal(raw.values, words) and np.array_equal(void.values, words)
+
+
+@pytest.mark.parametrize("version", [(1, 0), (2, 0), (3, 0)])
+def test_npy_of_each_version_numpy_writes_is_read(version: tuple[int, int]) -> None:
+    values = vectors(3, 2, 4)
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, values, version=version)
+    given = reader.read(Part(buffer.getvalue()), "before", reader.FLOATS)
+    assert np.array_equal(given.values, values) and given.dtype == "float32"
+
+
+def _npy_header(text: str, major: int = 1) -> bytes:
+    width = 2 if major == 1 else 4
+    return b"\x93NUMPY" + bytes([major, 0]) + len(text).to_bytes(width, "little") + text.encode()
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (_npy_header("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 2)}"), "got >f4"),
+        (_npy_header("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2, 2)}"),
+         "dtype must be one of"),
+        (_npy_header("{'descr': ('<V2', (2,)), 'fortran_order': False, 'shape': (2, 2)}"),
+         "dtype must be one of"),
+        (_npy_header("{'descr': '<f4', 'fortran_order': False, 'shape': (-1, 4)}"),
+         "not a valid .npy file: shape [-1, 4]"),
+        (_npy_header("{'descr': '<f4', 'fortran_order': 0, 'shape': (2, 2)}"),
+         "not a valid .npy file"),
+        (_npy_header("(" * 5000 + ")" * 5000), "not a valid .npy file"),
+        (_npy_header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2)}", 9),
+         "version 9.0 is not read here"),
+        (b"\x93NUMPY\x01", "not a valid .npy file"),
+    ],
+    ids=["big-endian", "structured", "subarray", "negative size", "fortran_order not a bool",
+         "nested", "version 9", "cut in its magic"],
+)  # fmt: skip
+def test_npy_headers_numpy_would_not_read_as_floats_are_refused_naming_the_part(
+    body: bytes, message: str
+) -> None:
+    with pytest.raises(ParameterError, match=re.escape(message)) as refused:
+        reader.read(Part(body + bytes(64)), "after", reader.FLOATS)
+    assert refused.value.param == "after"
 
 
 @pytest.mark.parametrize(
