@@ -25,7 +25,7 @@ from posenc.schemes.rope.params import RopeParams
 from posenc.warm import compile_kernels
 from tests.api.test_costs import PeakOfEachRequest
 from tests.applied.dumps import Dump, files, npy, part
-from tests.applied.test_core import bfloat16, exact, vectors
+from tests.applied.test_core import LLAMA4, bfloat16, exact, vectors
 from tests.conftest import Client
 from tests.hub_configs import llama_31_rope_scaling
 
@@ -128,10 +128,27 @@ def test_every_answer_is_what_the_openapi_document_says(client: Client, llama31_
     assert parameters["layout"]["enum"] == ["interleaved", "split"]
     assert "recipe" not in parameters  # every recipe is tried
     schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    measured, expected = schema["properties"]["measured"], schema["properties"]["expected"]
+    assert schema["additionalProperties"] is False and measured["additionalProperties"] is False
+    assert expected["required"] == ["params", "layer", "rotary_offset", "pairs", "apply", "mrope"]
+    evidence = schema["properties"]["diagnosis"]["items"]["properties"]["evidence"]
+    assert evidence["additionalProperties"] is False  # every member typed
     validator = jsonschema.Draft202012Validator(schema)
-    for query in ("?d_model=64&base=500000", "?d_model=64", "?d_model=32"):
-        answer = post(client, llama31_dump, query).json()
+    x = vectors(32, 2, 128)
+    nope = ("config.json", orjson_bytes(LLAMA4), "application/json")
+    mrope, _, qwen = _dump(64, 2, "float32", "M-RoPE ids, rows dropped")
+    sent = [
+        post(client, llama31_dump, query)
+        for query in ("?d_model=64&base=500000", "?d_model=64", "?d_model=32")
+    ]
+    sent.append(post(client, Dump(x, x.copy(), 0), "?layer=3", config=nope))  # a NoPE layer
+    sent.append(post(client, mrope, "", **qwen))
+    answers = [response.json() for response in sent]
+    for answer in answers:
         assert not [e.message for e in validator.iter_errors(answer)], answer
+    assert answers[3]["expected"]["params"] is None and answers[3]["holds"] is True
+    assert answers[4]["expected"]["mrope"]["section"] == [2, 3, 3]
+    assert [f["name"] for f in answers[4]["diagnosis"]] == ["mrope_section_mismatch"]
 
 
 # --- hostile bodies ---------------------------------------------------------------------------

@@ -346,3 +346,65 @@ def test_three_rows_of_ids_need_a_multimodal_config() -> None:
 
 def test_npy_bytes_round_trip_helper_writes_version_one() -> None:
     assert io.BytesIO(npy(np.zeros(2, np.float32))).read(8) == b"\x93NUMPY\x01\x00"
+
+
+# --- the answer as the document says it -------------------------------------------------------
+# analyse() holds every answer to the OpenAPI document; these make the findings and members the
+# other tests do not.
+
+
+def _wider_exponent(x: Array, d_model: int, positions: npt.NDArray[np.int64]) -> Array:
+    """The first ``d_model`` dimensions of ``x``'s heads turned (split) by the frequencies of
+    the whole head: base^(−2i/head), as a kernel whose exponent runs over the whole head."""
+    head = x.shape[-1]
+    cos, sin = maths.encode(RopeParams(d_model=head), positions, "float64", "cos_sin")
+    half = d_model // 2
+    c, s = cos[:, None, :half], sin[:, None, :half]
+    turned = x.astype(np.float64)
+    a, b = turned[..., :half].copy(), turned[..., half:d_model].copy()
+    turned[..., :half], turned[..., half:d_model] = a * c - b * s, b * c + a * s
+    return turned.astype(x.dtype)
+
+
+def _made(case: str) -> tuple[dict[str, Any], list[str]]:
+    """The answer for one kernel fault, and the findings it names."""
+    params, x, positions = RopeParams(d_model=64), vectors(512, 4, 64), np.arange(512)
+    turned = exact(params, x, positions)
+    if case == "unrelated output":
+        return analyse(Dump(x, vectors(512, 4, 64, seed=5), 0), d_model=64), ["not_a_rotation"]
+    if case == "seven tokens scaled":
+        turned[1:8] *= 2  # between the tokens the pairing is read on
+        return analyse(Dump(x, turned, 0), d_model=64), ["not_a_rotation"]
+    if case == "positions of no order":
+        wrong = np.random.default_rng(1).integers(0, 2**20, 512)
+        return analyse(Dump(x, exact(params, x, wrong), 0), d_model=64), ["angles_mismatch"]
+    if case == "every other position repeated":
+        halved = exact(params, x, positions // 2)
+        return analyse(Dump(x, halved, 0), d_model=64), ["collapsed_positions"]
+    if case == "the exponent over the whole head":
+        wide = vectors(512, 4, 128)
+        answer = analyse(Dump(wide, _wider_exponent(wide, 64, positions), 0), d_model=64)
+        return answer, ["partial_rotary"]
+    dynamic = {"scaling": "dynamic", "factor": 2.0, "original_max_position_embeddings": 256}
+    scaled = exact(RopeParams(d_model=64, **dynamic), x, positions)  # type: ignore[arg-type]
+    return analyse(Dump(x, scaled, 0), d_model=64, **dynamic), []
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "unrelated output",
+        "seven tokens scaled",
+        "positions of no order",
+        "every other position repeated",
+        "the exponent over the whole head",
+        "dynamic scaling, which llama.cpp has not",
+    ],
+)
+def test_each_fault_names_its_finding_in_an_answer_the_document_describes(case: str) -> None:
+    answer, found = _made(case)
+    assert names(answer) == found
+    assert answer["holds"] is (False if found else True)
+    if case == "dynamic scaling, which llama.cpp has not":
+        assert answer["measured"]["recipes"]["ggml"]["holds"] is None
+        assert "dynamic" in answer["measured"]["recipes"]["ggml"]["reason"]
