@@ -1731,7 +1731,7 @@ var AppliedPanel = class _AppliedPanel {
     })), answer.holds !== false, value, (name) => name.replaceAll("_", " "));
     const summary = this.slot.block("dl");
     summary.className = "report measured";
-    const recipes2 = Object.entries(measured.recipes ?? {}).map(([name, fit]) => `${name} ${fit.holds === null ? "n/a" : `${value(fit.max_angle_error)} rad${fit.holds ? " \u2713" : ""}`}`).join(", ");
+    const recipes2 = Object.entries(measured.recipes).map(([name, fit]) => `${name} ${fit.holds === null ? "n/a" : `${value(fit.max_angle_error)} rad${fit.holds ? " \u2713" : ""}`}`).join(", ");
     for (const [term, v] of [
       ["tokens \xD7 samples, head", `${measured.tokens} \xD7 ${measured.samples}, ${measured.head_dim}`],
       ["dtypes", measured.dtypes],

@@ -4721,22 +4721,75 @@ export interface operations {
                         /** @description true: the model's rope (pairs, dims, frequencies, scaling, attention factor, positions) within the resolution of the dtypes, under one recipe; null where the data cannot decide (reason) */
                         holds: boolean | null;
                         reason: string | null;
-                        /** @description params (the rope's canonical parameters; null for a NoPE layer), layer, rotary_offset, pairs, apply, mrope */
-                        expected: Record<string, never>;
+                        expected: {
+                            /** @description the rope's canonical parameters, the GET parameters of /v1/rope/table (no recipe: every recipe is tried); null for a NoPE layer */
+                            params: null | {
+                                d_model: number;
+                                base: number;
+                                /** @enum {string} */
+                                layout: "interleaved" | "split";
+                                /** @enum {string} */
+                                scaling: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                                factor?: number;
+                                original_max_position_embeddings?: number;
+                                low_freq_factor?: number;
+                                high_freq_factor?: number;
+                                beta_fast?: number;
+                                beta_slow?: number;
+                                attention_factor?: number;
+                                mscale?: number;
+                                mscale_all_dim?: number;
+                                truncate?: boolean;
+                                short_factor?: number[];
+                                long_factor?: number[];
+                                rotary_pairs?: number;
+                                freq_factors?: number[];
+                            };
+                            /** @description the config's layer; null: the rope came in the query */
+                            layer: number | null;
+                            /** @description the first dimension of the head that turns */
+                            rotary_offset: number;
+                            /**
+                             * @description the pairs the model turns q and k in
+                             * @enum {string}
+                             */
+                            pairs: "split" | "interleaved";
+                            /**
+                             * @description how the model's family applies the rope where not plainly: by −θ (reversed), or read interleaved and written split (interleaved_to_rotate_half)
+                             * @enum {string|null}
+                             */
+                            apply: "reversed" | "interleaved_to_rotate_half" | null;
+                            /** @description M-RoPE: how the pairs take the three ids, and the sections */
+                            mrope: null | {
+                                /** @enum {string} */
+                                rotary: "chunked" | "interleaved" | "glm_pairs" | "ernie";
+                                section: number[];
+                            };
+                        };
                         measured: {
-                            tokens?: number;
+                            tokens: number;
                             /** @description vectors a token: heads × batch */
-                            samples?: number;
-                            head_dim?: number;
-                            dtypes?: Record<string, never>;
-                            /** @description the pairing that keeps every pair's length: split (i, i + d/2), interleaved (2i, 2i + 1) or interleaved_to_rotate_half; null: none does */
-                            pairs: string | null;
-                            /** @description each pairing's share of cells whose length one magnitude keeps */
-                            lengths_kept?: {
-                                [key: string]: number;
+                            samples: number;
+                            head_dim: number;
+                            dtypes: {
+                                /** @enum {string} */
+                                before: "float16" | "bfloat16" | "float32" | "float64";
+                                /** @enum {string} */
+                                after: "float16" | "bfloat16" | "float32" | "float64";
+                            };
+                            /**
+                             * @description the pairing that keeps every pair's length: split (i, i + d/2), interleaved (2i, 2i + 1) or interleaved_to_rotate_half; null: none does
+                             * @enum {string|null}
+                             */
+                            pairs: "split" | "interleaved" | "interleaved_to_rotate_half" | null;
+                            /** @description each pairing tried: the share of cells whose length one magnitude keeps */
+                            lengths_kept: {
+                                split?: number;
+                                interleaved?: number;
+                                interleaved_to_rotate_half?: number;
                             };
                             /** @description [first, last + 1] of the dimensions that turned or moved */
-                            rotated_dims: number[] | null;
+                            rotated_dims: null | number[];
                             /** @description |after| / |before| of the turned pairs */
                             magnitude: number | null;
                             /**
@@ -4744,26 +4797,158 @@ export interface operations {
                              * @enum {string|null}
                              */
                             recipe: "exact" | "framework" | "ggml" | "mlx" | null;
-                            also_within?: string[];
-                            /** @description each recipe: holds, angles_hold, lengths_hold, max_angle_error; or holds null with the reason it has no such rope */
-                            recipes?: Record<string, never>;
+                            also_within: ("exact" | "framework" | "ggml" | "mlx")[];
+                            /** @description each recipe held to the cells: whether its angles and lengths hold and its largest angle error; or holds null with the reason it has no such rope (empty where nothing was measured) */
+                            recipes: {
+                                exact?: {
+                                    holds: boolean;
+                                    angles_hold: boolean;
+                                    lengths_hold: boolean;
+                                    max_angle_error: number | null;
+                                } | {
+                                    holds: null;
+                                    reason: string;
+                                };
+                                framework?: {
+                                    holds: boolean;
+                                    angles_hold: boolean;
+                                    lengths_hold: boolean;
+                                    max_angle_error: number | null;
+                                } | {
+                                    holds: null;
+                                    reason: string;
+                                };
+                                ggml?: {
+                                    holds: boolean;
+                                    angles_hold: boolean;
+                                    lengths_hold: boolean;
+                                    max_angle_error: number | null;
+                                } | {
+                                    holds: null;
+                                    reason: string;
+                                };
+                                mlx?: {
+                                    holds: boolean;
+                                    angles_hold: boolean;
+                                    lengths_hold: boolean;
+                                    max_angle_error: number | null;
+                                } | {
+                                    holds: null;
+                                    reason: string;
+                                };
+                            };
                             /** @description radians, against the recipe named (else exact) */
                             max_angle_error: number | null;
                             /** @description radians: the median cell's angle resolution from the dtypes */
                             resolution: number | null;
-                            positions?: number[];
-                            /** @description largest error of each position (bins of positions, each starting at positions[k]) */
+                            /** @description the first position of each bin of angle_error_by_position */
+                            positions: number[];
+                            /** @description largest error of each position (bins of positions, each starting at positions[k]); null where nothing was read */
                             angle_error_by_position: (number | null)[];
                             angle_error_by_pair: (number | null)[];
-                            /** @description positions × pairs, binned: positions and pairs are each bin's first */
-                            angle_error_map?: Record<string, never> | null;
+                            /** @description positions × pairs, binned: positions and pairs are each bin's first; values[i][j] the largest error in bin i of positions and j of pairs */
+                            angle_error_map: null | {
+                                positions: number[];
+                                pairs: number[];
+                                values: (number | null)[][];
+                            };
                         };
                         diagnosis: {
-                            /** @description pairing_mismatch, not_a_rotation, reversed_rotation, double_rotation, partial_rotary, scaling_mismatch, base_mismatch, attention_factor_mismatch, offset_mismatch, angle_precision, collapsed_positions, mrope_section_mismatch, angles_mismatch */
-                            name: string;
+                            /** @enum {string} */
+                            name: "pairing_mismatch" | "not_a_rotation" | "reversed_rotation" | "double_rotation" | "partial_rotary" | "scaling_mismatch" | "base_mismatch" | "attention_factor_mismatch" | "offset_mismatch" | "angle_precision" | "collapsed_positions" | "mrope_section_mismatch" | "angles_mismatch";
                             detail: string;
-                            /** @description fitted values, pairs, positions */
-                            evidence: Record<string, never>;
+                            /** @description what the finding read: the fitted and stated values, pairs, dimensions and positions (each member below says which findings give it); a fault found by fitting also names the recipe it fits under and its largest angle error */
+                            evidence: {
+                                /**
+                                 * @description pairing_mismatch
+                                 * @enum {string}
+                                 */
+                                measured?: "split" | "interleaved" | "interleaved_to_rotate_half";
+                                /**
+                                 * @description pairing_mismatch
+                                 * @enum {string}
+                                 */
+                                expected?: "split" | "interleaved" | "interleaved_to_rotate_half";
+                                /** @description pairing_mismatch, not_a_rotation, partial_rotary: each pairing's share of cells that keep one length; not_a_rotation in the pairs the model turns: the share itself */
+                                lengths_kept?: {
+                                    split?: number;
+                                    interleaved?: number;
+                                    interleaved_to_rotate_half?: number;
+                                } | number;
+                                /** @description not_a_rotation */
+                                magnitude?: number | null;
+                                /** @description partial_rotary: dimensions that moved */
+                                moved_dimensions?: number[][];
+                                /** @description partial_rotary: the model's [first, last + 1] */
+                                rotary_dims?: number[];
+                                /** @description partial_rotary: [first, last + 1] turned */
+                                measured_dims?: number[];
+                                /** @enum {string} */
+                                measured_pairs?: "split" | "interleaved" | "interleaved_to_rotate_half";
+                                /** @description partial_rotary: pairs that came out unchanged */
+                                still_pairs?: number[][];
+                                /** @description partial_rotary: pairs that turned */
+                                turning_pairs?: number;
+                                /** @description partial_rotary: the head the exponent is over */
+                                head_dim?: number;
+                                rotating_dimensions?: number;
+                                partial_rotary_factor?: number;
+                                /** @description reversed_rotation (−1), double_rotation */
+                                times?: number;
+                                /** @enum {string} */
+                                positions_dtype?: "bfloat16" | "float16";
+                                /** @description collapsed_positions */
+                                moved_tokens?: number;
+                                /** @description collapsed_positions */
+                                collapsed_rows?: number;
+                                first_collapsed_position?: number;
+                                /** @description collapsed_positions: [position, position it was turned as] */
+                                examples?: number[][];
+                                /** @description offset_mismatch */
+                                shift?: number;
+                                stated_first_position?: number;
+                                fitted_first_position?: number;
+                                /** @description mrope_section_mismatch: the pairs (first 64) */
+                                pairs?: number[];
+                                /** @description 0 temporal, 1 height, 2 width */
+                                measured_rows?: number[];
+                                expected_rows?: number[];
+                                pairs_by_id?: {
+                                    temporal: number;
+                                    height: number;
+                                    width: number;
+                                };
+                                /** @description angle_precision */
+                                implied_bits?: number;
+                                largest_relative_error?: number;
+                                from_position?: number;
+                                /** @description attention_factor_mismatch; scaling_mismatch (null: no factor) */
+                                fitted_factor?: number | null;
+                                expected_factor?: number;
+                                ratio?: number;
+                                /** @description base_mismatch, partial_rotary */
+                                fitted_base?: number;
+                                stated_base?: number;
+                                /** @description the pairs the frequencies were read from */
+                                pairs_read?: number[];
+                                pairs_count?: number;
+                                /** @enum {string} */
+                                fitted_scaling?: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                                fitted_original_max_position_embeddings?: number | null;
+                                /** @enum {string} */
+                                stated_scaling?: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                                stated_factor?: number | null;
+                                /** @description angles_mismatch, radians */
+                                max_angle_error?: number | null;
+                                /** @description angles_mismatch */
+                                recipes?: ("exact" | "framework" | "ggml" | "mlx")[];
+                                /**
+                                 * @description the recipe a fault's turning fits under
+                                 * @enum {string}
+                                 */
+                                recipe?: "exact" | "framework" | "ggml" | "mlx";
+                                max_angle_error_as_fitted?: number | null;
+                            };
                         }[];
                     };
                 };

@@ -16,7 +16,6 @@ import click
 from posenc.cli import Refused, read_json, url_param
 from posenc.cli.schemes import CommaList, config_param, scheme_options
 
-_NPY_MAGIC = b"\x93NUMPY"
 _DTYPES = ("float16", "bfloat16", "float32", "float64")
 _PLACING: tuple[tuple[str, str], ...] = (
     ("layer", "with --config: the layer whose rope is expected [default: 0]"),
@@ -94,10 +93,12 @@ def _headers(
     before: str, after: str, shape: tuple[int, ...] | None, dtype: str | None
 ) -> dict[str, dict[str, str]]:
     """Part headers for raw arrays (``--shape`` and ``--dtype``); none for ``.npy``."""
+    from numpy.lib.format import MAGIC_PREFIX  # numpy only once the command runs
+
     raw = []
     for path in (before, after):
         with open(path, "rb") as file:
-            if file.read(len(_NPY_MAGIC)) != _NPY_MAGIC:
+            if file.read(len(MAGIC_PREFIX)) != MAGIC_PREFIX:
                 raw.append(path)
     if raw and (shape is None or dtype is None):
         raise click.UsageError(f"{raw[0]} is not .npy: give --shape and --dtype")

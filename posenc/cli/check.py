@@ -21,7 +21,6 @@ from posenc.cli.schemes import (
     scheme_options,
 )
 
-_NPY_MAGIC = b"\x93NUMPY"
 _DTYPES = ("float16", "float32", "float64", "int32")
 
 
@@ -85,8 +84,10 @@ def _run(
         from posenc.cli.model import describe, one_rope
 
         params = {**one_rope(describe(values["config"], url)[1]), **params}
+    from numpy.lib.format import MAGIC_PREFIX  # numpy only once the command runs
+
     with open(cache, "rb") as file:
-        npy = file.read(len(_NPY_MAGIC)) == _NPY_MAGIC
+        npy = file.read(len(MAGIC_PREFIX)) == MAGIC_PREFIX
     if npy and (shape is not None or dtype is not None):
         raise click.UsageError(f"--shape and --dtype describe raw files; {cache} is .npy")
     if not npy and (shape is None or dtype is None):

@@ -1,8 +1,10 @@
 """A kernel's dump as the tests send it: the two arrays (and the positions) as ``.npy`` parts
-or raw parts with their own headers, to the core (:func:`analyse`) or over HTTP (:func:`files`)."""
+or raw parts with their own headers, to the core (:func:`analyse`, whose every answer is held to
+the OpenAPI document) or over HTTP (:func:`files`)."""
 
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -55,13 +57,28 @@ def query_of(dump: Dump, **more: Any) -> dict[str, Any]:
 def analyse(dump: Dump, config: Any = None, **query: Any) -> dict[str, Any]:
     """The answer of ``POST /v1/rope/applied`` for ``dump``, computed in this process."""
     positions = None if dump.positions is None else part(dump.positions)
-    return answer(
+    given = answer(
         part(dump.before, dump.dtype),
         part(dump.after, dump.dtype),
         positions,
         config,
         query_of(dump, **query),
     )
+    errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator().iter_errors(given)]
+    assert not errors, errors
+    return given
+
+
+@functools.cache
+def validator() -> Any:
+    """The answer's schema as the service's OpenAPI document publishes it."""
+    import jsonschema
+
+    from app.main import create_app
+
+    operation = create_app().openapi()["paths"]["/v1/rope/applied"]["post"]
+    schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    return jsonschema.Draft202012Validator(schema)
 
 
 def files(dump: Dump) -> dict[str, Any]:

@@ -18,11 +18,14 @@ import pytest
 
 from app.main import create_app
 from app.settings import Settings
+from posenc.cli.budget import SERVICE_DEFAULTS
+from posenc.declare import Part, Upload
+from posenc.schemes.rope.applied import operation
 from posenc.schemes.rope.params import RopeParams
 from posenc.warm import compile_kernels
 from tests.api.test_costs import PeakOfEachRequest
-from tests.applied.dumps import Dump, files, npy
-from tests.applied.test_core import exact, vectors
+from tests.applied.dumps import Dump, files, npy, part
+from tests.applied.test_core import LLAMA4, bfloat16, exact, vectors
 from tests.conftest import Client
 from tests.hub_configs import llama_31_rope_scaling
 
@@ -125,10 +128,27 @@ def test_every_answer_is_what_the_openapi_document_says(client: Client, llama31_
     assert parameters["layout"]["enum"] == ["interleaved", "split"]
     assert "recipe" not in parameters  # every recipe is tried
     schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    measured, expected = schema["properties"]["measured"], schema["properties"]["expected"]
+    assert schema["additionalProperties"] is False and measured["additionalProperties"] is False
+    assert expected["required"] == ["params", "layer", "rotary_offset", "pairs", "apply", "mrope"]
+    evidence = schema["properties"]["diagnosis"]["items"]["properties"]["evidence"]
+    assert evidence["additionalProperties"] is False  # every member typed
     validator = jsonschema.Draft202012Validator(schema)
-    for query in ("?d_model=64&base=500000", "?d_model=64", "?d_model=32"):
-        answer = post(client, llama31_dump, query).json()
+    x = vectors(32, 2, 128)
+    nope = ("config.json", orjson_bytes(LLAMA4), "application/json")
+    mrope, _, qwen = _dump(64, 2, "float32", "M-RoPE ids, rows dropped")
+    sent = [
+        post(client, llama31_dump, query)
+        for query in ("?d_model=64&base=500000", "?d_model=64", "?d_model=32")
+    ]
+    sent.append(post(client, Dump(x, x.copy(), 0), "?layer=3", config=nope))  # a NoPE layer
+    sent.append(post(client, mrope, "", **qwen))
+    answers = [response.json() for response in sent]
+    for answer in answers:
         assert not [e.message for e in validator.iter_errors(answer)], answer
+    assert answers[3]["expected"]["params"] is None and answers[3]["holds"] is True
+    assert answers[4]["expected"]["mrope"]["section"] == [2, 3, 3]
+    assert [f["name"] for f in answers[4]["diagnosis"]] == ["mrope_section_mismatch"]
 
 
 # --- hostile bodies ---------------------------------------------------------------------------
@@ -145,6 +165,7 @@ def _raw(shape: str, dtype: str, data: bytes) -> tuple[str, bytes, str, dict[str
 
 _NAN = np.ones((4, 2, 16), np.float32)
 _NAN[3, 1, 15] = np.nan
+_HUGE_VALUE = np.full((4, 2, 16), 1e160)  # its square is past float64's range
 _CLAIM = "{'descr': '<f4', 'fortran_order': False, 'shape': (1048576, 1048576), }"
 _HUGE = b"\x93NUMPY\x01\x00" + len(_CLAIM).to_bytes(2, "little") + _CLAIM.encode()
 _GOOD = _raw("4,2,16", "float32", np.ones((4, 2, 16), np.float32).tobytes())
@@ -156,6 +177,13 @@ HOSTILE: dict[str, tuple[dict[str, Any], str, str]] = {
         {**_TWO, "after": _raw("4,2,8", "float32", bytes(256))}, "d_model=16", "after"
     ),
     "NaN": ({**_TWO, "after": ("a.npy", npy(_NAN), "x")}, "d_model=16", "after"),
+    "a float64 past 2^480": (
+        {"before": ("b.npy", npy(_HUGE_VALUE), "x"), "after": ("a.npy", npy(_HUGE_VALUE), "x")},
+        "d_model=16", "before",
+    ),
+    "a 0-d .npy": (
+        {**_TWO, "before": ("b.npy", npy(np.array(1, np.float32)), "x")}, "d_model=16", "before"
+    ),
     "a header claiming 2^40 values": (
         {**_TWO, "before": ("b.npy", _HUGE, "x")}, "d_model=16", "before"
     ),
@@ -227,17 +255,19 @@ QWEN2_VL = {
 }
 
 
-def _dump(tokens: int, samples: int, fault: str) -> tuple[Dump, str, dict[str, Any]]:
-    """A dump, its query, and its other parts (M-RoPE's: the config)."""
+def _dump(tokens: int, samples: int, dtype: str, fault: str) -> tuple[Dump, str, dict[str, Any]]:
+    """A dump in ``dtype``, its query, and its other parts (M-RoPE's: the config)."""
     params = RopeParams(d_model=64, base=500000.0)
     x = vectors(tokens, samples, 64)
-    after = exact(params, x, np.arange(tokens))
+    after = exact(params, x, np.arange(tokens), "float64")
     if fault == "applied twice":
-        after = exact(params, after, np.arange(tokens))
+        after = exact(params, after, np.arange(tokens), "float64")
     if fault == "angles of no rope":
-        after = exact(params, x, np.random.default_rng(1).integers(0, 2**20, tokens))
+        after = exact(params, x, np.random.default_rng(1).integers(0, 2**20, tokens), "float64")
     if fault != "M-RoPE ids, rows dropped":
-        return Dump(x, after, 0), "?d_model=64&base=500000", {}
+        if dtype == "bfloat16":
+            return Dump(bfloat16(x), bfloat16(after), 0, dtype=dtype), "?d_model=64&base=500000", {}
+        return Dump(x.astype(dtype), after.astype(dtype), 0), "?d_model=64&base=500000", {}
     ids = np.stack([np.arange(tokens) // 16, np.arange(tokens) % 16, np.arange(tokens) // 4])
     x = vectors(tokens, samples, 16)
     temporal = exact(RopeParams(d_model=16, base=1000000.0), x, ids[0])
@@ -246,18 +276,23 @@ def _dump(tokens: int, samples: int, fault: str) -> tuple[Dump, str, dict[str, A
 
 
 @pytest.mark.parametrize(
-    ("tokens", "samples", "fault"),
+    ("tokens", "samples", "dtype", "fault"),
     [
-        (512, 8, "none"),
-        (512, 8, "applied twice"),
-        (4096, 1, "angles of no rope"),
-        (2048, 2, "M-RoPE ids, rows dropped"),
+        (512, 8, "float32", "none"),
+        (512, 8, "float32", "applied twice"),
+        (4096, 1, "float32", "angles of no rope"),
+        (2048, 2, "float32", "M-RoPE ids, rows dropped"),
+        # Few tokens of many samples (a token's samples are more than one block of values),
+        # up to a body at the upload limit (2 × 31.7 MiB of float16).
+        (1, 65536, "float32", "none"),
+        (3, 32768, "bfloat16", "applied twice"),
+        (1, 260_000, "float16", "none"),
     ],
 )
 def test_no_request_allocates_more_than_it_reserved(
-    tracing: None, tokens: int, samples: int, fault: str
+    tracing: None, tokens: int, samples: int, dtype: str, fault: str
 ) -> None:
-    dump, query, more = _dump(tokens, samples, fault)
+    dump, query, more = _dump(tokens, samples, dtype, fault)
 
     async def send() -> int:
         transport = httpx.ASGITransport(app=probe)
@@ -270,3 +305,31 @@ def test_no_request_allocates_more_than_it_reserved(
     assert asyncio.run(send()) == 200
     [(peak, reserved)] = probe.measured
     assert 0 < peak <= reserved, f"measured {peak} > declared {reserved}"
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype"),
+    [
+        ((1, 2**21, 2), "float32"),
+        ((1, 2**22, 4), "float16"),  # two arrays of 32 MiB: the upload limit
+        ((1, 2**22, 4), "bfloat16"),
+        ((2, 2, 2**17), "float32"),  # a head of more values than a block
+    ],
+)
+def test_the_declared_cost_holds_what_answering_allocates_beyond_the_parts(
+    tracing: None, shape: tuple[int, ...], dtype: str
+) -> None:
+    """Few tokens of many samples: the operation's own declaration against its own peak, the
+    parts' bytes (the body, reserved apart) already held."""
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    made = part(bfloat16(x), "bfloat16") if dtype == "bfloat16" else part(x.astype(dtype))
+    before, after = Part(made.data, made.headers), Part(bytes(made.data), made.headers)
+    del x
+    given = Upload(memoryview(b""), {"d_model": 2}, {}, {"before": (before,), "after": (after,)})
+    declared = operation.size(given, SERVICE_DEFAULTS).cost.bytes
+    gc.collect()
+    tracemalloc.reset_peak()
+    start, _ = tracemalloc.get_traced_memory()
+    operation.handle(given, SERVICE_DEFAULTS)
+    peak = tracemalloc.get_traced_memory()[1] - start
+    assert 0 < peak <= declared, f"measured {peak} > declared {declared}"

@@ -104,6 +104,14 @@ def test_the_assertion_passes_a_faithful_kernel_and_fails_with_the_diagnosis() -
         assert_rope_applied(np.zeros_like(x), np.zeros_like(x), POSITIONS, d_model=64)
 
 
+def test_positions_given_leave_the_offset_unread_as_the_service_does() -> None:
+    """The offset numbers the tokens only without positions (as the service reads it): one that
+    would number them past 2^31 − 1 is no error beside them."""
+    x = vectors(32, 4, 64)
+    turned = exact(RopeParams(d_model=64, base=500000.0), x, POSITIONS)
+    assert_rope_applied(x, turned, POSITIONS, LLAMA, layer=2, offset=2**31 - 1)
+
+
 @pytest.mark.live
 def test_url_asks_a_running_service_and_says_the_same(dumps: Path) -> None:
     from tests.live.conftest import start_server, stop_server

@@ -6,6 +6,7 @@ every layout of axes, and the faults the structure shows (pairs, dimensions, pos
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
 import numpy as np
@@ -81,6 +82,48 @@ def test_bfloat16_is_read_raw_with_part_headers_or_as_two_byte_void_npy() -> Non
     assert np.array_equal(raw.values, words) and np.array_equal(void.values, words)
 
 
+@pytest.mark.parametrize("version", [(1, 0), (2, 0), (3, 0)])
+def test_npy_of_each_version_numpy_writes_is_read(version: tuple[int, int]) -> None:
+    values = vectors(3, 2, 4)
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, values, version=version)
+    given = reader.read(Part(buffer.getvalue()), "before", reader.FLOATS)
+    assert np.array_equal(given.values, values) and given.dtype == "float32"
+
+
+def _npy_header(text: str, major: int = 1) -> bytes:
+    width = 2 if major == 1 else 4
+    return b"\x93NUMPY" + bytes([major, 0]) + len(text).to_bytes(width, "little") + text.encode()
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (_npy_header("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 2)}"), "got >f4"),
+        (_npy_header("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2, 2)}"),
+         "dtype must be one of"),
+        (_npy_header("{'descr': ('<V2', (2,)), 'fortran_order': False, 'shape': (2, 2)}"),
+         "dtype must be one of"),
+        (_npy_header("{'descr': '<f4', 'fortran_order': False, 'shape': (-1, 4)}"),
+         "not a valid .npy file: shape [-1, 4]"),
+        (_npy_header("{'descr': '<f4', 'fortran_order': 0, 'shape': (2, 2)}"),
+         "not a valid .npy file"),
+        (_npy_header("(" * 5000 + ")" * 5000), "not a valid .npy file"),
+        (_npy_header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2)}", 9),
+         "version 9.0 is not read here"),
+        (b"\x93NUMPY\x01", "not a valid .npy file"),
+    ],
+    ids=["big-endian", "structured", "subarray", "negative size", "fortran_order not a bool",
+         "nested", "version 9", "cut in its magic"],
+)  # fmt: skip
+def test_npy_headers_numpy_would_not_read_as_floats_are_refused_naming_the_part(
+    body: bytes, message: str
+) -> None:
+    with pytest.raises(ParameterError, match=re.escape(message)) as refused:
+        reader.read(Part(body + bytes(64)), "after", reader.FLOATS)
+    assert refused.value.param == "after"
+
+
 @pytest.mark.parametrize(
     ("headers", "message"),
     [
@@ -98,10 +141,11 @@ def test_raw_parts_say_what_they_hold_or_are_refused(headers: dict[str, str], me
 
 def test_positions_must_number_the_token_axis_and_stay_in_range() -> None:
     with pytest.raises(InconsistentError, match=r"shape \(4,\) or \(3, 4\)"):
-        reader.positions(Part(npy(np.arange(5))), 4, 0)
+        reader.positions(np.arange(5), 4, 0)
     with pytest.raises(ParameterError, match=r"got -3 at index \[2\]"):
-        reader.positions(Part(npy(np.array([0, 1, -3, 4]))), 4, 0)
+        reader.positions(np.array([0, 1, -3, 4]), 4, 0)
     assert reader.positions(None, 3, 7).tolist() == [7, 8, 9]
+    assert reader.positions(np.arange(3), 3, 2**31 - 1).tolist() == [0, 1, 2]  # offset unread
 
 
 # --- what holds ------------------------------------------------------------------------------
@@ -302,3 +346,65 @@ def test_three_rows_of_ids_need_a_multimodal_config() -> None:
 
 def test_npy_bytes_round_trip_helper_writes_version_one() -> None:
     assert io.BytesIO(npy(np.zeros(2, np.float32))).read(8) == b"\x93NUMPY\x01\x00"
+
+
+# --- the answer as the document says it -------------------------------------------------------
+# analyse() holds every answer to the OpenAPI document; these make the findings and members the
+# other tests do not.
+
+
+def _wider_exponent(x: Array, d_model: int, positions: npt.NDArray[np.int64]) -> Array:
+    """The first ``d_model`` dimensions of ``x``'s heads turned (split) by the frequencies of
+    the whole head: base^(−2i/head), as a kernel whose exponent runs over the whole head."""
+    head = x.shape[-1]
+    cos, sin = maths.encode(RopeParams(d_model=head), positions, "float64", "cos_sin")
+    half = d_model // 2
+    c, s = cos[:, None, :half], sin[:, None, :half]
+    turned = x.astype(np.float64)
+    a, b = turned[..., :half].copy(), turned[..., half:d_model].copy()
+    turned[..., :half], turned[..., half:d_model] = a * c - b * s, b * c + a * s
+    return turned.astype(x.dtype)
+
+
+def _made(case: str) -> tuple[dict[str, Any], list[str]]:
+    """The answer for one kernel fault, and the findings it names."""
+    params, x, positions = RopeParams(d_model=64), vectors(512, 4, 64), np.arange(512)
+    turned = exact(params, x, positions)
+    if case == "unrelated output":
+        return analyse(Dump(x, vectors(512, 4, 64, seed=5), 0), d_model=64), ["not_a_rotation"]
+    if case == "seven tokens scaled":
+        turned[1:8] *= 2  # between the tokens the pairing is read on
+        return analyse(Dump(x, turned, 0), d_model=64), ["not_a_rotation"]
+    if case == "positions of no order":
+        wrong = np.random.default_rng(1).integers(0, 2**20, 512)
+        return analyse(Dump(x, exact(params, x, wrong), 0), d_model=64), ["angles_mismatch"]
+    if case == "every other position repeated":
+        halved = exact(params, x, positions // 2)
+        return analyse(Dump(x, halved, 0), d_model=64), ["collapsed_positions"]
+    if case == "the exponent over the whole head":
+        wide = vectors(512, 4, 128)
+        answer = analyse(Dump(wide, _wider_exponent(wide, 64, positions), 0), d_model=64)
+        return answer, ["partial_rotary"]
+    dynamic = {"scaling": "dynamic", "factor": 2.0, "original_max_position_embeddings": 256}
+    scaled = exact(RopeParams(d_model=64, **dynamic), x, positions)  # type: ignore[arg-type]
+    return analyse(Dump(x, scaled, 0), d_model=64, **dynamic), []
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "unrelated output",
+        "seven tokens scaled",
+        "positions of no order",
+        "every other position repeated",
+        "the exponent over the whole head",
+        "dynamic scaling, which llama.cpp has not",
+    ],
+)
+def test_each_fault_names_its_finding_in_an_answer_the_document_describes(case: str) -> None:
+    answer, found = _made(case)
+    assert names(answer) == found
+    assert answer["holds"] is (False if found else True)
+    if case == "dynamic scaling, which llama.cpp has not":
+        assert answer["measured"]["recipes"]["ggml"]["holds"] is None
+        assert "dynamic" in answer["measured"]["recipes"]["ggml"]["reason"]

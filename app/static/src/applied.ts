@@ -138,11 +138,11 @@ export class AppliedPanel {
     this.section.dataset.findings = answer.diagnosis.map((f) => f.name).join(" ");
     await this.heatmap(measured);
     writeFindings(this.slot.block("ul"), answer.diagnosis.map((f) => ({
-      name: f.name, summary: f.detail, evidence: f.evidence as Record<string, unknown>,
+      name: f.name, summary: f.detail, evidence: f.evidence,
     })), answer.holds !== false, value, (name) => name.replaceAll("_", " "));
     const summary = this.slot.block("dl");
     summary.className = "report measured";
-    const recipes = Object.entries((measured.recipes ?? {}) as Record<string, Record<string, unknown>>)
+    const recipes = Object.entries(measured.recipes)
       .map(([name, fit]) => `${name} ${fit.holds === null ? "n/a" : `${value(fit.max_angle_error)} rad${fit.holds ? " ✓" : ""}`}`).join(", ");
     for (const [term, v] of [
       ["tokens × samples, head", `${measured.tokens} × ${measured.samples}, ${measured.head_dim}`],
@@ -161,7 +161,7 @@ export class AppliedPanel {
 
   /** log10 of the angle error (rad) by position and pair, against the recipe named (else exact). */
   private async heatmap(measured: Measured): Promise<void> {
-    const map = measured.angle_error_map as { positions: number[]; pairs: number[]; values: (number | null)[][] } | null;
+    const map = measured.angle_error_map;
     if (!map || !map.values.length) return;
     const z = map.values.map((row) => row.map((e) => (e === null ? null : Math.log10(Math.max(e, 1e-12)))));
     const floor = measured.resolution ? Math.log10(measured.resolution) : undefined;

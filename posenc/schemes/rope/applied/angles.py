@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc.errors import PosencError
+from posenc.numerics import bfloat16
 from posenc.numerics.exact import MAX_POSITION, sincos
 from posenc.schemes.rope import recipes
 from posenc.schemes.rope.applied import loops
@@ -103,11 +104,7 @@ def held_in(ids: Ids, dtype: str) -> Ids:
     kernel that holds them in that type turns them."""
     if dtype == "float16":
         return np.minimum(ids, 65504).astype(np.float16).astype(np.int64)
-    words = ids.astype(np.float32).view(np.uint32)
-    rounded = (words + np.uint32(0x7FFF) + ((words >> np.uint32(16)) & np.uint32(1))) & np.uint32(
-        0xFFFF0000
-    )
-    return rounded.view(np.float32).astype(np.int64)
+    return bfloat16.rounded(ids.astype(np.float32)).astype(np.int64)
 
 
 def fit(stats: Float64Array, cos: Float64Array, sin: Float64Array, slack: float = 0.0) -> Fit:

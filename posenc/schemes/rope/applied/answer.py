@@ -41,14 +41,25 @@ def answer(
     config: Any,
     query: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """The answer for the parts and query of one request (``config`` None: no config part):
-    the parts are read first, then the rope they are held to."""
-    given = measure.data(
-        reader.read(before, "before", reader.FLOATS),
-        reader.read(after, "after", reader.FLOATS),
-        int(query.get("token_axis", 0)),
-        query.get("head_dim"),
-    )
+    """The answer for the parts and query of one request (``config`` None: no config part)."""
+    before_given = reader.read(before, "before", reader.FLOATS)
+    after_given = reader.read(after, "after", reader.FLOATS)
+    ids = None
+    if positions is not None:
+        ids = reader.read(positions, "positions", reader.INTEGERS).values
+    return of_given(before_given, after_given, ids, config, query)
+
+
+def of_given(
+    before: reader.Given,
+    after: reader.Given,
+    positions: npt.NDArray[Any] | None,
+    config: Any,
+    query: Mapping[str, Any],
+) -> dict[str, Any]:
+    """:func:`answer` for arrays in hand (``posenc.testing``): the arrays are checked first,
+    then the rope they are held to."""
+    given = measure.data(before, after, int(query.get("token_axis", 0)), query.get("head_dim"))
     ids = reader.positions(positions, given.tokens, int(query.get("offset", 0)))
     return of_arrays(_expected(config, query), given, ids, config is None)
 
@@ -59,23 +70,6 @@ def _expected(config: Any, query: Mapping[str, Any]) -> Expected:
     if "layer" in query:
         raise InconsistentError("layer", "names a layer of the config part, which is missing")
     return expected_rope.from_query(query)
-
-
-def of_given(
-    before: reader.Given,
-    after: reader.Given,
-    positions: npt.NDArray[Any] | None,
-    config: Any,
-    query: Mapping[str, Any],
-) -> dict[str, Any]:
-    """:func:`answer` for arrays already in hand (``posenc.testing``)."""
-    expected = _expected(config, query)
-    given = measure.data(before, after, int(query.get("token_axis", 0)), query.get("head_dim"))
-    offset = int(query.get("offset", 0))
-    ids = reader.positions(None, given.tokens, offset)
-    if positions is not None:
-        ids = reader.checked_ids(positions, given.tokens)
-    return of_arrays(expected, given, ids, config is None)
 
 
 def of_arrays(
@@ -94,8 +88,8 @@ def of_arrays(
             f"the rope turns dimensions {expected.rotary_offset} … {end - 1}, past a head of "
             f"{given.head} (set head_dim where the last axis holds several heads)",
         )
-    measure.check_finite(given.before, "before")
-    measure.check_finite(given.after, "after")
+    measure.check_values(given.before, "before")
+    measure.check_values(given.after, "after")
     return _analysed(expected, given, ids)
 
 

@@ -1,5 +1,6 @@
-"""The compiled loops of :mod:`.measure`: one pass over a block of tokens, every sample of every
-pair read once, its angle and length ratio held to the resolution of its own values.
+"""The compiled loops of :mod:`.measure`: passes over a block of samples, every sample of every
+pair read once a pass — its products summed, then its angle and length ratio held to the
+resolution of its own values.
 
 A pair ``(x₁, x₂) → (y₁, y₂)`` of one sample turns by ``θ = atan2(x₁y₂ − x₂y₁, x₁y₁ + x₂y₂)``
 and scales by ``ρ = |y| / |x|``. Each is known to within what the dtypes leave of it:
@@ -53,8 +54,39 @@ def _atan(v: float, u: float) -> float:
     return math.atan2(v, u)
 
 
+# Each statistic before any sample is read: the sums 0, the intervals the whole line, the spread
+# and the sharpest resolution empty.
+INITIAL = np.array([0.0, 0.0, 0.0, 0.0, -math.inf, math.inf, math.inf, -math.inf, -math.inf,
+                    math.inf, math.inf, 0.0])  # fmt: skip
+
+
 @numba.njit(cache=True, nogil=True)
-def cells(
+def sums(
+    x: npt.NDArray[np.float64],
+    y: npt.NDArray[np.float64],
+    pairs: npt.NDArray[np.int64],
+    out: npt.NDArray[np.float64],
+) -> None:
+    """Add a block's samples to the sums of every cell (rows DOT … YY of ``out``): ``x``,
+    ``y`` ``(tokens, samples, head)``; pair ``i`` is columns ``pairs[0, i]``, ``pairs[1, i]``
+    of ``x`` turned into columns ``pairs[2, i]``, ``pairs[3, i]`` of ``y``; ``out``
+    ``(STATS, tokens, pairs)``. A token's samples may come in several blocks, in order."""
+    tokens, samples, _ = x.shape
+    for t in range(tokens):
+        for i in range(pairs.shape[1]):
+            a, b, c, e = pairs[0, i], pairs[1, i], pairs[2, i], pairs[3, i]
+            dot, cross, xx, yy = out[DOT, t, i], out[CROSS, t, i], out[XX, t, i], out[YY, t, i]
+            for s in range(samples):
+                x1, x2, y1, y2 = x[t, s, a], x[t, s, b], y[t, s, c], y[t, s, e]
+                dot += x1 * y1 + x2 * y2
+                cross += x1 * y2 - x2 * y1
+                xx += x1 * x1 + x2 * x2
+                yy += y1 * y1 + y2 * y2
+            out[DOT, t, i], out[CROSS, t, i], out[XX, t, i], out[YY, t, i] = dot, cross, xx, yy
+
+
+@numba.njit(cache=True, nogil=True)
+def spreads(
     x: npt.NDArray[np.float64],
     y: npt.NDArray[np.float64],
     pairs: npt.NDArray[np.int64],
@@ -63,25 +95,21 @@ def cells(
     floor: float,
     out: npt.NDArray[np.float64],
 ) -> None:
-    """The statistics of every cell of a block: ``x``, ``y`` ``(tokens, samples, head)``;
-    pair ``i`` is columns ``pairs[0, i]``, ``pairs[1, i]`` of ``x`` turned into columns
-    ``pairs[2, i]``, ``pairs[3, i]`` of ``y``; ``out`` ``(STATS, tokens, pairs)``."""
+    """Narrow every cell's intervals (rows LOW … READ of ``out``) by a block's samples, each
+    angle relative to the cell's mean ``atan2(Σ cross, Σ dot)``: the sums of all its samples
+    (:func:`sums`) come first. Arguments as for :func:`sums`."""
     tokens, samples, _ = x.shape
     word = np.zeros(1, np.float64)
     for t in range(tokens):
         for i in range(pairs.shape[1]):
             a, b, c, e = pairs[0, i], pairs[1, i], pairs[2, i], pairs[3, i]
-            dot = cross = xx = yy = 0.0
-            for s in range(samples):
-                x1, x2, y1, y2 = x[t, s, a], x[t, s, b], y[t, s, c], y[t, s, e]
-                dot += x1 * y1 + x2 * y2
-                cross += x1 * y2 - x2 * y1
-                xx += x1 * x1 + x2 * x2
-                yy += y1 * y1 + y2 * y2
+            dot, cross = out[DOT, t, i], out[CROSS, t, i]
             norm = math.hypot(dot, cross)
             cos_mean, sin_mean = (dot / norm, cross / norm) if norm > 0 else (1.0, 0.0)
-            low, high, smallest, largest = -math.inf, math.inf, math.inf, -math.inf
-            ratio_low, ratio_high, sharpest, read = -math.inf, math.inf, math.inf, 0.0
+            low, high = out[LOW, t, i], out[HIGH, t, i]
+            smallest, largest = out[SMALLEST, t, i], out[LARGEST, t, i]
+            ratio_low, ratio_high = out[RATIO_LOW, t, i], out[RATIO_HIGH, t, i]
+            sharpest, read = out[SHARPEST, t, i], out[READ, t, i]
             for s in range(samples):
                 x1, x2, y1, y2 = x[t, s, a], x[t, s, b], y[t, s, c], y[t, s, e]
                 nx = math.sqrt(x1 * x1 + x2 * x2)
@@ -109,7 +137,6 @@ def cells(
                 smallest = min(smallest, deviation)
                 largest = max(largest, deviation)
                 sharpest = min(sharpest, alpha)
-            out[DOT, t, i], out[CROSS, t, i], out[XX, t, i], out[YY, t, i] = dot, cross, xx, yy
             out[LOW, t, i], out[HIGH, t, i] = low, high
             out[SMALLEST, t, i], out[LARGEST, t, i] = smallest, largest
             out[RATIO_LOW, t, i], out[RATIO_HIGH, t, i] = ratio_low, ratio_high
@@ -141,8 +168,12 @@ def still(
 
 
 def compile_loops() -> None:
-    """Run each loop once with the types a request meets, so numba compiles them up front."""
+    """Run each loop once with the types a request meets (``out`` the cells of a block of
+    tokens: all of them, contiguous, or a view of some), so numba compiles them up front."""
     x = np.ones((1, 1, 2), np.float64)
     pairs = np.array([[0], [1], [0], [1]], np.int64)
-    cells(x, x, pairs, (24, -126), (24, -126), 2.0**-23, np.empty((STATS, 1, 1)))
+    cells = np.empty((STATS, 2, 1))
+    for out in (cells, cells[:, :1]):
+        sums(x, x, pairs, out)
+        spreads(x, x, pairs, (24, -126), (24, -126), 2.0**-23, out)
     still(x, x, pairs[0], (24, -126), (24, -126), np.zeros(1))

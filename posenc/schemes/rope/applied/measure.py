@@ -1,25 +1,34 @@
 """What went in and what came out, read as rotations: the samples of each token laid out as
 ``(tokens, samples, head)`` (every axis but the token axis and the head's is more samples at the
-same positions), a block of tokens at a time in float64, through the compiled loops of
+same positions), a block of values at a time in float64 (tokens whole, or one token's samples
+in pieces), through the compiled loops of
 :mod:`.loops`; which pairing keeps each pair's length; which columns outside the rope moved."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from posenc.cancel import checkpoint
 from posenc.errors import InconsistentError
+from posenc.numerics import bfloat16
 from posenc.schemes.rope.applied import loops
-from posenc.schemes.rope.applied.reader import PRECISION, Given
+from posenc.schemes.rope.applied.reader import PRECISION, Given, check_axes
 from posenc.schemes.rope.params import Layout
 
 Float64Array = npt.NDArray[np.float64]
+# What picks a block of values out of an array viewed as (tokens, sample axes …, head).
+Piece = tuple[Any, ...]
 # Values of one array converted to float64 at a time: two such blocks stay in the L2 cache.
 BLOCK_VALUES = 2**16
+# The magnitudes read (only float64 holds more): a cell's sums of products of two values stay
+# within float64's range, 2^1024, over up to 2^63 samples.
+LARGEST = 2.0**480
 # Tokens read to decide the pairing before the whole pass: spread over the sequence.
 PAIRING_TOKENS = 64
 
@@ -37,12 +46,35 @@ class Data:
     tokens: int
     samples: int
 
-    def block(self, which: Given, tokens: slice | npt.NDArray[np.intp]) -> Float64Array:
-        """The chosen tokens of ``which`` as ``(tokens, samples, head)`` float64."""
-        moved = np.moveaxis(which.values, self.token_axis, 0)[tokens]
-        if which.dtype == "bfloat16":  # the top half of a float32's bits
-            moved = (moved.astype(np.uint32) << 16).view(np.float32)
-        return np.ascontiguousarray(moved.reshape(len(moved), -1, self.head), np.float64)
+    def block(self, which: Given, piece: Piece) -> Float64Array:
+        """The values ``piece`` picks of ``which`` (its axes: tokens, the sample axes, the
+        head) as ``(tokens, samples, head)`` float64."""
+        moved = np.moveaxis(which.values, self.token_axis, 0)
+        split = moved.reshape(*moved.shape[:-1], moved.shape[-1] // self.head, self.head)
+        picked = split[piece]
+        if which.dtype == "bfloat16":
+            picked = bfloat16.widened(picked)
+        return np.ascontiguousarray(picked.reshape(len(picked), -1, self.head), np.float64)
+
+    def blocks(self, tokens: npt.NDArray[np.intp] | None) -> Iterator[tuple[slice, list[Piece]]]:
+        """The chosen tokens (all where None) a block at a time: the rows of the cells each
+        fills, and its pieces of at most BLOCK_VALUES values of each array (one sample where a
+        head holds more). Tokens whose samples fit come whole, several a block; a token whose
+        samples do not is one block of several pieces, in order."""
+        count = self.tokens if tokens is None else len(tokens)
+        per_token = self.samples * self.head
+        if per_token <= BLOCK_VALUES:
+            step = BLOCK_VALUES // per_token
+            for start in range(0, count, step):
+                rows = slice(start, start + step)
+                yield rows, [(rows if tokens is None else tokens[rows],)]
+            return
+        axes = self.before.shape[: self.token_axis] + self.before.shape[self.token_axis + 1 :]
+        dims = (*axes[:-1], axes[-1] // self.head)
+        for row in range(count):
+            token = row if tokens is None else int(tokens[row])
+            at = slice(token, token + 1)
+            yield slice(row, row + 1), [(at, *cut) for cut in _cuts(dims, self.head)]
 
     @property
     def floor(self) -> float:
@@ -54,8 +86,22 @@ class Data:
     def precision(self, which: Given) -> tuple[int, int]:
         return PRECISION[which.dtype]
 
-    def block_tokens(self) -> int:
-        return max(1, BLOCK_VALUES // (self.samples * self.head))
+
+def _cuts(dims: tuple[int, ...], head: int) -> Iterator[Piece]:
+    """One token's samples (sample axes ``dims``, then the head) cut in order into pieces of at
+    most BLOCK_VALUES values, or of one sample: the trailing axes that fit whole, and slices
+    of the axis before them."""
+    cut, whole = len(dims), head
+    while cut and whole * dims[cut - 1] <= BLOCK_VALUES:
+        cut -= 1
+        whole *= dims[cut]
+    if not cut:
+        yield ()
+        return
+    step = max(1, BLOCK_VALUES // whole)
+    for outer in np.ndindex(*dims[: cut - 1]):
+        for start in range(0, dims[cut - 1], step):
+            yield (*outer, slice(start, start + step))
 
 
 def data(before: Given, after: Given, token_axis: int, head_dim: int | None) -> Data:
@@ -66,8 +112,7 @@ def data(before: Given, after: Given, token_axis: int, head_dim: int | None) -> 
             "kernel returns what it was given, turned"
         )  # fmt: skip
     shape = before.shape
-    if len(shape) < 2:
-        raise InconsistentError("before", f"needs a token axis and a head axis, got {list(shape)}")
+    check_axes(shape, "before")  # arrays in hand (posenc.testing) were never declared
     if not 0 <= token_axis < len(shape) - 1:
         raise InconsistentError(
             "token_axis", f"must name one of the axes 0 … {len(shape) - 2} (the last holds the "
@@ -84,16 +129,33 @@ def data(before: Given, after: Given, token_axis: int, head_dim: int | None) -> 
     return Data(before, after, token_axis, head, tokens, samples)
 
 
-def check_finite(given: Given, name: str) -> None:
-    """Refuse NaN and infinity, naming where the first is: a pass over the bytes as given."""
+def check_values(given: Given, name: str) -> None:
+    """Refuse NaN, infinity and magnitudes of LARGEST or more, naming where the first is (in
+    the order the values are stored): a pass over the bytes as given, a block at a time."""
     values = given.values
-    if given.dtype == "bfloat16":
-        bad = (values & 0x7F80) == 0x7F80
-    else:
-        bad = ~np.isfinite(values)
-    if bad.any():
-        where = [int(k) for k in np.argwhere(bad)[0]]
-        raise InconsistentError(name, f"holds NaN or infinity, first at index {where}")
+    order: Literal["C", "F"] = "C"
+    if values.flags.f_contiguous and not values.flags.c_contiguous:
+        order = "F"
+    stored = values.reshape(-1, order=order)  # a view of a part's bytes, read in place
+    for start in range(0, len(stored), BLOCK_VALUES):
+        block = stored[start : start + BLOCK_VALUES]
+        if given.dtype == "bfloat16":
+            bad = (block & 0x7F80) == 0x7F80
+        elif given.dtype == "float64":
+            bad = ~(np.abs(block) < LARGEST)
+        else:
+            bad = ~np.isfinite(block)
+        if not bad.any():
+            continue
+        at = start + int(np.argmax(bad))
+        where = [int(k) for k in np.unravel_index(at, values.shape, order=order)]
+        value = float(stored[at]) if given.dtype != "bfloat16" else math.nan
+        if not math.isfinite(value):
+            raise InconsistentError(name, f"holds NaN or infinity, first at index {where}")
+        raise InconsistentError(
+            name, f"holds {value:.6g} at index {where}: a kernel's values are read below 2^480 "
+            "(≈ 3.1e144) in magnitude, where their products stay within float64's range"
+        )  # fmt: skip
 
 
 def pairs(layout: Layout, offset: int, width: int, relaid: bool = False) -> npt.NDArray[np.int64]:
@@ -113,19 +175,29 @@ def cells(
     given: Data, columns: npt.NDArray[np.int64], tokens: npt.NDArray[np.intp] | None = None
 ) -> Float64Array:
     """The statistics (:mod:`.loops`) of every cell ``(STATS, tokens, pairs)`` of the chosen
-    tokens (all by default), a block at a time."""
-    chosen = np.arange(given.tokens) if tokens is None else tokens
-    out = np.empty((loops.STATS, len(chosen), columns.shape[1]))
-    step = given.block_tokens()
+    tokens (all by default), a block at a time: the sums of a cell's samples, then their
+    intervals about the mean the sums give."""
+    count = given.tokens if tokens is None else len(tokens)
+    out = np.empty((loops.STATS, count, columns.shape[1]))
+    out[...] = loops.INITIAL[:, None, None]
     before, after = given.precision(given.before), given.precision(given.after)
-    for start in range(0, len(chosen), step):
-        checkpoint()
-        at = chosen[start : start + step]
-        x, y = given.block(given.before, at), given.block(given.after, at)
-        part = out[:, start : start + len(at)]
-        scratch = np.empty((loops.STATS, len(at), columns.shape[1]))
-        loops.cells(x, y, columns, before, after, given.floor, scratch)
-        part[...] = scratch
+    for rows, pieces in given.blocks(tokens):
+        part = out[:, rows]
+        if len(pieces) == 1:  # whole tokens: each array's block is converted once
+            checkpoint()
+            x, y = given.block(given.before, pieces[0]), given.block(given.after, pieces[0])
+            loops.sums(x, y, columns, part)
+            loops.spreads(x, y, columns, before, after, given.floor, part)
+            continue
+        for piece in pieces:
+            checkpoint()
+            loops.sums(
+                given.block(given.before, piece), given.block(given.after, piece), columns, part
+            )
+        for piece in pieces:
+            checkpoint()
+            x, y = given.block(given.before, piece), given.block(given.after, piece)
+            loops.spreads(x, y, columns, before, after, given.floor, part)
     return out
 
 
@@ -134,13 +206,12 @@ def moved(given: Data, columns: npt.NDArray[np.int64]) -> Float64Array:
     largest = np.zeros(len(columns))
     if not len(columns):
         return largest
-    step = given.block_tokens()
     before, after = given.precision(given.before), given.precision(given.after)
-    for start in range(0, given.tokens, step):
-        checkpoint()
-        at = slice(start, start + step)
-        x, y = given.block(given.before, at), given.block(given.after, at)
-        loops.still(x, y, columns, before, after, largest)
+    for _, pieces in given.blocks(None):
+        for piece in pieces:
+            checkpoint()
+            x, y = given.block(given.before, piece), given.block(given.after, piece)
+            loops.still(x, y, columns, before, after, largest)
     return largest
 
 

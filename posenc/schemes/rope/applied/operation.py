@@ -7,10 +7,10 @@ import math
 from typing import Any
 
 from posenc.cost import Cost
-from posenc.declare import Limits, Part, Sized, Upload
-from posenc.errors import ParameterError
+from posenc.declare import Limits, Sized, Upload
 from posenc.schemes.rope.applied import answer, reader
 from posenc.schemes.rope.applied.loops import STATS
+from posenc.schemes.rope.applied.measure import BLOCK_VALUES
 
 # Work units (≈ ns) per value of before: converting both arrays to float64 a block at a time,
 # the finiteness checks, the pairing read on a spread of tokens, and the cells' pass (measured
@@ -25,24 +25,29 @@ WORK_PER_MROPE_CELL = 8_000
 # Bytes per cell: the statistics (STATS float64), four recipes' fits kept side by side, and one
 # recipe's rotations and fit being made (cos, sin, their power, offsets, errors: ~24 float64).
 BYTES_PER_CELL = 8 * (STATS + 24) + 4 * 10
-# The finiteness checks hold a boolean a value; positions become int64 ids.
-BYTES_PER_VALUE = 2
+# Bytes per value of one block (:func:`.measure.Data.blocks`: BLOCK_VALUES values, or one head
+# where a head holds more) of both arrays at once: each picked out of its array in its dtype,
+# widened through uint32 (bfloat16), and converted to float64.
+BYTES_PER_BLOCK_VALUE = 2 * (8 + 8 + 8)
 FIXED = Cost(8 * 2**20, 50_000_000)
 
 
 def size(given: Upload, limits: Limits) -> Sized:
     """What answering costs beyond the body: from the shapes the parts declare (``.npy``
-    headers or part headers), checked against their lengths, before any value is read."""
-    shape = reader.declared(_part(given, "before"), "before", reader.FLOATS).shape
+    headers or part headers), checked against their lengths, before any value is read.
+    ``before`` and ``after`` are there: the service refuses a request without a required
+    part (``FileParam.required``), and the command takes both as arguments."""
+    shape = reader.declared(given.files["before"][0], "before", reader.FLOATS).shape
     values = math.prod(shape)
     cells = _cells(shape, given.query)
+    block = max(BLOCK_VALUES, _head(shape, given.query))
     ids, per_cell = 0, WORK_PER_CELL
     positions = given.file("positions")
     if positions is not None:
         stated = reader.declared(positions, "positions", reader.INTEGERS).shape
         ids = math.prod(stated)
         per_cell = WORK_PER_MROPE_CELL if len(stated) == 2 else WORK_PER_CELL
-    cost = Cost(BYTES_PER_VALUE * values + BYTES_PER_CELL * cells + 8 * ids, 0)
+    cost = Cost(BYTES_PER_BLOCK_VALUE * block + BYTES_PER_CELL * cells + 8 * ids, 0)
     work = WORK_PER_VALUE * values + per_cell * cells
     return Sized(FIXED + cost + Cost(0, work), 0, "before")
 
@@ -51,25 +56,22 @@ def _cells(shape: tuple[int, ...], query: dict[str, Any]) -> int:
     """Tokens × pairs of a head: at most half the values (one sample a token), fewer where
     the query's token axis and head width say so."""
     most = math.prod(shape) // 2
-    axis, head = int(query.get("token_axis", 0)), int(query.get("head_dim") or shape[-1])
+    axis = int(query.get("token_axis", 0))
     if not 0 <= axis < len(shape) - 1:
         return most  # refused when read
-    return min(most, shape[axis] * (head // 2))
+    return min(most, shape[axis] * (_head(shape, query) // 2))
+
+
+def _head(shape: tuple[int, ...], query: dict[str, Any]) -> int:
+    return int(query.get("head_dim") or shape[-1])
 
 
 def handle(given: Upload, limits: Limits) -> dict[str, Any]:
     """``POST /v1/rope/applied``: the answer for the parts and query of ``given``."""
     return answer.answer(
-        _part(given, "before"),
-        _part(given, "after"),
+        given.files["before"][0],
+        given.files["after"][0],
         given.file("positions"),
         given.parts.get("config"),
         given.query,
     )
-
-
-def _part(given: Upload, name: str) -> Part:
-    part = given.file(name)
-    if part is None:
-        raise ParameterError(name, "is a required part, and is missing")
-    return part

@@ -7,7 +7,7 @@ values, as ml_dtypes writes it) is kept as its ``uint16`` words."""
 
 from __future__ import annotations
 
-import ast
+import io
 import math
 import re
 from collections.abc import Mapping
@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from numpy.lib import format as npy_format
 
 from posenc.declare import Part
 from posenc.errors import InconsistentError, LimitError
 from posenc.numerics.exact import MAX_POSITION
 
-NPY_MAGIC = b"\x93NUMPY"
 # Precision (bits, the leading one included) and smallest normal exponent of each dtype: what
 # a value's rounding in it can be.
 PRECISION: dict[str, tuple[int, int]] = {
@@ -34,10 +34,6 @@ FLOATS = tuple(PRECISION)
 INTEGERS = ("int32", "int64")
 MAX_RANK = 6
 _HEADER_BYTES = 2**16
-_NPY_DESCR = {
-    "<f2": "float16", "<f4": "float32", "<f8": "float64", "|V2": "bfloat16", "<V2": "bfloat16",
-    "<i4": "int32", "<i8": "int64",
-}  # fmt: skip
 _STORED = {"bfloat16": "<u2"}
 
 
@@ -67,9 +63,10 @@ class Declared:
 
 def declared(part: Part, name: str, allowed: tuple[str, ...]) -> Declared:
     """The shape, dtype and first data byte a part declares, checked against its length: what
-    sizing a request reads before anything is allocated."""
+    sizing a request reads before anything is allocated. A kernel's array (``allowed`` floats)
+    has a token axis and a head axis at least."""
     data = part.data
-    if bytes(data[: len(NPY_MAGIC)]) == NPY_MAGIC:
+    if bytes(data[: len(npy_format.MAGIC_PREFIX)]) == npy_format.MAGIC_PREFIX:
         found = _npy_header(data, name)
     else:
         found = _raw_header(part.headers, name)
@@ -78,6 +75,8 @@ def declared(part: Part, name: str, allowed: tuple[str, ...]) -> Declared:
         raise InconsistentError(name, f"dtype must be one of {', '.join(allowed)}, got {dtype}")
     if len(shape) > MAX_RANK:
         raise InconsistentError(name, f"may have at most {MAX_RANK} axes, got {len(shape)}")
+    if allowed == FLOATS:
+        check_axes(shape, name)
     values = math.prod(shape)
     size = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
     if values == 0:
@@ -91,6 +90,12 @@ def declared(part: Part, name: str, allowed: tuple[str, ...]) -> Declared:
     return found
 
 
+def check_axes(shape: tuple[int, ...], name: str) -> None:
+    """A kernel's array holds a token axis and a head axis at least."""
+    if len(shape) < 2:
+        raise InconsistentError(name, f"needs a token axis and a head axis, got {list(shape)}")
+
+
 def read(part: Part, name: str, allowed: tuple[str, ...]) -> Given:
     """The array a part holds, viewed in place, in its own dtype."""
     found = declared(part, name, allowed)
@@ -102,35 +107,34 @@ def read(part: Part, name: str, allowed: tuple[str, ...]) -> Given:
 
 
 def _npy_header(data: bytes | bytearray | memoryview, name: str) -> Declared:
-    """``.npy`` versions 1 to 3: a little-endian header length, then a Python dict literal of
-    ``descr``, ``fortran_order`` and ``shape`` — parsed as a literal, never evaluated."""
-    head = bytes(data[: _HEADER_BYTES + 12])
-    if len(head) < 10:
-        raise InconsistentError(name, "is not a valid .npy file: it stops in its header")
-    major = head[6]
-    width = 2 if major == 1 else 4
-    if major not in (1, 2, 3):
-        raise InconsistentError(name, f"is not a .npy file this service reads: version {major}")
-    length = int.from_bytes(head[8 : 8 + width], "little")
-    start = 8 + width + length
-    if length > _HEADER_BYTES or start > len(head):
-        raise InconsistentError(name, f"is not a valid .npy file: a header of {length} bytes")
+    """``.npy`` versions 1 to 3, read by NumPy's own header reader from a copy of the first
+    bytes alone; its dtype named as the raw parts name theirs (two-byte void values, as
+    ml_dtypes writes bfloat16, are bfloat16)."""
+    stream = io.BytesIO(bytes(data[: _HEADER_BYTES + 16]))
     try:
-        header = ast.literal_eval(head[8 + width : start].decode("latin-1"))
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        raise InconsistentError(name, "is not a valid .npy file: its header is no dict") from None
-    if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}:
-        raise InconsistentError(name, "is not a valid .npy file: its header is no dict")
-    descr, fortran, shape = header["descr"], header["fortran_order"], header["shape"]
-    if not isinstance(descr, str) or descr not in _NPY_DESCR:
-        raise InconsistentError(name, f"holds dtype {str(descr)[:40]!r}, which is not read here")
-    if (
-        not isinstance(fortran, bool)
-        or not isinstance(shape, tuple)
-        or not all(isinstance(size, int) and size >= 0 for size in shape)
-    ):
-        raise InconsistentError(name, "is not a valid .npy file: its header is malformed")
-    return Declared(shape, _NPY_DESCR[descr], start, fortran)
+        version = npy_format.read_magic(stream)
+        if version not in ((1, 0), (2, 0), (3, 0)):
+            raise ValueError(f"version {version[0]}.{version[1]} is not read here")
+        read = (
+            npy_format.read_array_header_1_0
+            if version == (1, 0)
+            else npy_format.read_array_header_2_0
+        )
+        shape, fortran, dtype = read(stream, max_header_size=_HEADER_BYTES)
+    except (ValueError, RecursionError, MemoryError) as error:
+        raise InconsistentError(name, f"is not a valid .npy file: {str(error)[:80]}") from None
+    if any(size < 0 for size in shape):
+        raise InconsistentError(name, f"is not a valid .npy file: shape {list(shape)}")
+    return Declared(tuple(shape), _dtype_name(dtype), stream.tell(), fortran)
+
+
+def _dtype_name(dtype: np.dtype[Any]) -> str:
+    """A little-endian dtype's name, bfloat16 for two-byte void values; its ``str`` otherwise
+    (refused by :func:`declared`)."""
+    plain = dtype.names is None and dtype.subdtype is None and dtype.byteorder != ">"
+    if plain and dtype.kind == "V" and dtype.itemsize == 2:
+        return "bfloat16"
+    return dtype.name if plain and dtype.kind in "fi" else dtype.str
 
 
 def _raw_header(headers: Mapping[str, str], name: str) -> Declared:
@@ -149,16 +153,16 @@ def _raw_header(headers: Mapping[str, str], name: str) -> Declared:
     return Declared(tuple(int(size) for size in shape_text.split(",")), dtype.strip())
 
 
-def positions(part: Part | None, tokens: int, offset: int) -> npt.NDArray[np.int64]:
-    """The ids of the tokens: ``(tokens,)`` or M-RoPE's ``(3, tokens)``, each in
-    ``[0, 2^31)``; without the part, ``offset, offset + 1, …``."""
-    if part is None:
-        if offset + tokens - 1 > MAX_POSITION:
-            raise LimitError(
-                "offset", f"positions reach {offset + tokens - 1}, past 2^31 − 1 = {MAX_POSITION}"
-            )
-        return np.arange(offset, offset + tokens, dtype=np.int64)
-    return checked_ids(read(part, "positions", INTEGERS).values, tokens)
+def positions(given: npt.NDArray[Any] | None, tokens: int, offset: int) -> npt.NDArray[np.int64]:
+    """The ids of the tokens: ``given``, checked (:func:`checked_ids`); without them,
+    ``offset, offset + 1, …``."""
+    if given is not None:
+        return checked_ids(given, tokens)
+    if offset + tokens - 1 > MAX_POSITION:
+        raise LimitError(
+            "offset", f"positions reach {offset + tokens - 1}, past 2^31 − 1 = {MAX_POSITION}"
+        )
+    return np.arange(offset, offset + tokens, dtype=np.int64)
 
 
 def checked_ids(given: npt.NDArray[Any], tokens: int) -> npt.NDArray[np.int64]:

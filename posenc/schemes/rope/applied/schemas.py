@@ -5,13 +5,16 @@ query parameters (the rope's own, read off :class:`~posenc.schemes.rope.params.R
 from __future__ import annotations
 
 import dataclasses
-import typing
 from typing import Any
 
-from posenc.declare import FileParam, QueryParam, choices, hints, spec
+from posenc.declare import FileParam, QueryParam, spec
 from posenc.numerics.exact import MAX_POSITION
+from posenc.schemes.rope.applied.angles import RECIPES
 from posenc.schemes.rope.applied.expected import UNSTATED
+from posenc.schemes.rope.applied.reader import FLOATS
+from posenc.schemes.rope.mrope.schemas import MROPE_SCHEMA
 from posenc.schemes.rope.params import RopeParams
+from posenc.schemes.rope.schemas import params_schema, value_schema
 
 _ARRAY = (
     "a .npy file (float16, float32, float64; bfloat16 as ml_dtypes writes it, two-byte void "
@@ -29,36 +32,10 @@ FILES = (
 )
 
 
-def _schema(f: dataclasses.Field[Any]) -> dict[str, Any]:
-    """A RopeParams field as the JSON Schema of a query value."""
-    hint = hints(RopeParams)[f.name]
-    allowed = choices(hint)
-    if allowed is not None:
-        return {"type": "string", "enum": list(allowed)}
-    limits = spec(f)
-    bounds = {
-        key: value
-        for key, value in (
-            ("minimum", limits.ge),
-            ("exclusiveMinimum", limits.gt),
-            ("maximum", limits.le),
-            ("exclusiveMaximum", limits.lt),
-        )
-        if value is not None
-    }
-    (kind,) = [arg for arg in (typing.get_args(hint) or (hint,)) if arg is not type(None)]
-    if typing.get_origin(kind) is tuple:
-        sized = {"minItems": limits.min_items, "maxItems": limits.max_items}
-        return {"type": "array", "items": {"type": "number", **bounds}, **sized}
-    if kind is bool:
-        return {"type": "boolean"}
-    return {"type": "integer" if kind is int else "number", **bounds}
-
-
 ROPE_QUERY = tuple(
     QueryParam(
         f.name,
-        _schema(f),
+        value_schema(f),
         f"without a config part: {spec(f).doc}"
         + (" (required then)" if f.default is dataclasses.MISSING else ""),
     )
@@ -98,88 +75,257 @@ PLACING = (
 )
 QUERY = ROPE_QUERY + PLACING
 
-_FINDING = {
+_NUMBER: dict[str, Any] = {"type": "number"}
+_NULLABLE_NUMBER: dict[str, Any] = {"type": ["number", "null"]}
+_INTEGER: dict[str, Any] = {"type": "integer"}
+_INTEGERS: dict[str, Any] = {"type": "array", "items": _INTEGER}
+_ERRORS: dict[str, Any] = {"type": "array", "items": _NULLABLE_NUMBER}
+# [first, last] (or [first, last + 1] where the description says so).
+_SPAN: dict[str, Any] = {**_INTEGERS, "minItems": 2, "maxItems": 2}
+_RUNS: dict[str, Any] = {"type": "array", "items": _SPAN, "description": "[first, last] runs"}
+_PAIRINGS = ("split", "interleaved", "interleaved_to_rotate_half")
+_SHARES: dict[str, Any] = {
     "type": "object",
-    "required": ["name", "detail", "evidence"],
+    "additionalProperties": False,
+    "properties": {pairing: _NUMBER for pairing in _PAIRINGS},
+    "description": "each pairing tried: the share of cells whose length one magnitude keeps",
+}
+_SCALINGS = value_schema(next(f for f in dataclasses.fields(RopeParams) if f.name == "scaling"))
+_RECIPE_NAME: dict[str, Any] = {"type": "string", "enum": list(RECIPES)}
+FINDINGS = (
+    "pairing_mismatch", "not_a_rotation", "reversed_rotation", "double_rotation",
+    "partial_rotary", "scaling_mismatch", "base_mismatch", "attention_factor_mismatch",
+    "offset_mismatch", "angle_precision", "collapsed_positions", "mrope_section_mismatch",
+    "angles_mismatch",
+)  # fmt: skip
+# Every member a finding's evidence may hold, by the findings that give it.
+_EVIDENCE: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "what the finding read: the fitted and stated values, pairs, dimensions and "
+    "positions (each member below says which findings give it); a fault found by fitting "
+    "also names the recipe it fits under and its largest angle error",
     "properties": {
-        "name": {
-            "type": "string",
-            "description": "pairing_mismatch, not_a_rotation, reversed_rotation, "
-            "double_rotation, partial_rotary, scaling_mismatch, base_mismatch, "
-            "attention_factor_mismatch, offset_mismatch, angle_precision, "
-            "collapsed_positions, mrope_section_mismatch, angles_mismatch",
+        "measured": {"type": "string", "enum": list(_PAIRINGS), "description": "pairing_mismatch"},
+        "expected": {"type": "string", "enum": list(_PAIRINGS), "description": "pairing_mismatch"},
+        "lengths_kept": {
+            "anyOf": [_SHARES, _NUMBER],
+            "description": "pairing_mismatch, not_a_rotation, partial_rotary: each pairing's "
+            "share of cells that keep one length; not_a_rotation in the pairs the model turns: "
+            "the share itself",
         },
-        "detail": {"type": "string"},
-        "evidence": {"type": "object", "description": "fitted values, pairs, positions"},
+        "magnitude": {**_NULLABLE_NUMBER, "description": "not_a_rotation"},
+        "moved_dimensions": {**_RUNS, "description": "partial_rotary: dimensions that moved"},
+        "rotary_dims": {**_SPAN, "description": "partial_rotary: the model's [first, last + 1]"},
+        "measured_dims": {**_SPAN, "description": "partial_rotary: [first, last + 1] turned"},
+        "measured_pairs": {"type": "string", "enum": list(_PAIRINGS)},
+        "still_pairs": {**_RUNS, "description": "partial_rotary: pairs that came out unchanged"},
+        "turning_pairs": {**_INTEGER, "description": "partial_rotary: pairs that turned"},
+        "head_dim": {**_INTEGER, "description": "partial_rotary: the head the exponent is over"},
+        "rotating_dimensions": _INTEGER,
+        "partial_rotary_factor": _NUMBER,
+        "times": {**_INTEGER, "description": "reversed_rotation (−1), double_rotation"},
+        "positions_dtype": {"type": "string", "enum": ["bfloat16", "float16"]},
+        "moved_tokens": {**_INTEGER, "description": "collapsed_positions"},
+        "collapsed_rows": {**_INTEGER, "description": "collapsed_positions"},
+        "first_collapsed_position": _INTEGER,
+        "examples": {
+            "type": "array",
+            "items": _SPAN,
+            "description": "collapsed_positions: [position, position it was turned as]",
+        },
+        "shift": {**_INTEGER, "description": "offset_mismatch"},
+        "stated_first_position": _INTEGER,
+        "fitted_first_position": _INTEGER,
+        "pairs": {**_INTEGERS, "description": "mrope_section_mismatch: the pairs (first 64)"},
+        "measured_rows": {**_INTEGERS, "description": "0 temporal, 1 height, 2 width"},
+        "expected_rows": _INTEGERS,
+        "pairs_by_id": {
+            "type": "object",
+            "required": ["temporal", "height", "width"],
+            "additionalProperties": False,
+            "properties": {"temporal": _INTEGER, "height": _INTEGER, "width": _INTEGER},
+        },
+        "implied_bits": {**_NUMBER, "description": "angle_precision"},
+        "largest_relative_error": _NUMBER,
+        "from_position": _INTEGER,
+        "fitted_factor": {
+            **_NULLABLE_NUMBER,
+            "description": "attention_factor_mismatch; scaling_mismatch (null: no factor)",
+        },
+        "expected_factor": _NUMBER,
+        "ratio": _NUMBER,
+        "fitted_base": {**_NUMBER, "description": "base_mismatch, partial_rotary"},
+        "stated_base": _NUMBER,
+        "pairs_read": {**_SPAN, "description": "the pairs the frequencies were read from"},
+        "pairs_count": _INTEGER,
+        "fitted_scaling": _SCALINGS,
+        "fitted_original_max_position_embeddings": {"type": ["integer", "null"]},
+        "stated_scaling": _SCALINGS,
+        "stated_factor": _NULLABLE_NUMBER,
+        "max_angle_error": {**_NULLABLE_NUMBER, "description": "angles_mismatch, radians"},
+        "recipes": {"type": "array", "items": _RECIPE_NAME, "description": "angles_mismatch"},
+        "recipe": {**_RECIPE_NAME, "description": "the recipe a fault's turning fits under"},
+        "max_angle_error_as_fitted": _NULLABLE_NUMBER,
     },
 }
-_NULLABLE_NUMBER = {"type": ["number", "null"]}
-_ERRORS = {"type": "array", "items": _NULLABLE_NUMBER}
-_MEASURED: dict[str, Any] = {
+_FINDING: dict[str, Any] = {
     "type": "object",
-    "required": [
-        "pairs",
-        "rotated_dims",
-        "magnitude",
-        "recipe",
-        "max_angle_error",
-        "resolution",
-        "angle_error_by_position",
-        "angle_error_by_pair",
-    ],
+    "required": ["name", "detail", "evidence"],
+    "additionalProperties": False,
     "properties": {
-        "tokens": {"type": "integer"},
-        "samples": {"type": "integer", "description": "vectors a token: heads × batch"},
-        "head_dim": {"type": "integer"},
-        "dtypes": {"type": "object"},
+        "name": {"type": "string", "enum": list(FINDINGS)},
+        "detail": {"type": "string"},
+        "evidence": _EVIDENCE,
+    },
+}
+_EXPECTED: dict[str, Any] = {
+    "type": "object",
+    "required": ["params", "layer", "rotary_offset", "pairs", "apply", "mrope"],
+    "additionalProperties": False,
+    "properties": {
+        "params": {
+            "anyOf": [{"type": "null"}, params_schema(UNSTATED)],
+            "description": "the rope's canonical parameters, the GET parameters of "
+            "/v1/rope/table (no recipe: every recipe is tried); null for a NoPE layer",
+        },
+        "layer": {
+            "type": ["integer", "null"],
+            "description": "the config's layer; null: the rope came in the query",
+        },
+        "rotary_offset": {**_INTEGER, "description": "the first dimension of the head that turns"},
         "pairs": {
+            "type": "string",
+            "enum": ["split", "interleaved"],
+            "description": "the pairs the model turns q and k in",
+        },
+        "apply": {
             "type": ["string", "null"],
-            "description": "the pairing that keeps every pair's length: split (i, i + d/2), "
-            "interleaved (2i, 2i + 1) or interleaved_to_rotate_half; null: none does",
+            "enum": ["reversed", "interleaved_to_rotate_half", None],
+            "description": "how the model's family applies the rope where not plainly: by −θ "
+            "(reversed), or read interleaved and written split (interleaved_to_rotate_half)",
         },
-        "lengths_kept": {
-            "type": "object",
-            "additionalProperties": {"type": "number"},
-            "description": "each pairing's share of cells whose length one magnitude keeps",
-        },
-        "rotated_dims": {
-            "type": ["array", "null"],
-            "items": {"type": "integer"},
-            "description": "[first, last + 1] of the dimensions that turned or moved",
-        },
-        "magnitude": {**_NULLABLE_NUMBER, "description": "|after| / |before| of the turned pairs"},
-        "recipe": {
-            "type": ["string", "null"],
-            "enum": ["exact", "framework", "ggml", "mlx", None],
-            "description": "the recipe whose angles (and, where holds, lengths) are within the "
-            "resolution at every cell",
-        },
-        "also_within": {"type": "array", "items": {"type": "string"}},
-        "recipes": {
-            "type": "object",
-            "description": "each recipe: holds, angles_hold, lengths_hold, max_angle_error; or "
-            "holds null with the reason it has no such rope",
-        },
-        "max_angle_error": {
-            **_NULLABLE_NUMBER,
-            "description": "radians, against the recipe named (else exact)",
-        },
-        "resolution": {
-            **_NULLABLE_NUMBER,
-            "description": "radians: the median cell's angle resolution from the dtypes",
-        },
-        "positions": {"type": "array", "items": {"type": "integer"}},
-        "angle_error_by_position": {**_ERRORS, "description": "largest error of each position "
-                                    "(bins of positions, each starting at positions[k])"},
-        "angle_error_by_pair": _ERRORS,
-        "angle_error_map": {
-            "type": ["object", "null"],
-            "description": "positions × pairs, binned: positions and pairs are each bin's first",
+        "mrope": {
+            "anyOf": [
+                {"type": "null"},
+                {
+                    "type": "object",
+                    "required": ["rotary", "section"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "rotary": MROPE_SCHEMA["properties"]["rotary"],
+                        "section": _INTEGERS,
+                    },
+                },
+            ],
+            "description": "M-RoPE: how the pairs take the three ids, and the sections",
         },
     },
-}  # fmt: skip
+}
+_FIT: dict[str, Any] = {
+    "anyOf": [
+        {
+            "type": "object",
+            "required": ["holds", "angles_hold", "lengths_hold", "max_angle_error"],
+            "additionalProperties": False,
+            "properties": {
+                "holds": {"type": "boolean"},
+                "angles_hold": {"type": "boolean"},
+                "lengths_hold": {"type": "boolean"},
+                "max_angle_error": _NULLABLE_NUMBER,
+            },
+        },
+        {
+            "type": "object",
+            "required": ["holds", "reason"],
+            "additionalProperties": False,
+            "properties": {"holds": {"type": "null"}, "reason": {"type": "string"}},
+        },
+    ]
+}
+_DTYPE: dict[str, Any] = {"type": "string", "enum": list(FLOATS)}
+_MEASURED_MEMBERS: dict[str, Any] = {
+    "tokens": _INTEGER,
+    "samples": {**_INTEGER, "description": "vectors a token: heads × batch"},
+    "head_dim": _INTEGER,
+    "dtypes": {
+        "type": "object",
+        "required": ["before", "after"],
+        "additionalProperties": False,
+        "properties": {"before": _DTYPE, "after": _DTYPE},
+    },
+    "pairs": {
+        "type": ["string", "null"],
+        "enum": [*_PAIRINGS, None],
+        "description": "the pairing that keeps every pair's length: split (i, i + d/2), "
+        "interleaved (2i, 2i + 1) or interleaved_to_rotate_half; null: none does",
+    },
+    "lengths_kept": _SHARES,
+    "rotated_dims": {
+        "anyOf": [{"type": "null"}, _SPAN],
+        "description": "[first, last + 1] of the dimensions that turned or moved",
+    },
+    "magnitude": {**_NULLABLE_NUMBER, "description": "|after| / |before| of the turned pairs"},
+    "recipe": {
+        "type": ["string", "null"],
+        "enum": [*RECIPES, None],
+        "description": "the recipe whose angles (and, where holds, lengths) are within the "
+        "resolution at every cell",
+    },
+    "also_within": {"type": "array", "items": _RECIPE_NAME},
+    "recipes": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {recipe: _FIT for recipe in RECIPES},
+        "description": "each recipe held to the cells: whether its angles and lengths hold and "
+        "its largest angle error; or holds null with the reason it has no such rope (empty "
+        "where nothing was measured)",
+    },
+    "max_angle_error": {
+        **_NULLABLE_NUMBER,
+        "description": "radians, against the recipe named (else exact)",
+    },
+    "resolution": {
+        **_NULLABLE_NUMBER,
+        "description": "radians: the median cell's angle resolution from the dtypes",
+    },
+    "positions": {
+        **_INTEGERS,
+        "description": "the first position of each bin of angle_error_by_position",
+    },
+    "angle_error_by_position": {
+        **_ERRORS,
+        "description": "largest error of each position (bins of positions, each starting at "
+        "positions[k]); null where nothing was read",
+    },
+    "angle_error_by_pair": _ERRORS,
+    "angle_error_map": {
+        "anyOf": [
+            {"type": "null"},
+            {
+                "type": "object",
+                "required": ["positions", "pairs", "values"],
+                "additionalProperties": False,
+                "properties": {
+                    "positions": _INTEGERS,
+                    "pairs": _INTEGERS,
+                    "values": {"type": "array", "items": _ERRORS},
+                },
+            },
+        ],
+        "description": "positions × pairs, binned: positions and pairs are each bin's first; "
+        "values[i][j] the largest error in bin i of positions and j of pairs",
+    },
+}
+_MEASURED: dict[str, Any] = {
+    "type": "object",
+    "required": list(_MEASURED_MEMBERS),
+    "additionalProperties": False,
+    "properties": _MEASURED_MEMBERS,
+}
 ANSWER_SCHEMA: dict[str, Any] = {
     "required": ["holds", "reason", "expected", "measured", "diagnosis"],
+    "additionalProperties": False,
     "properties": {
         "holds": {
             "type": ["boolean", "null"],
@@ -188,11 +334,7 @@ ANSWER_SCHEMA: dict[str, Any] = {
             "recipe; null where the data cannot decide (reason)",
         },
         "reason": {"type": ["string", "null"]},
-        "expected": {
-            "type": "object",
-            "description": "params (the rope's canonical parameters; null for a NoPE layer), "
-            "layer, rotary_offset, pairs, apply, mrope",
-        },
+        "expected": _EXPECTED,
         "measured": _MEASURED,
         "diagnosis": {"type": "array", "items": _FINDING},
     },
