@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -131,18 +130,12 @@ def _ask(
 ) -> dict[str, Any]:
     from posenc.cli import remote
 
-    boundary = uuid.uuid4().hex
-    chunks = []
-    for name, (data, headers) in parts.items():
-        lines = [f'Content-Disposition: form-data; name="{name}"; filename="{name}"']
-        lines += [f"{key}: {value}" for key, value in headers.items()]
-        head = f"--{boundary}\r\n" + "\r\n".join(lines) + "\r\n\r\n"
-        chunks.append(head.encode() + data + b"\r\n")
+    chunks: list[remote.FormPart] = [
+        (name, name, data, headers) for name, (data, headers) in parts.items()
+    ]
     if config is not None:
-        head = f'--{boundary}\r\nContent-Disposition: form-data; name="config"\r\n\r\n'
-        chunks.append(head.encode() + json.dumps(config).encode() + b"\r\n")
-    body = b"".join(chunks) + f"--{boundary}--\r\n".encode()
-    content = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
+        chunks.append(("config", None, json.dumps(config).encode(), {}))
+    body, content = remote.form(chunks)
     answer: dict[str, Any] = remote.post_bytes(url, "/v1/rope/applied", query, body, content)
     return answer
 
