@@ -19,6 +19,7 @@ from posenc.schemes.rope.gguf import operation as gguf_operation
 from posenc.schemes.rope.gguf import reader as gguf_reader
 from posenc.schemes.rope.gguf import schemas as gguf_schemas
 from posenc.schemes.rope.models import answer as config_answer
+from posenc.schemes.rope.models import schemas as config_schemas
 from posenc.schemes.rope.mrope import answer as mrope_answer
 from posenc.schemes.rope.mrope import given as mrope_given
 from posenc.schemes.rope.mrope import schemas as mrope_schemas
@@ -54,8 +55,8 @@ _CONFIG = Extra(
     "The rope a model uses, from its config.json: canonical parameters and the URLs of its "
     "table and verify",
     lambda body, limits: config_answer.describe(body, config_answer.servable_rows(limits)),
-    config_answer.BODY_SCHEMA,
-    config_answer.ANSWER_SCHEMA,
+    config_schemas.BODY_SCHEMA,
+    config_schemas.ANSWER_SCHEMA,
 )
 
 _POSITIONS = Extra(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from posenc.declare import QueryParam
+from posenc.schemes.rope.models.schemas import ANSWER_SCHEMA
+from posenc.schemes.rope.schemas import params_schema
 
 N_CTX = QueryParam(
     "n_ctx",
@@ -67,7 +69,7 @@ _ROPE: dict[str, Any] = {
             "q:row, k:row or q:column, k:column, the half of each head one axis turns",
         },
         "params": {
-            "type": "object",
+            **params_schema(left_out=("recipe",)),
             "description": "the canonical GET parameters of /v1/rope/table whose recipe=ggml "
             "is what llama.cpp computes for these layers (freq_factors: the factor tensor "
             "llama.cpp divides each pair's angle by)",
@@ -198,6 +200,7 @@ ANSWER_SCHEMA: dict[str, Any] = {
         },
         "model": {
             "type": "object",
+            **ANSWER_SCHEMA,
             "description": "with a config part: what POST /v1/rope/config answers for it",
         },
         "conforms": {
