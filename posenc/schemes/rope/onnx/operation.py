@@ -16,8 +16,9 @@ from posenc.schemes.rope.onnx import answer, conformance, reader, rows
 # capped by the fields and nodes the reader walks at most (≈ 0.55 s measured at either cap).
 WORK_PER_BODY_BYTE = 1000
 WALK_WORK = 10**9
-# Bytes of Python objects the reader keeps per body byte (the kept nodes are the densest: 29
-# measured for 2^15 Identity nodes of 11 bytes), capped by the most it keeps.
+# Bytes of Python objects the reader keeps per body byte (the densest: 56 measured for a kept
+# node's attribute of 2^19 unpacked ints, the fields it holds while reading one; 29 for 2^15
+# Identity nodes of 11 bytes), capped by the most it keeps.
 BYTES_PER_BODY_BYTE = 64
 WALK_BYTES = 64 * 2**20
 # Measuring the ropes, one at a time: a rope's sampled rows in about a dozen float64 arrays

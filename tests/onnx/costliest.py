@@ -1,0 +1,136 @@
+"""The bodies that cost ``POST /v1/rope/onnx`` most per byte, each at the reader's caps or
+past a limit it refuses: what the declared cost is held to (tests/onnx/test_cost.py). Each
+names what it presses on: the fields and nodes walked, the initializers kept, the widest cache
+measured, packed lists decoded."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from posenc.declare import Part
+from posenc.errors import PosencError
+from posenc.schemes.rope.onnx import reader
+from tests.onnx import graphs
+
+# A body and the external parts sent with it (filename, bytes).
+Body = tuple[bytes, list[tuple[str, bytes]]]
+# A packed list of this many bytes: past the 1 MiB where the declared bytes reach their cap.
+PACKED = 4 * 2**20
+
+
+def varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
+        value >>= 7
+        if not value:
+            return bytes(out)
+
+
+def field(number: int, payload: bytes) -> bytes:
+    """A length-delimited field (wire type 2)."""
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def graph_of(raw: bytes) -> bytes:
+    """A ModelProto whose graph (field 7) is ``raw``, with a producer."""
+    return b"\x12\x01x" + field(7, raw)
+
+
+def fields() -> Body:
+    """The most fields a walk steps over, each an empty node (2 bytes)."""
+    return graph_of(b"\x0a\x00" * (reader.MAX_FIELDS - 8)), []
+
+
+def kept_nodes() -> Body:
+    """The most nodes kept, each the smallest (an Identity, 11 bytes)."""
+    kept = helper.make_node("Identity", ["a"], ["b"]).SerializeToString()
+    return graph_of(field(1, kept) * reader.MAX_KEPT), []
+
+
+def initializers() -> Body:
+    """The most initializers kept, each a one-value tensor."""
+    tensor = numpy_helper.from_array(np.zeros(1, np.float32), "t").SerializeToString()
+    return graph_of(field(5, tensor) * reader.MAX_INITIALIZERS), []
+
+
+def packed_attribute() -> Body:
+    """A Constant node whose attribute holds a packed list of 4 MiB of one-byte ints."""
+    attribute = field(1, b"x") + field(8, b"\x01" * PACKED)
+    return graph_of(field(1, field(4, b"Constant") + field(5, attribute))), []
+
+
+def unpacked_attribute() -> Body:
+    """A Constant node whose attribute holds as many ints as the walk steps over, each its
+    own field (unpacked, 2 bytes)."""
+    attribute = field(1, b"x") + b"\x40\x01" * (reader.MAX_FIELDS - 16)
+    return graph_of(field(1, field(4, b"Constant") + field(5, attribute))), []
+
+
+def packed_dims() -> Body:
+    """An initializer whose dims are a packed list of 4 MiB."""
+    tensor = field(1, b"\x01" * PACKED) + field(8, b"t") + bytes([2 << 3, 1])
+    return graph_of(field(5, tensor)), []
+
+
+def packed_threshold() -> Body:
+    """LongRoPE's If, its threshold one int64 whose int64_data holds 4 MiB of varints."""
+    made = graphs.longrope()
+    int64 = bytes([2 << 3, TensorProto.INT64])
+    threshold = field(8, b"original") + int64 + field(7, b"\x01" * PACKED)
+    kept = [field(5, t.SerializeToString()) for t in made.graph.initializer if t.name != "original"]
+    nodes = [field(1, node.SerializeToString()) for node in made.graph.node]
+    return graph_of(b"".join([*nodes, *kept, field(5, threshold)])), []
+
+
+def widest_cache() -> Body:
+    """The widest cache the service reads (4096 pairs) over the longest context (2^31 − 1
+    positions) as external data, and the parts that send its sampled rows: a rope of base
+    10000 to fit."""
+    from posenc.cli.budget import SERVICE_DEFAULTS
+    from posenc.declare import Upload
+    from posenc.schemes.rope.onnx import operation
+
+    rows, pairs = 2**31 - 1, 4096
+    made = graphs.plain()
+    for k, tensor in enumerate(made.graph.initializer):
+        external = onnx.TensorProto(name=tensor.name, data_type=onnx.TensorProto.FLOAT)
+        external.dims.extend([rows, pairs])
+        external.data_location = onnx.TensorProto.EXTERNAL
+        for key, value in (
+            ("location", "data"),
+            ("offset", k * rows * pairs * 4),
+            ("length", rows * pairs * 4),
+        ):
+            external.external_data.add(key=key, value=str(value))
+        made.graph.initializer[k].CopyFrom(external)
+    body = graphs.serialised(made)
+    with pytest.raises(PosencError) as refused:
+        operation.handle(Upload(b"", {}, files={"model": (Part(body),)}), SERVICE_DEFAULTS)
+    parts = []
+    omega = 1e4 ** (-np.arange(pairs) / pairs)
+    for need in getattr(refused.value, "needed", []):
+        sin = need["tensor"] == "sin_cache"
+        first = need["offset"] // (pairs * 4) - sin * rows
+        angles = np.arange(first, first + need["length"] // (pairs * 4))[:, None] * omega
+        values = (np.sin(angles) if sin else np.cos(angles)).astype(np.float32)
+        parts.append((f"data@{need['offset']}", values.tobytes()))
+    assert parts
+    return body, parts
+
+
+BODIES: dict[str, Callable[[], Body]] = {
+    "fields": fields,
+    "kept nodes": kept_nodes,
+    "initializers": initializers,
+    "an attribute's packed ints": packed_attribute,
+    "an attribute's unpacked ints": unpacked_attribute,
+    "a tensor's packed dims": packed_dims,
+    "a threshold's packed int64_data": packed_threshold,
+    "the widest cache": widest_cache,
+}
