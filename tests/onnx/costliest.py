@@ -1,7 +1,7 @@
 """The bodies that cost ``POST /v1/rope/onnx`` most per byte, each at the reader's caps or
 past a limit it refuses: what the declared cost is held to (tests/onnx/test_cost.py). Each
 names what it presses on: the fields and nodes walked, the initializers kept, the widest cache
-measured, packed lists decoded."""
+measured, packed lists decoded, rope nodes traced."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from posenc.declare import Part
 from posenc.errors import PosencError
 from posenc.schemes.rope.onnx import reader
 from tests.onnx import graphs
+from tests.onnx.files import rope_caches
 
 # A body and the external parts sent with it (filename, bytes).
 Body = tuple[bytes, list[tuple[str, bytes]]]
@@ -88,6 +89,19 @@ def packed_threshold() -> Body:
     return graph_of(b"".join([*nodes, *kept, field(5, threshold)])), []
 
 
+def rope_nodes() -> Body:
+    """The most nodes kept, each a RotaryEmbedding reading one initializer's cache."""
+    caches = rope_caches(16, 2, 1e4)
+    node = helper.make_node(
+        "RotaryEmbedding", ["x", "p", "cos_cache", "sin_cache"], ["y"], domain="com.microsoft"
+    ).SerializeToString()
+    initializers = b"".join(
+        field(5, numpy_helper.from_array(values, name).SerializeToString())
+        for name, values in caches.items()
+    )
+    return graph_of(field(1, node) * reader.MAX_KEPT + initializers), []
+
+
 def widest_cache() -> Body:
     """The widest cache the service reads (4096 pairs) over the longest context (2^31 − 1
     positions) as external data, and the parts that send its sampled rows: a rope of base
@@ -132,5 +146,6 @@ BODIES: dict[str, Callable[[], Body]] = {
     "an attribute's unpacked ints": unpacked_attribute,
     "a tensor's packed dims": packed_dims,
     "a threshold's packed int64_data": packed_threshold,
+    "rope nodes": rope_nodes,
     "the widest cache": widest_cache,
 }

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from posenc.cancel import checkpoint
 from posenc.schemes.rope.onnx import rules
 from posenc.schemes.rope.onnx.reader import Graph, Model, Node, Tensor, values
 from posenc.schemes.rope.onnx.wire import ONNXError
@@ -65,21 +66,34 @@ class Use:
 
 
 class _Scope:
-    """A graph and those around it, innermost first, with each graph's producer of a name."""
+    """A graph inside the scope around it (None: the model's graph), with the producer of each
+    of the graph's names: built once a graph (its inner scopes are kept), however many names
+    are looked up, so following a cache costs its own steps, not the graph's size again."""
 
-    def __init__(self, graphs: tuple[Graph, ...]) -> None:
-        self.graphs = graphs
-        self.made = [{out: node for node in g.nodes for out in node.outputs} for g in graphs]
+    __slots__ = ("_inner", "graph", "made", "outer")
+
+    def __init__(self, graph: Graph, outer: _Scope | None) -> None:
+        self.graph = graph
+        self.outer = outer
+        self.made = {out: node for node in graph.nodes for out in node.outputs}
+        self._inner: dict[int, _Scope] = {}
 
     def inner(self, graph: Graph) -> _Scope:
-        return _Scope((graph, *self.graphs))
+        # By identity: a graph is a node's attribute, read once, alive while the model is.
+        scope = self._inner.get(id(graph))
+        if scope is None:
+            scope = self._inner[id(graph)] = _Scope(graph, self)
+        return scope
 
     def find(self, name: str) -> tuple[Tensor | Node | None, _Scope]:
-        for k, graph in enumerate(self.graphs):
-            if name in self.made[k]:
-                return self.made[k][name], _Scope(self.graphs[k:])
-            if name in graph.initializers:
-                return graph.initializers[name], _Scope(self.graphs[k:])
+        """What makes ``name``, innermost graph first, and the scope it is in."""
+        scope: _Scope | None = self
+        while scope is not None:
+            if name in scope.made:
+                return scope.made[name], scope
+            if name in scope.graph.initializers:
+                return scope.graph.initializers[name], scope
+            scope = scope.outer
         return None, self
 
 
@@ -88,7 +102,7 @@ def uses(model: Model, genai_config: Mapping[str, Any] | None) -> tuple[list[Use
     found: list[Use] = []
     attention: list[Node] = []
     offset = _config_offset(genai_config)
-    for node, scope in _nodes(_Scope((model.graph,))):
+    for node, scope in _nodes(_Scope(model.graph, None)):
         key = (node.domain, node.op_type)
         if key in rules.ATTENTION_OPS:
             attention.append(node)
@@ -108,7 +122,8 @@ def uses(model: Model, genai_config: Mapping[str, Any] | None) -> tuple[list[Use
 
 
 def _nodes(scope: _Scope) -> Iterator[tuple[Node, _Scope]]:
-    for node in scope.graphs[0].nodes:
+    for node in scope.graph.nodes:
+        checkpoint()
         yield node, scope
         for graph in node.graphs.values():
             yield from _nodes(scope.inner(graph))
@@ -135,6 +150,7 @@ def _pairs(
 def _follow(
     model: Model, name: str, scope: _Scope, through: tuple[str, ...], steps: int
 ) -> list[tuple[Cache, tuple[Choice, ...]]]:
+    checkpoint()
     if steps > _MOST_STEPS:
         raise ONNXError(f"{name!r} is followed back through more than {_MOST_STEPS} nodes")
     made, where = scope.find(name)
