@@ -1,7 +1,7 @@
 """The bodies that cost ``POST /v1/rope/onnx`` most per byte, each at the reader's caps or
 past a limit it refuses: what the declared cost is held to (tests/onnx/test_cost.py). Each
 names what it presses on: the fields and nodes walked, the initializers kept, the widest cache
-measured, packed lists decoded, rope nodes traced."""
+measured, packed lists decoded, If branches followed, rope nodes traced."""
 
 from __future__ import annotations
 
@@ -89,17 +89,49 @@ def packed_threshold() -> Body:
     return graph_of(b"".join([*nodes, *kept, field(5, threshold)])), []
 
 
-def rope_nodes() -> Body:
-    """The most nodes kept, each a RotaryEmbedding reading one initializer's cache."""
+def if_chain(count: int = 16) -> Body:
+    """``count`` Ifs, each branch of one naming the next one's output: 2^count alternatives
+    for the one cache a node reads, in 3 KB."""
     caches = rope_caches(16, 2, 1e4)
+    names = [(f"cos_{k}", f"sin_{k}") for k in range(count)] + [("cos_cache", "sin_cache")]
+    nodes = []
+    for k in range(count):
+        branches = [
+            helper.make_graph(
+                [],
+                f"{side}{k}",
+                [],
+                [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in names[k + 1]],
+            )
+            for side in ("then", "else")
+        ]
+        nodes.append(
+            helper.make_node(
+                "If", ["test"], list(names[k]), f"if{k}", then_branch=branches[0],
+                else_branch=branches[1],
+            )
+        )  # fmt: skip
+    nodes.append(graphs.attention(0, *names[0]))
+    initializers = [numpy_helper.from_array(values, name) for name, values in caches.items()]
+    return graphs.serialised(graphs.model(nodes, initializers, ("qkv", "test"))), []
+
+
+def rope_nodes(chain: int = 0, count: int = reader.MAX_KEPT) -> Body:
+    """``count`` RotaryEmbedding nodes (less the Ifs) reading one initializer's cache, or
+    with ``chain`` the one of 2^chain alternatives :func:`if_chain` picks."""
+    made = onnx.load_from_string(if_chain(chain)[0]) if chain else None
+    cos, sin = ("cos_0", "sin_0") if chain else ("cos_cache", "sin_cache")
     node = helper.make_node(
-        "RotaryEmbedding", ["x", "p", "cos_cache", "sin_cache"], ["y"], domain="com.microsoft"
+        "RotaryEmbedding", ["x", "p", cos, sin], ["y"], domain="com.microsoft"
     ).SerializeToString()
+    ifs = [n for n in made.graph.node if n.op_type == "If"] if made else []
+    caches = rope_caches(16, 2, 1e4)
     initializers = b"".join(
         field(5, numpy_helper.from_array(values, name).SerializeToString())
         for name, values in caches.items()
     )
-    return graph_of(field(1, node) * reader.MAX_KEPT + initializers), []
+    branching = b"".join(field(1, n.SerializeToString()) for n in ifs)
+    return graph_of(branching + field(1, node) * (count - len(ifs)) + initializers), []
 
 
 def widest_cache() -> Body:
@@ -146,6 +178,9 @@ BODIES: dict[str, Callable[[], Body]] = {
     "an attribute's unpacked ints": unpacked_attribute,
     "a tensor's packed dims": packed_dims,
     "a threshold's packed int64_data": packed_threshold,
+    "a chain of Ifs": if_chain,
     "rope nodes": rope_nodes,
+    "rope nodes reading 64 alternatives each": lambda: rope_nodes(6),
+    "as many reading 64 alternatives as are measured": lambda: rope_nodes(6, 6 + 512),
     "the widest cache": widest_cache,
 }

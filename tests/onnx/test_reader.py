@@ -12,12 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import helper, numpy_helper
 
+from posenc.cancel import CancelToken, WorkCancelledError, scope
 from posenc.cli.budget import SERVICE_DEFAULTS
 from posenc.declare import Part, Upload
 from posenc.errors import PosencError
-from posenc.schemes.rope.onnx import operation, reader, wire
+from posenc.schemes.rope.onnx import graph, operation, reader, wire
 from tests.conftest import Client
-from tests.onnx import graphs
+from tests.onnx import costliest, graphs
 from tests.onnx.costliest import field, graph_of
 from tests.onnx.files import multipart
 
@@ -66,6 +67,30 @@ def test_caches_nested_in_if_branches_are_found_at_any_depth_up_to_the_limit(dep
 def test_subgraphs_nested_beyond_the_limit_are_refused() -> None:
     with pytest.raises(wire.ONNXError, match="nest more than"):
         _handle(graphs.serialised(graphs.longrope(depth=reader.MAX_DEPTH + 1)))
+
+
+def test_a_cache_among_as_many_alternatives_as_are_measured_is_read_and_past_them_refused() -> None:
+    # Six Ifs, each branch naming the next If's outputs: 2^6 alternatives, each one rope.
+    ropes = _handle(costliest.if_chain(6)[0])["ropes"]
+    assert isinstance(ropes, list) and len(ropes) == graph.MAX_ROPES == 2**6
+    assert {len(rope["selected_by"]) for rope in ropes} == {6}
+    with pytest.raises(wire.GraphTooLargeError, match=f"more than {graph.MAX_ROPES} alternatives"):
+        _handle(costliest.if_chain(7)[0])
+
+
+def test_nodes_reading_caches_more_often_than_are_measured_are_refused_as_too_large() -> None:
+    # 2^15 readings of 64 alternatives: nodes × alternatives past the bound.
+    body, _ = costliest.rope_nodes(6, 6 + graph.MAX_USES // 64 + 1)
+    with pytest.raises(wire.GraphTooLargeError, match=f"more than {graph.MAX_USES} times"):
+        _handle(body)
+
+
+def test_the_walk_of_the_graph_stops_at_a_checkpoint_once_its_work_is_not_wanted() -> None:
+    model = reader.read(costliest.rope_nodes(count=4)[0])
+    token = CancelToken()
+    token.cancel()
+    with scope(token), pytest.raises(WorkCancelledError):
+        graph.uses(model, None)
 
 
 def test_a_graph_of_more_fields_than_the_reader_walks_is_refused_as_too_large() -> None:

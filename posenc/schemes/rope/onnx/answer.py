@@ -13,14 +13,11 @@ import numpy.typing as npt
 
 from posenc.schemes.rope.onnx import fit, graph, rows, rules
 from posenc.schemes.rope.onnx.fit import Measured
-from posenc.schemes.rope.onnx.graph import Cache, Choice, Use
+from posenc.schemes.rope.onnx.graph import MAX_ROPES, Cache, Choice, Use
 from posenc.schemes.rope.onnx.reader import Model
 from posenc.schemes.rope.onnx.wire import GraphTooLargeError, ONNXError
 from posenc.schemes.rope.params import RopeParams
 
-# Distinct caches (pairs, alternatives, attributes) one request measures at most: a real model
-# reads one to four.
-MAX_ROPES = 64
 # Pairs of one cache at most (a head of 8192 dimensions; the widest model's turns 256 pairs),
 # and values measured in one request (rows sampled × pairs, over every rope).
 MAX_PAIRS = 4096
