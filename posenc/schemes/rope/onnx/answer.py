@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from posenc.errors import ParameterError
 from posenc.schemes.rope.onnx import fit, graph, rows, rules
 from posenc.schemes.rope.onnx.fit import Measured
 from posenc.schemes.rope.onnx.graph import MAX_ROPES, Cache, Choice, Use
@@ -44,7 +46,7 @@ class Rope:
     def cos(self) -> Cache:
         return self.uses[0].cos
 
-    @property
+    @cached_property
     def layers(self) -> list[int]:
         return sorted({use.layer for use in self.uses if use.layer is not None})
 
@@ -244,20 +246,32 @@ def answer_of(
 
 
 def _all_layers(found: list[Rope], attention: list[Any]) -> list[int]:
-    named = (rules.LAYER.search(node.name) for node in attention)
-    attending = [int(match.group(1)) for match in named if match]
+    named = (graph.layer_of(node.name) for node in attention)
+    attending = [layer for layer in named if layer is not None]
     return sorted({*(layer for rope in found for layer in rope.layers), *attending})
 
 
 def layer_count(
     genai_config: Mapping[str, Any] | None, found: list[Rope], attention: list[Any]
 ) -> int | None:
-    """genai_config.json's count of layers, else one past the last layer a node names."""
-    declared = _key(genai_config, rules.NUM_HIDDEN_LAYERS)
-    if declared is not None:
-        return declared
-    layers = _all_layers(found, attention)
-    return layers[-1] + 1 if layers else None
+    """genai_config.json's count of layers (1 to :data:`.graph.MAX_LAYERS`, else refused
+    naming it), else one past the last layer a node names."""
+    declared: Any = genai_config
+    for key in rules.NUM_HIDDEN_LAYERS:
+        declared = declared.get(key) if isinstance(declared, Mapping) else None
+    if declared is None:
+        layers = _all_layers(found, attention)
+        return layers[-1] + 1 if layers else None
+    if (
+        isinstance(declared, bool)
+        or not isinstance(declared, int)
+        or not 1 <= declared <= graph.MAX_LAYERS
+    ):
+        raise ParameterError(
+            ".".join(("genai_config", *rules.NUM_HIDDEN_LAYERS)),
+            f"must be an integer from 1 to {graph.MAX_LAYERS}, got {repr(declared)[:40]}",
+        )
+    return declared
 
 
 def _key(config: Mapping[str, Any] | None, path: tuple[str, ...]) -> int | None:

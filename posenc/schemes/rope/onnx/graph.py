@@ -28,6 +28,8 @@ MAX_ROPES = 64
 # Nodes' readings of a cache (one per alternative each) at most: 4096 layers of two rotating
 # nodes, each reading one of four (LongRoPE's two behind an If, each concatenated).
 MAX_USES = 1 << 15
+# Layers read at most (numbers 0 … 4095), as the GGUF check reads them.
+MAX_LAYERS = 4096
 # Nodes followed back from one name at most (a cycle in a hostile graph ends here).
 _MOST_STEPS = 64
 _COMPARISONS = ("Greater", "GreaterOrEqual", "Less", "LessOrEqual")
@@ -113,13 +115,14 @@ def uses(model: Model, genai_config: Mapping[str, Any] | None) -> tuple[list[Use
     for node, scope in _nodes(_Scope(model.graph, None)):
         key = (node.domain, node.op_type)
         if key in rules.ATTENTION_OPS:
+            layer_of(node.name)
             attention.append(node)
         op = rules.ROPE_OP_OF.get(key)
         if op is None or (op.enabled_by is not None and node.ints.get(op.enabled_by, 0) != 1):
             continue
         if max(op.cos, op.sin) >= len(node.inputs) or not node.inputs[op.cos]:
             raise ONNXError(f"node {node.name!r} ({op.name}) turns q and k but names no cache")
-        layer = _layer(node.name)
+        layer = layer_of(node.name)
         pairs = trace.pairs(node.inputs[op.cos], node.inputs[op.sin], scope)
         shifted = _offset_positions(model, node, op, scope)
         for cos, sin, choices in pairs:
@@ -151,9 +154,18 @@ def _nodes(scope: _Scope) -> Iterator[tuple[Node, _Scope]]:
             yield from _nodes(scope.inner(graph))
 
 
-def _layer(name: str) -> int | None:
+def layer_of(name: str) -> int | None:
+    """The layer a node's name gives (the builder's ``/model/layers.{i}/…``), if it gives one:
+    past the last that is read, refused before anything is sized by it."""
     found = rules.LAYER.search(name)
-    return int(found.group(1)) if found else None
+    if found is None:
+        return None
+    layer = int(found.group(1))
+    if layer >= MAX_LAYERS:
+        raise ONNXError(
+            f"node {name[:200]!r} names layer {layer}: layers 0 to {MAX_LAYERS - 1} are read"
+        )
+    return layer
 
 
 # A name followed back: each alternative's cache and the choices that pick it.

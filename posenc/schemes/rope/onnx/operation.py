@@ -58,6 +58,7 @@ def handle(given: Upload, limits: Limits) -> dict[str, Any]:
         raise ParameterError("model", "is a required part, and is missing")
     model = reader.read(sent.data)
     found, attention = answer.ropes(model, genai_config)
+    n_layer = answer.layer_count(genai_config, found, attention)
     external = given.files.get("external", ())
     parts = rows.Parts(external)
     missing = rows.missing(answer.needed(found), parts)
@@ -66,10 +67,10 @@ def handle(given: Upload, limits: Limits) -> dict[str, Any]:
     described = None if config is None else conformance.describe(config, limits)
     hint = None
     if described is not None:
-        layers = answer.layer_count(genai_config, found, attention)
-        hint = conformance.hint(described, layers or described["num_hidden_layers"] or 0)
+        n_layer = conformance.layer_count(n_layer, described)
+        hint = conformance.hint(described, n_layer)
     answer.measure(model, found, parts, hint)
     result = answer.answer_of(model, genai_config, found, attention)
     if described is None:
         return result
-    return conformance.check(result, found, described, None)
+    return conformance.check(result, found, described, n_layer or 0)
