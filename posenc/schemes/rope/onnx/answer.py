@@ -196,7 +196,13 @@ def _listed(
 
 
 def canonical(params: RopeParams) -> dict[str, Any]:
-    """The GET parameters of ``params``: those that differ from their defaults, lists as lists."""
+    """The GET parameters of ``params``: ``d_model``, ``base``, ``layout`` and ``scaling``
+    always, then each other that is set (not None), lists as lists; ``recipe`` never (the
+    answer's own ``recipe`` says which float32 recipe the rows are).
+
+    >>> canonical(RopeParams(d_model=8, rotary_pairs=2))
+    {'d_model': 8, 'base': 10000.0, 'layout': 'split', 'scaling': 'none', 'rotary_pairs': 2}
+    """
     given: dict[str, Any] = {
         "d_model": params.d_model,
         "base": params.base,
