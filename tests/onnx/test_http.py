@@ -11,6 +11,9 @@ from typing import Any
 import jsonschema
 import pytest
 
+from posenc.schemes.rope import declaration
+from posenc.schemes.rope.onnx.answer import canonical
+from posenc.schemes.rope.params import RopeParams
 from tests.conftest import Client
 from tests.onnx import graphs
 from tests.onnx.files import EXTERNAL_DATA_NEEDED, check, multipart, ranges
@@ -78,6 +81,20 @@ def test_the_answer_and_the_body_are_what_the_openapi_document_says(
     for folder, given in ((external, None), (inline, config), (external, config)):
         answer, _ = check(client, folder, given)
         assert not _valid(answer, schema), answer
+
+
+def test_a_ropes_params_are_typed_as_the_canonical_parameters_of_a_rope(client: Client) -> None:
+    operation = _document(client)
+    answer = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    (_, params) = answer["properties"]["ropes"]["items"]["properties"]["params"]["anyOf"]
+    for example in declaration.examples:
+        given = {k: v for k, v in example.items() if k != "recipe"}
+        assert not _valid(canonical(RopeParams(**given)), params), example
+    every = canonical(RopeParams(d_model=8, freq_factors=(1.0, 2.0, 3.0, 4.0), rotary_pairs=2))
+    assert not _valid(every, params)
+    for wrong in ({"base": "10000"}, {"layout": "rotate_half"}, {"d_model": 7}, {"bogus": 1}):
+        assert _valid({**every, **wrong}, params), wrong
+    assert _valid({"d_model": 8}, params)
 
 
 def test_a_model_sent_alone_as_octet_stream_is_refused_naming_the_content_type(
