@@ -5159,7 +5159,57 @@ export interface operations {
                             /** @description the rows sampled and measured */
                             positions: number[];
                             /** @description the canonical GET parameters of /v1/rope/table whose frequencies the rows hold (the model's own where a config is given and they agree), its layout the nodes' pairs; null where the rows are not one rope's cos and sin */
-                            params: Record<string, never> | null;
+                            params: null | {
+                                /** @description the rotated (head) dimension; even, since pairs rotate */
+                                d_model: number;
+                                /** @description rope_theta; 1 < base ≤ 1e12 */
+                                base: number;
+                                /**
+                                 * @description split: pairs (i, i+d/2), transformers' rotate_half; interleaved: pairs (2i, 2i+1), RoFormer and GPT-J
+                                 * @enum {string}
+                                 */
+                                layout: "interleaved" | "split";
+                                /**
+                                 * @description long-context scaling, as transformers computes it; each takes the parameters whose description names it
+                                 * @enum {string}
+                                 */
+                                scaling: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                                /** @description linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides frequencies, and angles are served exactly up to 2^16 radians per position */
+                                factor?: number;
+                                /** @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192) */
+                                original_max_position_embeddings?: number;
+                                /** @description llama3 (default 1) */
+                                low_freq_factor?: number;
+                                /** @description llama3 (default 4) */
+                                high_freq_factor?: number;
+                                /** @description yarn (default 32) */
+                                beta_fast?: number;
+                                /** @description yarn (default 1) */
+                                beta_slow?: number;
+                                /** @description yarn, longrope: overrides the inferred factor */
+                                attention_factor?: number;
+                                /** @description yarn */
+                                mscale?: number;
+                                /** @description yarn */
+                                mscale_all_dim?: number;
+                                /** @description yarn: round the ramp's ends outwards (default true) */
+                                truncate?: boolean;
+                                /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings; each at least 2^-16 */
+                                short_factor?: number[];
+                                /** @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16 */
+                                long_factor?: number[];
+                                /** @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair) */
+                                rotary_pairs?: number;
+                                /** @description d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the factors llama.cpp's converter would compute for llama3 or longrope; with recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them) */
+                                freq_factors?: number[];
+                                /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor, after llama.cpp pads it to a multiple of 256 (default: factor × original_max_position_embeddings, the model's own context) */
+                                n_ctx?: number;
+                                /**
+                                 * @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it
+                                 * @enum {string}
+                                 */
+                                framework_precision?: "float32" | "float64";
+                            };
                             /** @description the factor of cos and sin, measured (the rope's own where it agrees) */
                             attention_factor: number;
                             /**
@@ -5176,17 +5226,258 @@ export interface operations {
                         /** @description layers with attention and no rope */
                         nope_layers: number[];
                         /** @description with a config part: what POST /v1/rope/config answers for it */
-                        model?: Record<string, never>;
+                        model?: {
+                            scheme: string;
+                            model_type: string | null;
+                            /** @description where the config of the model the rope turns was found, for a multimodal model (its text model's; an audio encoder's where it has no text model) */
+                            text_config: string | null;
+                            num_hidden_layers: number | null;
+                            head_dim: number;
+                            max_position_embeddings: number | null;
+                            /** @description every rope of the model; every layer is in one rope's layers or in nope_layers */
+                            ropes: {
+                                layer_types: string[];
+                                /** @description the layers that apply this rope; null when the config does not say how many layers the model has */
+                                layers: number[] | null;
+                                /** @description the canonical GET parameters */
+                                params: Record<string, never>;
+                                /** @description the dimensions that turn: params.d_model, or 2·rotary_pairs for a proportional rope (its cache spans the head; the other pairs hold still) */
+                                rotary_dim: number;
+                                /** @description where in each head the rope sits: the first dimension that turns. The rope turns dimensions rotary_offset … rotary_offset + rotary_dim − 1 of the head and leaves the others still; 0 for a rope over the head's leading dimensions (almost every model), head_dim − rotary_dim for one over its trailing dimensions (DeepSeek-V4's qk_rope_head_dim, llama.cpp's ggml_rope_set_offset) */
+                                rotary_offset: number;
+                                partial_rotary_factor: number;
+                                /**
+                                 * @description the pairs q and k turn in, where the model's apply call re-lays the cache (params.layout) before rotating: interleaved = (2i, 2i+1); interleaved_to_rotate_half = pairs (2i, 2i+1) of q/k turned and written to (i, i + d/2), DeepSeek's rope_interleave; reversed = the cache's own pairs turned the other way, by −θ (its sin negated), NanoChat's
+                                 * @enum {string|null}
+                                 */
+                                apply: "interleaved" | "interleaved_to_rotate_half" | "reversed" | null;
+                                /** @description Llama 4's scaling of q by 1 + β·ln(1 + ⌊p / L⌋), applied beside the rope (not in its cos/sin) */
+                                query_scaling: {
+                                    [key: string]: number;
+                                } | null;
+                                /** @description the positions the table and verify URLs ask for: max_position_embeddings (else 4096), or fewer where the service's limits (POSENC_MAX_ELEMENTS, POSENC_MAX_WORK, POSENC_MEMORY_BYTES) would refuse that many; 0 when they refuse even one row, and that URL is left out */
+                                seq_len: {
+                                    table: number;
+                                    verify: number;
+                                };
+                                /** @description table (exact), table_framework (transformers' float32), table_ggml and table_mlx (llama.cpp's and MLX's, where that runtime implements the rope), verify, and their /v1/table and /v1/verify aliases; each as many rows as the service's limits serve */
+                                urls: {
+                                    [key: string]: string;
+                                };
+                            }[];
+                            nope_layers: number[];
+                            /** @description multimodal rope (M-RoPE): how the three ids of a token share the frequencies, and the vision merge sizes POST /v1/rope/positions reads; null unless model_type is a multimodal model's whose M-RoPE is modelled (a text model read on its own, and HunYuan-VL, get null) */
+                            mrope: null | {
+                                section: number[];
+                                section_from: string | null;
+                                interleaved: boolean;
+                                /** @enum {string} */
+                                rotary: "chunked" | "interleaved" | "glm_pairs" | "ernie";
+                                /** @enum {string} */
+                                video: "block" | "per_frame" | "none";
+                                spatial_merge_size: number;
+                                temporal_merge_size: number | null;
+                                tokens_per_second: number | null;
+                                position_id_per_seconds: number | null;
+                            };
+                            /** @description a model with one rope: its parameters */
+                            params?: Record<string, never>;
+                            rotary_dim?: number;
+                            partial_rotary_factor?: number;
+                            /** @description the positions the table and verify URLs ask for: max_position_embeddings (else 4096), or fewer where the service's limits (POSENC_MAX_ELEMENTS, POSENC_MAX_WORK, POSENC_MEMORY_BYTES) would refuse that many; 0 when they refuse even one row, and that URL is left out */
+                            seq_len?: {
+                                table: number;
+                                verify: number;
+                            };
+                            /** @description table (exact), table_framework (transformers' float32), table_ggml and table_mlx (llama.cpp's and MLX's, where that runtime implements the rope), verify, and their /v1/table and /v1/verify aliases; each as many rows as the service's limits serve */
+                            urls?: {
+                                [key: string]: string;
+                            };
+                        };
                         /** @description with a config part: every cache is the model's rope for the layers and sequence lengths that read it (frequencies, attention factor, pairs, width, length) */
                         conforms?: boolean;
                         /** @description with a config part: each way a cache differs from the model's rope, with its layers and both sides' values */
-                        findings?: {
+                        findings?: ({
                             /** @enum {string} */
-                            kind: "nope_layers" | "interleaved" | "rotary_width" | "not_a_rotation" | "frequencies_inverted" | "sliding_layer" | "longrope_switch" | "scaling_dropped" | "base" | "scaling_changed" | "attention_factor" | "cache_too_short";
+                            kind: "nope_layers";
                             detail: string;
+                            /** @description the layers it shows at */
                             layers: number[];
-                            evidence: Record<string, never>;
-                        }[];
+                            evidence: {
+                                model_rotates: boolean;
+                                file_rotates: boolean;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            kind: "interleaved";
+                            detail: string;
+                            /** @description the layers it shows at */
+                            layers: number[];
+                            evidence: {
+                                /** @enum {string} */
+                                model_layout: "interleaved" | "split";
+                                /** @description the file's nodes' pairs */
+                                interleaved: boolean;
+                                op: string;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            kind: "rotary_width";
+                            detail: string;
+                            /** @description the layers it shows at */
+                            layers: number[];
+                            evidence: {
+                                model: number;
+                                file: number;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            kind: "not_a_rotation";
+                            detail: string;
+                            /** @description the layers it shows at */
+                            layers: number[];
+                            evidence: {
+                                attention_factor: number;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            kind: "attention_factor";
+                            detail: string;
+                            /** @description the layers it shows at */
+                            layers: number[];
+                            evidence: {
+                                model: number;
+                                file: number;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            kind: "cache_too_short";
+                            detail: string;
+                            /** @description the layers it shows at */
+                            layers: number[];
+                            evidence: {
+                                cache_length: number;
+                                serves: number;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            kind: "longrope_switch";
+                            detail: string;
+                            /** @description the layers it shows at */
+                            layers: number[];
+                            evidence: {
+                                tests: string[];
+                            } | {
+                                /** @description [shortest, longest] served */
+                                sequence_lengths: (number | null)[];
+                                original_max_position_embeddings: number;
+                            } | {
+                                /** @description the model's rope */
+                                model: {
+                                    base: number;
+                                    /** @enum {string} */
+                                    scaling: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                                    factor: number | null;
+                                };
+                                /** @description the rope the rows fit */
+                                file: null | {
+                                    base: number;
+                                    /** @enum {string} */
+                                    scaling: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                                    factor: number | null;
+                                };
+                                /** @description the pair that differs most */
+                                pair: number;
+                                model_frequency: number;
+                                file_frequency: number;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            kind: "frequencies_inverted" | "scaling_dropped" | "base";
+                            detail: string;
+                            /** @description the layers it shows at */
+                            layers: number[];
+                            evidence: {
+                                /** @description the model's rope */
+                                model: {
+                                    base: number;
+                                    /** @enum {string} */
+                                    scaling: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                                    factor: number | null;
+                                };
+                                /** @description the rope the rows fit */
+                                file: null | {
+                                    base: number;
+                                    /** @enum {string} */
+                                    scaling: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                                    factor: number | null;
+                                };
+                                /** @description the pair that differs most */
+                                pair: number;
+                                model_frequency: number;
+                                file_frequency: number;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            kind: "sliding_layer";
+                            detail: string;
+                            /** @description the layers it shows at */
+                            layers: number[];
+                            evidence: {
+                                /** @description the model's rope */
+                                model: {
+                                    base: number;
+                                    /** @enum {string} */
+                                    scaling: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                                    factor: number | null;
+                                };
+                                /** @description the rope the rows fit */
+                                file: null | {
+                                    base: number;
+                                    /** @enum {string} */
+                                    scaling: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                                    factor: number | null;
+                                };
+                                /** @description the pair that differs most */
+                                pair: number;
+                                model_frequency: number;
+                                file_frequency: number;
+                                /** @description the model's rope of other layers, which the rows hold */
+                                fits: {
+                                    base: number;
+                                    /** @enum {string} */
+                                    scaling: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                                };
+                            };
+                        } | {
+                            /** @enum {string} */
+                            kind: "scaling_changed";
+                            detail: string;
+                            /** @description the layers it shows at */
+                            layers: number[];
+                            evidence: {
+                                /** @description the model's rope */
+                                model: {
+                                    base: number;
+                                    /** @enum {string} */
+                                    scaling: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                                    factor: number | null;
+                                };
+                                /** @description the rope the rows fit */
+                                file: null | {
+                                    base: number;
+                                    /** @enum {string} */
+                                    scaling: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                                    factor: number | null;
+                                };
+                                /** @description the pair that differs most */
+                                pair: number;
+                                model_frequency: number;
+                                file_frequency: number;
+                                /** @description the pairs that turn at other frequencies */
+                                pairs: number[];
+                            };
+                        })[];
                     };
                 };
             };

@@ -1,15 +1,18 @@
 """What the ONNX tests share: a model folder sent to the service the way a client sends it (the
-graph, then the external ranges a 422 asks for), the caches read with the ``onnx`` package
-itself (independently of the service's reader), and files rewritten with it."""
+graph, then the external ranges a 422 asks for) and its answer held to the OpenAPI document, the
+caches read with the ``onnx`` package itself (independently of the service's reader), and files
+rewritten with it."""
 
 from __future__ import annotations
 
 import json
 import uuid
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import numpy as np
 import numpy.typing as npt
 import onnx
@@ -62,11 +65,30 @@ def check(
         body, headers = multipart(base + extra)
         response = client.post("/v1/rope/onnx", content=body, headers=headers)
         if response.status_code == 200:
-            return response.json(), sum(len(data) for _, _, data in extra)
+            answer: dict[str, Any] = response.json()
+            assert not invalid(client, answer), invalid(client, answer)
+            return answer, sum(len(data) for _, _, data in extra)
         problem = response.json()
         assert response.status_code == 422 and problem["type"] == EXTERNAL_DATA_NEEDED, problem
         extra = ranges(folder, problem["needed"])
     raise AssertionError("the service asked for external data twice")
+
+
+# Each app's answer schema, read once from its document.
+_SCHEMAS: weakref.WeakKeyDictionary[Any, jsonschema.Draft202012Validator] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def invalid(client: Client, answer: Any) -> list[str]:
+    """Where ``answer`` is not what the OpenAPI document of ``client``'s app says it is."""
+    if client.app not in _SCHEMAS:
+        paths = client.get("/openapi.json").json()["paths"]
+        content = paths["/v1/rope/onnx"]["post"]["responses"]["200"]["content"]
+        schema = content["application/json"]["schema"]
+        _SCHEMAS[client.app] = jsonschema.Draft202012Validator(schema)
+    errors = _SCHEMAS[client.app].iter_errors(answer)
+    return [f"{list(error.absolute_path)}: {error.message}" for error in errors]
 
 
 def caches(folder: Path, model: str = "model.onnx") -> dict[str, npt.NDArray[np.float64]]:

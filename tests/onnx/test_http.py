@@ -11,6 +11,9 @@ from typing import Any
 import jsonschema
 import pytest
 
+from posenc.schemes.rope import declaration
+from posenc.schemes.rope.onnx.answer import canonical
+from posenc.schemes.rope.params import RopeParams
 from tests.conftest import Client
 from tests.onnx import graphs
 from tests.onnx.files import EXTERNAL_DATA_NEEDED, check, multipart, ranges
@@ -78,6 +81,20 @@ def test_the_answer_and_the_body_are_what_the_openapi_document_says(
     for folder, given in ((external, None), (inline, config), (external, config)):
         answer, _ = check(client, folder, given)
         assert not _valid(answer, schema), answer
+
+
+def test_a_ropes_params_are_typed_as_the_canonical_parameters_of_a_rope(client: Client) -> None:
+    operation = _document(client)
+    answer = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    (_, params) = answer["properties"]["ropes"]["items"]["properties"]["params"]["anyOf"]
+    for example in declaration.examples:
+        given = {k: v for k, v in example.items() if k != "recipe"}
+        assert not _valid(canonical(RopeParams(**given)), params), example
+    every = canonical(RopeParams(d_model=8, freq_factors=(1.0, 2.0, 3.0, 4.0), rotary_pairs=2))
+    assert not _valid(every, params)
+    for wrong in ({"base": "10000"}, {"layout": "rotate_half"}, {"d_model": 7}, {"bogus": 1}):
+        assert _valid({**every, **wrong}, params), wrong
+    assert _valid({"d_model": 8}, params)
 
 
 def test_a_model_sent_alone_as_octet_stream_is_refused_naming_the_content_type(
@@ -158,3 +175,67 @@ def check_needed(client: Client, folder: Path) -> list[dict[str, Any]]:
         "/v1/rope/onnx", content=body, headers=headers
     ).json()["needed"]
     return needed
+
+
+# graphs.plain()'s model: heads of 16, base 10000.
+_CONFIG = {
+    "model_type": "llama",
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "rope_theta": 10000.0,
+    "max_position_embeddings": 256,
+}
+
+
+def _post(client: Client, made: Any, **parts: Any) -> Any:
+    sent = [(name, None, json.dumps(value).encode()) for name, value in parts.items()]
+    body, headers = multipart([("model", "model.onnx", graphs.serialised(made)), *sent])
+    return client.post("/v1/rope/onnx", content=body, headers=headers)
+
+
+@pytest.mark.parametrize("count", [10**12, 2**31, 4097, 0, -1, 2.0, "2", True])
+def test_a_layer_count_genai_config_states_is_checked_before_anything_is_sized_by_it(
+    client: Client, count: Any
+) -> None:
+    genai = {"model": {"decoder": {"num_hidden_layers": count}}}
+    for config in (None, {**_CONFIG, "num_hidden_layers": 2}):
+        given = {"genai_config": genai, **({} if config is None else {"config": config})}
+        response = _post(client, graphs.plain(), **given)
+        assert response.status_code == 422, response.text
+        field = "genai_config.model.decoder.num_hidden_layers"
+        assert response.json()["errors"][0]["loc"] == ["body", field]
+
+
+def test_a_layer_count_genai_config_states_is_held_to_the_configs(client: Client) -> None:
+    genai = {"model": {"decoder": {"num_hidden_layers": 4096}}}
+    config = {**_CONFIG, "num_hidden_layers": 2}
+    response = _post(client, graphs.plain(), genai_config=genai, config=config)
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"] == ["body", "config.num_hidden_layers"]
+
+
+@pytest.mark.parametrize("config", [None, _CONFIG])
+def test_a_node_naming_a_layer_past_the_last_that_is_read_is_refused(
+    client: Client, config: dict[str, Any] | None
+) -> None:
+    made = graphs.plain(layers=1)
+    made.graph.node[0].name = "/model/layers.999999/attn/GroupQueryAttention"
+    response = _post(client, made, **({} if config is None else {"config": config}))
+    assert response.status_code == 422
+    problem = response.json()
+    assert (
+        problem["errors"][0]["loc"] == ["body", "model"] and "layers 0 to 4095" in problem["detail"]
+    )
+
+
+def test_the_last_layer_that_is_read_is_checked_against_a_config_without_a_layer_count(
+    client: Client,
+) -> None:
+    made = graphs.plain(layers=1)
+    made.graph.node[0].name = "/model/layers.4095/attn/GroupQueryAttention"
+    answer = _post(client, made, config=_CONFIG).json()
+    assert answer["num_hidden_layers"] == 4096 and answer["ropes"][0]["layers"] == [4095]
+    # The model turns every layer; the file names the last alone.
+    (finding,) = answer["findings"]
+    assert finding["kind"] == "nope_layers" and finding["layers"] == list(range(4095))
+    assert finding["evidence"] == {"model_rotates": True, "file_rotates": False}

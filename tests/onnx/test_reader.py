@@ -5,8 +5,6 @@ raises nothing else (over HTTP: a 4xx, never a 5xx)."""
 
 from __future__ import annotations
 
-import tracemalloc
-
 import numpy as np
 import onnx
 import pytest
@@ -14,12 +12,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import helper, numpy_helper
 
+from posenc.cancel import CancelToken, WorkCancelledError, scope
 from posenc.cli.budget import SERVICE_DEFAULTS
 from posenc.declare import Part, Upload
 from posenc.errors import PosencError
-from posenc.schemes.rope.onnx import operation, reader, wire
+from posenc.schemes.rope.onnx import graph, operation, reader, wire
 from tests.conftest import Client
-from tests.onnx import graphs
+from tests.onnx import costliest, graphs
+from tests.onnx.costliest import field, graph_of
 from tests.onnx.files import multipart
 
 PLAIN = graphs.serialised(graphs.plain())
@@ -69,32 +69,42 @@ def test_subgraphs_nested_beyond_the_limit_are_refused() -> None:
         _handle(graphs.serialised(graphs.longrope(depth=reader.MAX_DEPTH + 1)))
 
 
-def _graph_of(raw_nodes: bytes) -> bytes:
-    """A ModelProto whose graph (field 7) is ``raw_nodes``, with a producer."""
-    return b"\x12\x01x" + b"\x3a" + _varint(len(raw_nodes)) + raw_nodes
+def test_a_cache_among_as_many_alternatives_as_are_measured_is_read_and_past_them_refused() -> None:
+    # Six Ifs, each branch naming the next If's outputs: 2^6 alternatives, each one rope.
+    ropes = _handle(costliest.if_chain(6)[0])["ropes"]
+    assert isinstance(ropes, list) and len(ropes) == graph.MAX_ROPES == 2**6
+    assert {len(rope["selected_by"]) for rope in ropes} == {6}
+    with pytest.raises(wire.GraphTooLargeError, match=f"more than {graph.MAX_ROPES} alternatives"):
+        _handle(costliest.if_chain(7)[0])
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
-        value >>= 7
-        if not value:
-            return bytes(out)
+def test_nodes_reading_caches_more_often_than_are_measured_are_refused_as_too_large() -> None:
+    # 2^15 readings of 64 alternatives: nodes × alternatives past the bound.
+    body, _ = costliest.rope_nodes(6, 6 + graph.MAX_USES // 64 + 1)
+    with pytest.raises(wire.GraphTooLargeError, match=f"more than {graph.MAX_USES} times"):
+        _handle(body)
+
+
+def test_the_walk_of_the_graph_stops_at_a_checkpoint_once_its_work_is_not_wanted() -> None:
+    model = reader.read(costliest.rope_nodes(count=4)[0])
+    token = CancelToken()
+    token.cancel()
+    with scope(token), pytest.raises(WorkCancelledError):
+        graph.uses(model, None)
 
 
 def test_a_graph_of_more_fields_than_the_reader_walks_is_refused_as_too_large() -> None:
     empty_node = b"\x0a\x00"  # field 1 (node), 0 bytes
-    body = _graph_of(empty_node * (reader.MAX_FIELDS + 1))
+    body = graph_of(empty_node * (reader.MAX_FIELDS + 1))
     with pytest.raises(wire.GraphTooLargeError, match="fields"):
         _handle(body)
 
 
 def test_more_kept_nodes_than_the_reader_keeps_are_refused_as_too_large() -> None:
     kept = helper.make_node("Identity", ["a"], ["b"]).SerializeToString()
-    node = b"\x0a" + _varint(len(kept)) + kept
+    node = field(1, kept)
     with pytest.raises(wire.GraphTooLargeError, match="nodes of interest"):
-        _handle(_graph_of(node * (reader.MAX_KEPT + 1)))
+        _handle(graph_of(node * (reader.MAX_KEPT + 1)))
 
 
 @pytest.mark.parametrize(
@@ -186,73 +196,6 @@ def test_a_mutated_graph_sent_over_http_is_answered_or_refused_with_a_4xx(
     assert response.status_code == 200 or 400 <= response.status_code < 500, response.text
 
 
-def _external_wide() -> tuple[bytes, list[tuple[str, bytes]]]:
-    """The widest cache the service reads (4096 pairs) over the longest context (2^31 − 1
-    positions) as external data, and the parts that send its sampled rows: a rope of base
-    10000 to fit."""
-    rows, pairs = 2**31 - 1, 4096
-    made = graphs.plain()
-    for k, tensor in enumerate(made.graph.initializer):
-        external = onnx.TensorProto(name=tensor.name, data_type=onnx.TensorProto.FLOAT)
-        external.dims.extend([rows, pairs])
-        external.data_location = onnx.TensorProto.EXTERNAL
-        for key, value in (
-            ("location", "data"),
-            ("offset", k * rows * pairs * 4),
-            ("length", rows * pairs * 4),
-        ):
-            external.external_data.add(key=key, value=str(value))
-        made.graph.initializer[k].CopyFrom(external)
-    body = graphs.serialised(made)
-    with pytest.raises(PosencError) as refused:
-        _handle(body)
-    parts = []
-    omega = 1e4 ** (-np.arange(pairs) / pairs)
-    for need in getattr(refused.value, "needed", []):
-        sin = need["tensor"] == "sin_cache"
-        first = need["offset"] // (pairs * 4) - sin * rows
-        angles = np.arange(first, first + need["length"] // (pairs * 4))[:, None] * omega
-        values = (np.sin(angles) if sin else np.cos(angles)).astype(np.float32)
-        parts.append((f"data@{need['offset']}", values.tobytes()))
-    assert parts
-    return body, parts
-
-
-def test_the_declared_cost_holds_the_measured_peak_of_the_costliest_bodies() -> None:
-    # The densest bodies at a quarter of the reader's caps (tracemalloc slows each allocation
-    # tenfold; what is kept grows with the body, and so does what is declared).
-    empty_node = b"\x0a\x00"
-    kept = helper.make_node("Identity", ["a"], ["b"]).SerializeToString()
-    tensor = numpy_helper.from_array(np.zeros(1, np.float32), "t").SerializeToString()
-    wide, parts = _external_wide()
-    bodies = {
-        "fields": (_graph_of(empty_node * (reader.MAX_FIELDS // 4)), []),
-        "kept nodes": (
-            _graph_of((b"\x0a" + _varint(len(kept)) + kept) * (reader.MAX_KEPT // 4)),
-            [],
-        ),
-        "initializers": (
-            _graph_of((b"\x2a" + _varint(len(tensor)) + tensor) * (reader.MAX_INITIALIZERS // 4)),
-            [],
-        ),
-        "the widest cache": (wide, parts),
-    }
-    for name, (data, sent) in bodies.items():
-        external = tuple(Part(part, filename=filename) for filename, part in sent)
-        given = Upload(b"", {}, {}, {"model": (Part(data),), "external": external})
-        declared = operation.size(given, SERVICE_DEFAULTS).cost.bytes
-        tracemalloc.start()
-        try:
-            answer = operation.handle(given, SERVICE_DEFAULTS)
-        except PosencError:
-            assert name != "the widest cache"
-        else:
-            assert name != "the widest cache" or answer["ropes"][0]["params"] is not None
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-        assert peak <= declared, f"{name}: {peak} B traced, {declared} B declared"
-
-
 def test_a_float16_cache_kept_as_int32_data_is_read_as_its_bits() -> None:
     made = graphs.plain()
     for k, tensor in enumerate(made.graph.initializer):
@@ -281,3 +224,11 @@ def test_a_cache_kept_as_more_varints_than_the_reader_decodes_is_refused() -> No
         made.graph.initializer[k].CopyFrom(kept)
     with pytest.raises(wire.ONNXError, match="varints"):
         _handle(graphs.serialised(made))
+
+
+@pytest.mark.parametrize("packed", [True, False])
+def test_a_tensor_of_more_dimensions_than_the_reader_keeps_is_refused(packed: bool) -> None:
+    dims = [1] * (reader.MAX_DIMS + 1)
+    listed = field(1, bytes(dims)) if packed else b"".join(bytes([1 << 3, d]) for d in dims)
+    with pytest.raises(wire.ONNXError, match=f"more than {reader.MAX_DIMS} dimensions"):
+        reader.read(graph_of(field(5, listed + field(8, b"t"))))

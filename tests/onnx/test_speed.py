@@ -14,7 +14,8 @@ import pytest
 from tests.conftest import Client
 from tests.onnx import files
 
-pytestmark = pytest.mark.onnx_builder
+# Times against a bound: alone, not beside another worker (make test runs serial tests last).
+pytestmark = [pytest.mark.onnx_builder, pytest.mark.serial]
 
 
 @pytest.mark.parametrize("name", ["llama3.1-8b", "phi3-mini-128k"])

@@ -6,21 +6,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from posenc.errors import ParameterError
 from posenc.schemes.rope.onnx import fit, graph, rows, rules
 from posenc.schemes.rope.onnx.fit import Measured
-from posenc.schemes.rope.onnx.graph import Cache, Choice, Use
+from posenc.schemes.rope.onnx.graph import MAX_ROPES, Cache, Choice, Use
 from posenc.schemes.rope.onnx.reader import Model
 from posenc.schemes.rope.onnx.wire import GraphTooLargeError, ONNXError
 from posenc.schemes.rope.params import RopeParams
 
-# Distinct caches (pairs, alternatives, attributes) one request measures at most: a real model
-# reads one to four.
-MAX_ROPES = 64
 # Pairs of one cache at most (a head of 8192 dimensions; the widest model's turns 256 pairs),
 # and values measured in one request (rows sampled × pairs, over every rope).
 MAX_PAIRS = 4096
@@ -47,7 +46,7 @@ class Rope:
     def cos(self) -> Cache:
         return self.uses[0].cos
 
-    @property
+    @cached_property
     def layers(self) -> list[int]:
         return sorted({use.layer for use in self.uses if use.layer is not None})
 
@@ -197,7 +196,13 @@ def _listed(
 
 
 def canonical(params: RopeParams) -> dict[str, Any]:
-    """The GET parameters of ``params``: those that differ from their defaults, lists as lists."""
+    """The GET parameters of ``params``: ``d_model``, ``base``, ``layout`` and ``scaling``
+    always, then each other that is set (not None), lists as lists; ``recipe`` never (the
+    answer's own ``recipe`` says which float32 recipe the rows are).
+
+    >>> canonical(RopeParams(d_model=8, rotary_pairs=2))
+    {'d_model': 8, 'base': 10000.0, 'layout': 'split', 'scaling': 'none', 'rotary_pairs': 2}
+    """
     given: dict[str, Any] = {
         "d_model": params.d_model,
         "base": params.base,
@@ -247,20 +252,32 @@ def answer_of(
 
 
 def _all_layers(found: list[Rope], attention: list[Any]) -> list[int]:
-    named = (rules.LAYER.search(node.name) for node in attention)
-    attending = [int(match.group(1)) for match in named if match]
+    named = (graph.layer_of(node.name) for node in attention)
+    attending = [layer for layer in named if layer is not None]
     return sorted({*(layer for rope in found for layer in rope.layers), *attending})
 
 
 def layer_count(
     genai_config: Mapping[str, Any] | None, found: list[Rope], attention: list[Any]
 ) -> int | None:
-    """genai_config.json's count of layers, else one past the last layer a node names."""
-    declared = _key(genai_config, rules.NUM_HIDDEN_LAYERS)
-    if declared is not None:
-        return declared
-    layers = _all_layers(found, attention)
-    return layers[-1] + 1 if layers else None
+    """genai_config.json's count of layers (1 to :data:`.graph.MAX_LAYERS`, else refused
+    naming it), else one past the last layer a node names."""
+    declared: Any = genai_config
+    for key in rules.NUM_HIDDEN_LAYERS:
+        declared = declared.get(key) if isinstance(declared, Mapping) else None
+    if declared is None:
+        layers = _all_layers(found, attention)
+        return layers[-1] + 1 if layers else None
+    if (
+        isinstance(declared, bool)
+        or not isinstance(declared, int)
+        or not 1 <= declared <= graph.MAX_LAYERS
+    ):
+        raise ParameterError(
+            ".".join(("genai_config", *rules.NUM_HIDDEN_LAYERS)),
+            f"must be an integer from 1 to {graph.MAX_LAYERS}, got {repr(declared)[:40]}",
+        )
+    return declared
 
 
 def _key(config: Mapping[str, Any] | None, path: tuple[str, ...]) -> int | None:

@@ -33,8 +33,23 @@ def describe(config: Any, limits: Limits) -> dict[str, Any]:
         raise type(error)(f"config.{error.param}", error.message) from None
 
 
+def layer_count(file_layers: int | None, model: dict[str, Any]) -> int:
+    """The layers both sides have: the file's (genai_config.json's, else one past the last its
+    nodes name), held to the config's where both state one; else the config's."""
+    stated = model["num_hidden_layers"]
+    if file_layers is None:
+        return stated or 0
+    if stated not in (None, file_layers):
+        raise InconsistentError(
+            "config.num_hidden_layers",
+            f"is {stated}, the file has {file_layers} layers: not its model",
+        )
+    return file_layers
+
+
 def hint(model: dict[str, Any], n_layer: int) -> Hint:
-    """The model's rope for a file rope's first layer: the one its rows are fitted to first."""
+    """The model's rope for a file rope's first layer: the one its rows are fitted to first.
+    ``n_layer`` is bounded (:func:`layer_count`)."""
     layers = per_layer(model, n_layer)
 
     def of(used: list[int], seq_len: int) -> RopeParams | None:
@@ -45,20 +60,16 @@ def hint(model: dict[str, Any], n_layer: int) -> Hint:
 
 
 def check(
-    result: dict[str, Any], found: list[Rope], model: dict[str, Any], context: int | None
+    result: dict[str, Any], found: list[Rope], model: dict[str, Any], n_layer: int
 ) -> dict[str, Any]:
-    """The answer with ``model``, ``conforms`` and ``findings``."""
-    n_layer = result["num_hidden_layers"] or model["num_hidden_layers"] or 0
-    if model["num_hidden_layers"] not in (None, n_layer):
-        raise InconsistentError(
-            "config.num_hidden_layers",
-            f"is {model['num_hidden_layers']}, the file has {n_layer} layers: not its model",
-        )
-    serves = context or result["context_length"] or model.get("max_position_embeddings")
+    """The answer with ``model``, ``conforms`` and ``findings``, over the ``n_layer`` layers of
+    :func:`layer_count`."""
+    serves = result["context_length"] or model.get("max_position_embeddings")
     layers = per_layer(model, n_layer)
+    rotating = {il for rope in found for il in rope.layers}
     findings = Findings()
     for il in range(n_layer):
-        rotates = any(il in rope.layers for rope in found)
+        rotates = il in rotating
         if rotates != (layers[il] is not None):
             evidence: dict[str, Any] = {
                 "model_rotates": layers[il] is not None,

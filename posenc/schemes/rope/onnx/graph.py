@@ -17,10 +17,19 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from posenc.cancel import checkpoint
 from posenc.schemes.rope.onnx import rules
 from posenc.schemes.rope.onnx.reader import Graph, Model, Node, Tensor, values
-from posenc.schemes.rope.onnx.wire import ONNXError
+from posenc.schemes.rope.onnx.wire import GraphTooLargeError, ONNXError
 
+# Distinct caches (pairs, alternatives, attributes) one request measures at most: a real model
+# reads one to four.
+MAX_ROPES = 64
+# Nodes' readings of a cache (one per alternative each) at most: 4096 layers of two rotating
+# nodes, each reading one of four (LongRoPE's two behind an If, each concatenated).
+MAX_USES = 1 << 15
+# Layers read at most (numbers 0 … 4095), as the GGUF check reads them.
+MAX_LAYERS = 4096
 # Nodes followed back from one name at most (a cycle in a hostile graph ends here).
 _MOST_STEPS = 64
 _COMPARISONS = ("Greater", "GreaterOrEqual", "Less", "LessOrEqual")
@@ -65,106 +74,181 @@ class Use:
 
 
 class _Scope:
-    """A graph and those around it, innermost first, with each graph's producer of a name."""
+    """A graph inside the scope around it (None: the model's graph), with the producer of each
+    of the graph's names: built once a graph (its inner scopes are kept), however many names
+    are looked up, so following a cache costs its own steps, not the graph's size again."""
 
-    def __init__(self, graphs: tuple[Graph, ...]) -> None:
-        self.graphs = graphs
-        self.made = [{out: node for node in g.nodes for out in node.outputs} for g in graphs]
+    __slots__ = ("_inner", "graph", "made", "outer")
+
+    def __init__(self, graph: Graph, outer: _Scope | None) -> None:
+        self.graph = graph
+        self.outer = outer
+        self.made = {out: node for node in graph.nodes for out in node.outputs}
+        self._inner: dict[int, _Scope] = {}
 
     def inner(self, graph: Graph) -> _Scope:
-        return _Scope((graph, *self.graphs))
+        # By identity: a graph is a node's attribute, read once, alive while the model is.
+        scope = self._inner.get(id(graph))
+        if scope is None:
+            scope = self._inner[id(graph)] = _Scope(graph, self)
+        return scope
 
     def find(self, name: str) -> tuple[Tensor | Node | None, _Scope]:
-        for k, graph in enumerate(self.graphs):
-            if name in self.made[k]:
-                return self.made[k][name], _Scope(self.graphs[k:])
-            if name in graph.initializers:
-                return graph.initializers[name], _Scope(self.graphs[k:])
+        """What makes ``name``, innermost graph first, and the scope it is in."""
+        scope: _Scope | None = self
+        while scope is not None:
+            if name in scope.made:
+                return scope.made[name], scope
+            if name in scope.graph.initializers:
+                return scope.graph.initializers[name], scope
+            scope = scope.outer
         return None, self
 
 
 def uses(model: Model, genai_config: Mapping[str, Any] | None) -> tuple[list[Use], list[Node]]:
     """Every node's use of a cos/sin pair (one per alternative), and the attention nodes."""
     found: list[Use] = []
+    distinct: set[tuple[Cache, Cache, tuple[Choice, ...]]] = set()
     attention: list[Node] = []
     offset = _config_offset(genai_config)
-    for node, scope in _nodes(_Scope((model.graph,))):
+    trace = _Trace(model)
+    for node, scope in _nodes(_Scope(model.graph, None)):
         key = (node.domain, node.op_type)
         if key in rules.ATTENTION_OPS:
+            layer_of(node.name)
             attention.append(node)
         op = rules.ROPE_OP_OF.get(key)
         if op is None or (op.enabled_by is not None and node.ints.get(op.enabled_by, 0) != 1):
             continue
         if max(op.cos, op.sin) >= len(node.inputs) or not node.inputs[op.cos]:
             raise ONNXError(f"node {node.name!r} ({op.name}) turns q and k but names no cache")
-        layer = _layer(node.name)
-        pairs = _pairs(model, node.inputs[op.cos], node.inputs[op.sin], scope)
+        layer = layer_of(node.name)
+        pairs = trace.pairs(node.inputs[op.cos], node.inputs[op.sin], scope)
         shifted = _offset_positions(model, node, op, scope)
         for cos, sin, choices in pairs:
             split = shifted if shifted is not None else offset
             for cos_rows, sin_rows, choice in _split(cos, sin, split):
-                found.append(Use(node, op, layer, cos_rows, sin_rows, (*choices, *choice)))
+                use = Use(node, op, layer, cos_rows, sin_rows, (*choices, *choice))
+                found.append(use)
+                distinct.add((use.cos, use.sin, use.choices))
+        _bounded(found, distinct)
     return found, attention
 
 
+def _bounded(found: list[Use], distinct: set[Any]) -> None:
+    """Refuses the walk as it passes what one request measures, not once all is listed."""
+    if len(distinct) > MAX_ROPES:
+        raise GraphTooLargeError(f"the graph reads more than {MAX_ROPES} distinct rope caches")
+    if len(found) > MAX_USES:
+        raise GraphTooLargeError(
+            f"the graph's nodes read a rope cache more than {MAX_USES} times (a node's "
+            "reading of each alternative an If or an offset picks)"
+        )
+
+
 def _nodes(scope: _Scope) -> Iterator[tuple[Node, _Scope]]:
-    for node in scope.graphs[0].nodes:
+    for node in scope.graph.nodes:
+        checkpoint()
         yield node, scope
         for graph in node.graphs.values():
             yield from _nodes(scope.inner(graph))
 
 
-def _layer(name: str) -> int | None:
+def layer_of(name: str) -> int | None:
+    """The layer a node's name gives (the builder's ``/model/layers.{i}/…``), if it gives one:
+    past the last that is read, refused before anything is sized by it."""
     found = rules.LAYER.search(name)
-    return int(found.group(1)) if found else None
+    if found is None:
+        return None
+    layer = int(found.group(1))
+    if layer >= MAX_LAYERS:
+        raise ONNXError(
+            f"node {name[:200]!r} names layer {layer}: layers 0 to {MAX_LAYERS - 1} are read"
+        )
+    return layer
 
 
-def _pairs(
-    model: Model, cos: str, sin: str, scope: _Scope
-) -> list[tuple[Cache, Cache, tuple[Choice, ...]]]:
-    coses, sines = _follow(model, cos, scope, (), 0), _follow(model, sin, scope, (), 0)
-    by_choice = {choices: cache for cache, choices in sines}
-    pairs = []
-    for cache, choices in coses:
-        if choices not in by_choice:
-            raise ONNXError(f"{cos!r} and {sin!r} are not chosen by the same conditions")
-        pairs.append((cache, by_choice[choices], choices))
-    return pairs
+# A name followed back: each alternative's cache and the choices that pick it.
+_Followed = list[tuple[Cache, tuple[Choice, ...]]]
+_Pairs = list[tuple[Cache, Cache, tuple[Choice, ...]]]
 
 
-def _follow(
-    model: Model, name: str, scope: _Scope, through: tuple[str, ...], steps: int
-) -> list[tuple[Cache, tuple[Choice, ...]]]:
-    if steps > _MOST_STEPS:
-        raise ONNXError(f"{name!r} is followed back through more than {_MOST_STEPS} nodes")
-    made, where = scope.find(name)
-    if isinstance(made, Tensor):
-        return [(Cache(made, "initializer", through, (0, _rows(made))), ())]
-    if made is None:
-        raise ONNXError(f"the rope cache {name!r} is neither an initializer nor a node's output")
-    if made.op_type == "Constant" and made.value is not None:
-        value = made.value
-        return [(Cache(value, "constant", through, (0, _rows(value))), ())]
-    if made.op_type in ("Cast", "Identity") and made.inputs:
-        return _follow(model, made.inputs[0], where, (*through, made.name), steps + 1)
-    if made.op_type == "If" and {"then_branch", "else_branch"} <= made.graphs.keys():
+class _Trace:
+    """Names followed back to their caches, each name of each scope once: a graph's nodes read
+    the same pair, and Ifs whose branches name the next If's outputs share their inner ones."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.followed: dict[tuple[str, _Scope], _Followed] = {}
+        self.paired: dict[tuple[str, str, _Scope], _Pairs] = {}
+
+    def pairs(self, cos: str, sin: str, scope: _Scope) -> _Pairs:
+        known = self.paired.get((cos, sin, scope))
+        if known is not None:
+            return known
+        coses, sines = self.follow(cos, scope, 0), self.follow(sin, scope, 0)
+        by_choice = {choices: cache for cache, choices in sines}
+        pairs = []
+        for cache, choices in coses:
+            if choices not in by_choice:
+                raise ONNXError(f"{cos!r} and {sin!r} are not chosen by the same conditions")
+            pairs.append((cache, by_choice[choices], choices))
+        self.paired[(cos, sin, scope)] = pairs
+        return pairs
+
+    def follow(self, name: str, scope: _Scope, steps: int) -> _Followed:
+        """``name``'s alternatives, each cache's ``through`` the nodes from ``name`` on."""
+        known = self.followed.get((name, scope))
+        if known is None:
+            known = self.followed[(name, scope)] = self._follow(name, scope, steps)
+        return known
+
+    def _follow(self, name: str, scope: _Scope, steps: int) -> _Followed:
+        checkpoint()
+        # A cycle in a hostile graph is followed (never yet known) until this.
+        if steps > _MOST_STEPS:
+            raise ONNXError(f"{name!r} is followed back through more than {_MOST_STEPS} nodes")
+        made, where = scope.find(name)
+        if isinstance(made, Tensor):
+            return [(Cache(made, "initializer", (), (0, _rows(made))), ())]
+        if made is None:
+            raise ONNXError(
+                f"the rope cache {name!r} is neither an initializer nor a node's output"
+            )
+        if made.op_type == "Constant" and made.value is not None:
+            value = made.value
+            return [(Cache(value, "constant", (), (0, _rows(value))), ())]
+        if made.op_type in ("Cast", "Identity") and made.inputs:
+            return [
+                (Cache(c.tensor, c.source, (made.name, *c.through), c.rows), choices)
+                for c, choices in self.follow(made.inputs[0], where, steps + 1)
+            ]
+        if made.op_type == "If" and {"then_branch", "else_branch"} <= made.graphs.keys():
+            return self._branches(name, made, where, steps)
+        raise ONNXError(
+            f"the rope cache {name!r} is computed by a {made.op_type} node ({made.name!r}): "
+            "the reader follows initializers, Constant nodes, Cast, Identity and If"
+        )
+
+    def _branches(self, name: str, made: Node, where: _Scope, steps: int) -> _Followed:
         index = made.outputs.index(name)
-        test, above = _test(model, made.inputs[0] if made.inputs else "", where)
+        test, above = _test(self.model, made.inputs[0] if made.inputs else "", where)
         found = []
         for branch, holds in (("then_branch", True), ("else_branch", False)):
             graph = made.graphs[branch]
             if index >= len(graph.outputs):
                 raise ONNXError(f"the {branch} of {made.name!r} has no output {index}")
             choice = Choice("If", made.name, holds, test, above)
-            for cache, choices in _follow(
-                model, graph.outputs[index], where.inner(graph), through, steps + 1
-            ):
-                found.append((cache, (choice, *choices)))
+            inner = self.follow(graph.outputs[index], where.inner(graph), steps + 1)
+            found += [(cache, (choice, *choices)) for cache, choices in inner]
+            # Branches that name the next If's outputs double the alternatives at each If:
+            # refused as they pass what one request measures, not once all 2^n are listed.
+            if len(found) > MAX_ROPES:
+                raise GraphTooLargeError(
+                    f"the rope cache {name!r} is one of more than {MAX_ROPES} alternatives "
+                    f"(the branches of {made.name!r} and the Ifs inside them)"
+                )
         return found
-    raise ONNXError(
-        f"the rope cache {name!r} is computed by a {made.op_type} node ({made.name!r}): the "
-        "reader follows initializers, Constant nodes, Cast, Identity and If"
-    )
 
 
 def _rows(tensor: Tensor) -> int:

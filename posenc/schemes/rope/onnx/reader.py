@@ -55,6 +55,9 @@ MAX_PACKED = 1 << 18
 # Inputs or outputs of one kept node at most (GroupQueryAttention has 16).
 MAX_NODE_VALUES = 64
 
+# Bytes of one varint at most: a packed list of n values is at most 10·n bytes.
+_LONGEST_VARINT = 10
+
 # Element sizes of the data types whose values are read (TensorProto.DataType).
 ITEMSIZE = {1: 4, 2: 1, 3: 1, 6: 4, 7: 8, 10: 2, 11: 8, 12: 4, 13: 8, 16: 2}
 
@@ -91,7 +94,6 @@ class Node(NamedTuple):
     outputs: tuple[str, ...]
     ints: dict[str, int]
     floats: dict[str, float]
-    lists: dict[str, tuple[int, ...]]
     value: Tensor | None
     graphs: dict[str, Graph]
 
@@ -199,7 +201,6 @@ class _Reader:
             tuple(values[2]),
             {},
             {},
-            {},
             None,
             {},
         )
@@ -210,7 +211,9 @@ class _Reader:
         return node
 
     def attribute(self, node: Node, lo: int, hi: int, depth: int, walk: bool) -> Tensor | None:
-        """Keeps an attribute in ``node``'s dicts; a ``value`` tensor (a Constant's) returned."""
+        """Keeps an attribute in ``node``'s dicts; a ``value`` tensor (a Constant's) returned.
+        Lists of ints are stepped over: nothing the reader follows is one, and a packed list's
+        bytes (a span, never decoded) or an unpacked one's fields (counted) cost no more."""
         found = list(fields(self.data, lo, hi, self.budget))
         name = next((text(self.data, a, b, 256) for n, w, a, b in found if n == 1 and w == LEN), "")
         value = None
@@ -219,10 +222,6 @@ class _Reader:
                 node.ints[name] = signed(a)
             elif number == 2 and wire == I32:
                 node.floats[name] = float(np.frombuffer(self.data, "<f4", 1, a)[0])
-            elif number == 8 and wire == LEN:
-                node.lists[name] = tuple(signed(int(v)) for v in packed_varints(self.data, a, b))
-            elif number == 8 and wire == VARINT:
-                node.lists[name] = (*node.lists.get(name, ()), signed(a))
             elif number == 5 and wire == LEN and name == "value":
                 value = self.tensor(a, b)
             elif number == 6 and wire == LEN and walk:
@@ -239,6 +238,8 @@ class _Reader:
         for number, wire, a, b in fields(self.data, lo, hi, self.budget):
             if number == 1:
                 dims += self.dims(wire, a, b, lo)
+                if len(dims) > MAX_DIMS:
+                    raise ONNXError(f"a tensor at byte {lo} has more than {MAX_DIMS} dimensions")
             elif number == 2 and wire == VARINT:
                 data_type = a
             elif number == 8 and wire == LEN:
@@ -259,14 +260,13 @@ class _Reader:
 
     def dims(self, wire: int, a: int, b: int, at: int) -> list[int]:
         if wire == VARINT:
-            values = [signed(a)]
-        elif wire == LEN:
-            values = [signed(int(v)) for v in packed_varints(self.data, a, b)[: MAX_DIMS + 1]]
-        else:
+            return [signed(a)]
+        if wire != LEN:
             raise ONNXError(f"a tensor's dims at byte {at} are not integers")
-        if len(values) > MAX_DIMS:
+        # A varint is 10 bytes at most: a longer packed list holds too many to decode.
+        if b - a > _LONGEST_VARINT * MAX_DIMS:
             raise ONNXError(f"a tensor at byte {at} has more than {MAX_DIMS} dimensions")
-        return values
+        return [signed(int(v)) for v in packed_varints(self.data, a, b)]
 
     def entry(self, lo: int, hi: int) -> tuple[str, str]:
         pair = {
@@ -357,6 +357,11 @@ def values(model: Model, tensor: Tensor, start: int, count: int) -> npt.NDArray[
         raise ONNXError(
             f"tensor {tensor.name!r} keeps {tensor.size} values as {kind} (varints): "
             f"at most {MAX_PACKED} are read so; the builder writes raw_data"
+        )
+    if hi - lo > _LONGEST_VARINT * tensor.size:
+        raise ONNXError(
+            f"tensor {tensor.name!r}: {kind} holds {hi - lo} bytes, more than "
+            f"{tensor.size} values take"
         )
     packed = packed_varints(data, lo, hi)
     if len(packed) != tensor.size:

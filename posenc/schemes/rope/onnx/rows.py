@@ -14,6 +14,7 @@ float32 rounds most coarsely. For a cache of 128k rows of 64 float32 values that
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -58,12 +59,14 @@ class Needed:
 
 
 class Parts:
-    """The external data sent: for each location, its parts as (offset, bytes), sorted."""
+    """The external data sent: for each location, its parts sorted by offset, and for each
+    part the one among it and those before that reaches furthest, so that a range is found by
+    bisection whatever the parts overlap."""
 
     def __init__(self, sent: Sequence[Part]) -> None:
         if len(sent) > MAX_PARTS:
             raise LimitError("external", f"at most {MAX_PARTS} parts, got {len(sent)}")
-        self.by_location: dict[str, list[tuple[int, Data]]] = {}
+        by_location: dict[str, list[tuple[int, Data]]] = {}
         for part in sent:
             filename, data = part.filename or "", part.data
             location, at, offset = filename.rpartition("@")
@@ -72,14 +75,31 @@ class Parts:
                     "external",
                     f"a part's filename must be <location>@<offset>, got {filename[:80]!r}",
                 )
-            self.by_location.setdefault(location, []).append((int(offset[:19]), data))
+            by_location.setdefault(location, []).append((int(offset[:19]), data))
+        self._offsets: dict[str, list[int]] = {}
+        self._furthest: dict[str, list[tuple[int, Data]]] = {}
+        for location, sorted_parts in by_location.items():
+            sorted_parts.sort(key=lambda part: part[0])
+            self._offsets[location] = [offset for offset, _ in sorted_parts]
+            furthest, reaching = [], sorted_parts[0]
+            for one in sorted_parts:
+                if one[0] + len(one[1]) > reaching[0] + len(reaching[1]):
+                    reaching = one
+                furthest.append(reaching)
+            self._furthest[location] = furthest
 
     def find(self, need: Needed) -> Data | None:
-        for offset, data in self.by_location.get(need.location, ()):
-            if offset <= need.offset and need.offset + need.length <= offset + len(data):
-                start = need.offset - offset
-                return memoryview(data)[start : start + need.length]
-        return None
+        offsets = self._offsets.get(need.location, [])
+        last = bisect.bisect_right(offsets, need.offset) - 1
+        if last < 0:
+            return None
+        # Of the parts that start at or before the range, the one reaching furthest holds it
+        # if any does.
+        offset, data = self._furthest[need.location][last]
+        if need.offset + need.length > offset + len(data):
+            return None
+        start = need.offset - offset
+        return memoryview(data)[start : start + need.length]
 
 
 def _runs(sampled: npt.NDArray[np.int64]) -> list[tuple[int, int]]:

@@ -3,9 +3,13 @@ document."""
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from typing import Any
 
-from posenc.declare import FileParam
+from posenc.declare import FileParam, choices, hints, spec
+from posenc.schemes.rope.models import answer as config_answer
+from posenc.schemes.rope.params import RopeParams, Scaling
 
 FILES = (
     FileParam("model", "the .onnx file: its graph is read, never its weights", True),
@@ -18,6 +22,46 @@ FILES = (
     ),
 )
 
+
+def _parameter(f: dataclasses.Field[Any]) -> dict[str, Any]:
+    """A RopeParams field's values as JSON Schema, read off its type and its declared range."""
+    hint = hints(RopeParams)[f.name]
+    allowed = choices(hint)
+    if allowed is not None:
+        return {"type": "string", "enum": list(allowed), "description": spec(f).doc}
+    limits = spec(f)
+    bounds = {
+        key: value
+        for key, value in (
+            ("minimum", limits.ge),
+            ("exclusiveMinimum", limits.gt),
+            ("maximum", limits.le),
+            ("exclusiveMaximum", limits.lt),
+            ("multipleOf", limits.multiple_of),
+        )
+        if value is not None
+    }
+    (kind,) = [arg for arg in typing.get_args(hint) or (hint,) if arg is not type(None)]
+    schema: dict[str, Any]
+    if typing.get_origin(kind) is tuple:
+        sized = {"minItems": limits.min_items, "maxItems": limits.max_items}
+        schema = {"type": "array", "items": {"type": "number", **bounds}, **sized}
+    elif kind is bool:
+        schema = {"type": "boolean"}
+    else:
+        schema = {"type": "integer" if kind is int else "number", **bounds}
+    return {**schema, "description": limits.doc}
+
+
+# What answer.canonical gives: the four always, each other parameter where it is set.
+PARAMS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["d_model", "base", "layout", "scaling"],
+    "additionalProperties": False,
+    "properties": {
+        f.name: _parameter(f) for f in dataclasses.fields(RopeParams) if f.name != "recipe"
+    },
+}
 _INTEGERS: dict[str, Any] = {"type": "array", "items": {"type": "integer"}}
 _STRINGS: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
 _CACHE: dict[str, Any] = {
@@ -103,7 +147,7 @@ _ROPE: dict[str, Any] = {
         },
         "positions": {**_INTEGERS, "description": "the rows sampled and measured"},
         "params": {
-            "type": ["object", "null"],
+            "anyOf": [{"type": "null"}, PARAMS_SCHEMA],
             "description": "the canonical GET parameters of /v1/rope/table whose frequencies "
             "the rows hold (the model's own where a config is given and they agree), its layout "
             "the nodes' pairs; null where the rows are not one rope's cos and sin",
@@ -129,32 +173,101 @@ _ROPE: dict[str, Any] = {
         },
     },
 }
+
+
+def _evidence(**members: dict[str, Any]) -> dict[str, Any]:
+    """An object of exactly these members, each present."""
+    return {
+        "type": "object",
+        "required": list(members),
+        "additionalProperties": False,
+        "properties": members,
+    }
+
+
+def _finding(kinds: list[str], evidence: dict[str, Any]) -> dict[str, Any]:
+    return _evidence(
+        kind={"type": "string", "enum": kinds},
+        detail={"type": "string"},
+        layers={**_INTEGERS, "description": "the layers it shows at"},
+        evidence=evidence,
+    )
+
+
+_NUMBER: dict[str, Any] = {"type": "number"}
+_SCALING: dict[str, Any] = {"type": "string", "enum": list(typing.get_args(Scaling))}
+_SIDE = _evidence(base=_NUMBER, scaling=_SCALING, factor={"type": ["number", "null"]})
+# Frequencies that differ: the model's rope and the one the rows fit (null: none), and the
+# pair that differs most, each side's frequency of it (radians per position).
+_FREQUENCIES: dict[str, dict[str, Any]] = {
+    "model": {**_SIDE, "description": "the model's rope"},
+    "file": {"anyOf": [{"type": "null"}, _SIDE], "description": "the rope the rows fit"},
+    "pair": {"type": "integer", "description": "the pair that differs most"},
+    "model_frequency": _NUMBER,
+    "file_frequency": _NUMBER,
+}
+_TWO: dict[str, Any] = {"type": "array", "items": {"type": ["integer", "null"]}}
 _FINDING: dict[str, Any] = {
-    "type": "object",
-    "required": ["kind", "detail", "layers", "evidence"],
-    "additionalProperties": False,
-    "properties": {
-        "kind": {
-            "type": "string",
-            "enum": [
-                "nope_layers",
-                "interleaved",
-                "rotary_width",
-                "not_a_rotation",
-                "frequencies_inverted",
-                "sliding_layer",
-                "longrope_switch",
-                "scaling_dropped",
-                "base",
-                "scaling_changed",
-                "attention_factor",
-                "cache_too_short",
-            ],
-        },
-        "detail": {"type": "string"},
-        "layers": _INTEGERS,
-        "evidence": {"type": "object"},
-    },
+    "anyOf": [
+        _finding(
+            ["nope_layers"],
+            _evidence(model_rotates={"type": "boolean"}, file_rotates={"type": "boolean"}),
+        ),
+        _finding(
+            ["interleaved"],
+            _evidence(
+                model_layout={"type": "string", "enum": ["interleaved", "split"]},
+                interleaved={"type": "boolean", "description": "the file's nodes' pairs"},
+                op={"type": "string"},
+            ),
+        ),
+        _finding(
+            ["rotary_width"],
+            _evidence(model={"type": "integer"}, file={"type": "integer"}),
+        ),
+        _finding(["not_a_rotation"], _evidence(attention_factor=_NUMBER)),
+        _finding(["attention_factor"], _evidence(model=_NUMBER, file=_NUMBER)),
+        _finding(
+            ["cache_too_short"],
+            _evidence(cache_length={"type": "integer"}, serves={"type": "integer"}),
+        ),
+        _finding(
+            ["longrope_switch"],
+            {
+                "anyOf": [
+                    _evidence(tests={"type": "array", "items": {"type": "string"}}),
+                    _evidence(
+                        sequence_lengths={**_TWO, "description": "[shortest, longest] served"},
+                        original_max_position_embeddings={"type": "integer"},
+                    ),
+                    _evidence(**_FREQUENCIES),
+                ],
+            },
+        ),
+        _finding(
+            ["frequencies_inverted", "scaling_dropped", "base"],
+            _evidence(**_FREQUENCIES),
+        ),
+        _finding(
+            ["sliding_layer"],
+            _evidence(
+                **_FREQUENCIES,
+                fits={
+                    **_evidence(base=_NUMBER, scaling=_SCALING),
+                    "description": "the model's rope of other layers, which the rows hold",
+                },
+            ),
+        ),
+        _finding(
+            ["scaling_changed"],
+            _evidence(
+                **_FREQUENCIES,
+                pairs={**_INTEGERS, "description": "the pairs that turn at other frequencies"},
+            ),
+        ),
+    ],
+    "description": "one way the file's rope differs from the model's: its kind, the layers it "
+    "shows at and its evidence, both sides' values (the members each kind gives)",
 }
 ANSWER_SCHEMA: dict[str, Any] = {
     "required": [
@@ -198,6 +311,7 @@ ANSWER_SCHEMA: dict[str, Any] = {
         "nope_layers": {**_INTEGERS, "description": "layers with attention and no rope"},
         "model": {
             "type": "object",
+            **config_answer.ANSWER_SCHEMA,
             "description": "with a config part: what POST /v1/rope/config answers for it",
         },
         "conforms": {
