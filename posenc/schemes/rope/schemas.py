@@ -17,9 +17,9 @@ def value_schema(f: dataclasses.Field[Any]) -> dict[str, Any]:
     """A RopeParams field's value (never None) as a JSON Schema, with its range."""
     hint = hints(RopeParams)[f.name]
     allowed = choices(hint)
-    if allowed is not None:
-        return {"type": "string", "enum": list(allowed)}
     limits = spec(f)
+    if allowed is not None:
+        return {"type": "string", "enum": list(allowed), "description": limits.doc}
     bounds = {
         key: value
         for key, value in (
@@ -27,16 +27,20 @@ def value_schema(f: dataclasses.Field[Any]) -> dict[str, Any]:
             ("exclusiveMinimum", limits.gt),
             ("maximum", limits.le),
             ("exclusiveMaximum", limits.lt),
+            ("multipleOf", limits.multiple_of),
         )
         if value is not None
     }
     (kind,) = [arg for arg in (typing.get_args(hint) or (hint,)) if arg is not type(None)]
+    schema: dict[str, Any]
     if typing.get_origin(kind) is tuple:
         sized = {"minItems": limits.min_items, "maxItems": limits.max_items}
-        return {"type": "array", "items": {"type": "number", **bounds}, **sized}
-    if kind is bool:
-        return {"type": "boolean"}
-    return {"type": "integer" if kind is int else "number", **bounds}
+        schema = {"type": "array", "items": {"type": "number", **bounds}, **sized}
+    elif kind is bool:
+        schema = {"type": "boolean"}
+    else:
+        schema = {"type": "integer" if kind is int else "number", **bounds}
+    return {**schema, "description": limits.doc}
 
 
 def params_schema(left_out: tuple[str, ...] = ()) -> dict[str, Any]:

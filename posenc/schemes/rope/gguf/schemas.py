@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from posenc.declare import QueryParam
-from posenc.schemes.rope.models.schemas import ANSWER_SCHEMA
+from posenc.schemes.rope.models import schemas as config_schemas
 from posenc.schemes.rope.schemas import params_schema
 
 N_CTX = QueryParam(
@@ -200,7 +200,7 @@ ANSWER_SCHEMA: dict[str, Any] = {
         },
         "model": {
             "type": "object",
-            **ANSWER_SCHEMA,
+            **config_schemas.ANSWER_SCHEMA,
             "description": "with a config part: what POST /v1/rope/config answers for it",
         },
         "conforms": {

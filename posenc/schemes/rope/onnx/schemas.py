@@ -3,13 +3,13 @@ document."""
 
 from __future__ import annotations
 
-import dataclasses
 import typing
 from typing import Any
 
-from posenc.declare import FileParam, choices, hints, spec
-from posenc.schemes.rope.models import answer as config_answer
-from posenc.schemes.rope.params import RopeParams, Scaling
+from posenc.declare import FileParam
+from posenc.schemes.rope.models import schemas as config_schemas
+from posenc.schemes.rope.params import Scaling
+from posenc.schemes.rope.schemas import params_schema
 
 FILES = (
     FileParam("model", "the .onnx file: its graph is read, never its weights", True),
@@ -23,45 +23,8 @@ FILES = (
 )
 
 
-def _parameter(f: dataclasses.Field[Any]) -> dict[str, Any]:
-    """A RopeParams field's values as JSON Schema, read off its type and its declared range."""
-    hint = hints(RopeParams)[f.name]
-    allowed = choices(hint)
-    if allowed is not None:
-        return {"type": "string", "enum": list(allowed), "description": spec(f).doc}
-    limits = spec(f)
-    bounds = {
-        key: value
-        for key, value in (
-            ("minimum", limits.ge),
-            ("exclusiveMinimum", limits.gt),
-            ("maximum", limits.le),
-            ("exclusiveMaximum", limits.lt),
-            ("multipleOf", limits.multiple_of),
-        )
-        if value is not None
-    }
-    (kind,) = [arg for arg in typing.get_args(hint) or (hint,) if arg is not type(None)]
-    schema: dict[str, Any]
-    if typing.get_origin(kind) is tuple:
-        sized = {"minItems": limits.min_items, "maxItems": limits.max_items}
-        schema = {"type": "array", "items": {"type": "number", **bounds}, **sized}
-    elif kind is bool:
-        schema = {"type": "boolean"}
-    else:
-        schema = {"type": "integer" if kind is int else "number", **bounds}
-    return {**schema, "description": limits.doc}
-
-
-# What answer.canonical gives: the four always, each other parameter where it is set.
-PARAMS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["d_model", "base", "layout", "scaling"],
-    "additionalProperties": False,
-    "properties": {
-        f.name: _parameter(f) for f in dataclasses.fields(RopeParams) if f.name != "recipe"
-    },
-}
+# What answer.canonical gives: the parameters that are set, recipe left to the answer's own.
+PARAMS_SCHEMA = params_schema(left_out=("recipe",))
 _INTEGERS: dict[str, Any] = {"type": "array", "items": {"type": "integer"}}
 _STRINGS: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
 _CACHE: dict[str, Any] = {
@@ -311,7 +274,7 @@ ANSWER_SCHEMA: dict[str, Any] = {
         "nope_layers": {**_INTEGERS, "description": "layers with attention and no rope"},
         "model": {
             "type": "object",
-            **config_answer.ANSWER_SCHEMA,
+            **config_schemas.ANSWER_SCHEMA,
             "description": "with a config part: what POST /v1/rope/config answers for it",
         },
         "conforms": {
