@@ -24,6 +24,7 @@ _CONSTRAINTS = frozenset(
         "maximum",
         "exclusiveMinimum",
         "exclusiveMaximum",
+        "multipleOf",
         "properties",
         "required",
         "additionalProperties",
@@ -78,6 +79,10 @@ def validate(value: Any, schema: Mapping[str, Any], where: str = "body") -> None
         for key, holds, sign in _BOUNDS:
             if key in schema and not holds(value, schema[key]):
                 raise ParameterError(where, f"must be {sign} {schema[key]}, got {value}")
+        if "multipleOf" in schema and value % schema["multipleOf"]:
+            raise ParameterError(
+                where, f"must be a multiple of {schema['multipleOf']}, got {value}"
+            )
     if isinstance(value, dict):
         _members(value, schema, where)
     if isinstance(value, list):

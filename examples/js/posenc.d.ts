@@ -3492,13 +3492,21 @@ export interface operations {
                         max_position_embeddings?: number | null;
                         short_factor?: number[] | null;
                         long_factor?: number[] | null;
+                        /** @description linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides frequencies, and angles are served exactly up to 2^16 radians per position */
                         factor?: number | null;
+                        /** @description llama3 (default 1) */
                         low_freq_factor?: number | null;
+                        /** @description llama3 (default 4) */
                         high_freq_factor?: number | null;
+                        /** @description yarn (default 32) */
                         beta_fast?: number | null;
+                        /** @description yarn (default 1) */
                         beta_slow?: number | null;
+                        /** @description yarn, longrope: overrides the inferred factor */
                         attention_factor?: number | null;
+                        /** @description yarn */
                         mscale?: number | null;
+                        /** @description yarn */
                         mscale_all_dim?: number | null;
                     } | null;
                     rope_parameters?: ({
@@ -3519,13 +3527,21 @@ export interface operations {
                         max_position_embeddings?: number | null;
                         short_factor?: number[] | null;
                         long_factor?: number[] | null;
+                        /** @description linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides frequencies, and angles are served exactly up to 2^16 radians per position */
                         factor?: number | null;
+                        /** @description llama3 (default 1) */
                         low_freq_factor?: number | null;
+                        /** @description llama3 (default 4) */
                         high_freq_factor?: number | null;
+                        /** @description yarn (default 32) */
                         beta_fast?: number | null;
+                        /** @description yarn (default 1) */
                         beta_slow?: number | null;
+                        /** @description yarn, longrope: overrides the inferred factor */
                         attention_factor?: number | null;
+                        /** @description yarn */
                         mscale?: number | null;
+                        /** @description yarn */
                         mscale_all_dim?: number | null;
                     } | null) | {
                         [key: string]: {
@@ -3546,13 +3562,21 @@ export interface operations {
                             max_position_embeddings?: number | null;
                             short_factor?: number[] | null;
                             long_factor?: number[] | null;
+                            /** @description linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides frequencies, and angles are served exactly up to 2^16 radians per position */
                             factor?: number | null;
+                            /** @description llama3 (default 1) */
                             low_freq_factor?: number | null;
+                            /** @description llama3 (default 4) */
                             high_freq_factor?: number | null;
+                            /** @description yarn (default 32) */
                             beta_fast?: number | null;
+                            /** @description yarn (default 1) */
                             beta_slow?: number | null;
+                            /** @description yarn, longrope: overrides the inferred factor */
                             attention_factor?: number | null;
+                            /** @description yarn */
                             mscale?: number | null;
+                            /** @description yarn */
                             mscale_all_dim?: number | null;
                         } | null;
                     };
@@ -3584,7 +3608,62 @@ export interface operations {
                             /** @description the layers that apply this rope; null when the config does not say how many layers the model has */
                             layers: number[] | null;
                             /** @description the canonical GET parameters */
-                            params: Record<string, never>;
+                            params: {
+                                /** @description the rotated (head) dimension; even, since pairs rotate */
+                                d_model: number;
+                                /** @description rope_theta; 1 < base ≤ 1e12 */
+                                base: number;
+                                /**
+                                 * @description split: pairs (i, i+d/2), transformers' rotate_half; interleaved: pairs (2i, 2i+1), RoFormer and GPT-J
+                                 * @enum {string}
+                                 */
+                                layout: "interleaved" | "split";
+                                /**
+                                 * @description long-context scaling, as transformers computes it; each takes the parameters whose description names it
+                                 * @enum {string}
+                                 */
+                                scaling: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                                /** @description linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides frequencies, and angles are served exactly up to 2^16 radians per position */
+                                factor?: number;
+                                /** @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192) */
+                                original_max_position_embeddings?: number;
+                                /** @description llama3 (default 1) */
+                                low_freq_factor?: number;
+                                /** @description llama3 (default 4) */
+                                high_freq_factor?: number;
+                                /** @description yarn (default 32) */
+                                beta_fast?: number;
+                                /** @description yarn (default 1) */
+                                beta_slow?: number;
+                                /** @description yarn, longrope: overrides the inferred factor */
+                                attention_factor?: number;
+                                /** @description yarn */
+                                mscale?: number;
+                                /** @description yarn */
+                                mscale_all_dim?: number;
+                                /** @description yarn: round the ramp's ends outwards (default true) */
+                                truncate?: boolean;
+                                /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings; each at least 2^-16 */
+                                short_factor?: number[];
+                                /** @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16 */
+                                long_factor?: number[];
+                                /** @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair) */
+                                rotary_pairs?: number;
+                                /**
+                                 * @description exact: correctly rounded; framework (or transformers): transformers' own float32 computation; ggml: llama.cpp's (ggml-cpu), with the parameters llama.cpp derives from this rope; mlx: MLX's mx.fast.rope on its CPU backend, with mlx-lm's frequencies
+                                 * @enum {string}
+                                 */
+                                recipe: "exact" | "framework" | "transformers" | "ggml" | "mlx";
+                                /** @description d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the factors llama.cpp's converter would compute for llama3 or longrope; with recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them) */
+                                freq_factors?: number[];
+                                /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor, after llama.cpp pads it to a multiple of 256 (default: factor × original_max_position_embeddings, the model's own context) */
+                                n_ctx?: number;
+                                /**
+                                 * @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it
+                                 * @enum {string}
+                                 */
+                                framework_precision?: "float32" | "float64";
+                            };
                             /** @description the dimensions that turn: params.d_model, or 2·rotary_pairs for a proportional rope (its cache spans the head; the other pairs hold still) */
                             rotary_dim: number;
                             /** @description where in each head the rope sits: the first dimension that turns. The rope turns dimensions rotary_offset … rotary_offset + rotary_dim − 1 of the head and leaves the others still; 0 for a rope over the head's leading dimensions (almost every model), head_dim − rotary_dim for one over its trailing dimensions (DeepSeek-V4's qk_rope_head_dim, llama.cpp's ggml_rope_set_offset) */
@@ -3625,7 +3704,62 @@ export interface operations {
                             position_id_per_seconds: number | null;
                         };
                         /** @description a model with one rope: its parameters */
-                        params?: Record<string, never>;
+                        params?: {
+                            /** @description the rotated (head) dimension; even, since pairs rotate */
+                            d_model: number;
+                            /** @description rope_theta; 1 < base ≤ 1e12 */
+                            base: number;
+                            /**
+                             * @description split: pairs (i, i+d/2), transformers' rotate_half; interleaved: pairs (2i, 2i+1), RoFormer and GPT-J
+                             * @enum {string}
+                             */
+                            layout: "interleaved" | "split";
+                            /**
+                             * @description long-context scaling, as transformers computes it; each takes the parameters whose description names it
+                             * @enum {string}
+                             */
+                            scaling: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                            /** @description linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides frequencies, and angles are served exactly up to 2^16 radians per position */
+                            factor?: number;
+                            /** @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192) */
+                            original_max_position_embeddings?: number;
+                            /** @description llama3 (default 1) */
+                            low_freq_factor?: number;
+                            /** @description llama3 (default 4) */
+                            high_freq_factor?: number;
+                            /** @description yarn (default 32) */
+                            beta_fast?: number;
+                            /** @description yarn (default 1) */
+                            beta_slow?: number;
+                            /** @description yarn, longrope: overrides the inferred factor */
+                            attention_factor?: number;
+                            /** @description yarn */
+                            mscale?: number;
+                            /** @description yarn */
+                            mscale_all_dim?: number;
+                            /** @description yarn: round the ramp's ends outwards (default true) */
+                            truncate?: boolean;
+                            /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings; each at least 2^-16 */
+                            short_factor?: number[];
+                            /** @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16 */
+                            long_factor?: number[];
+                            /** @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair) */
+                            rotary_pairs?: number;
+                            /**
+                             * @description exact: correctly rounded; framework (or transformers): transformers' own float32 computation; ggml: llama.cpp's (ggml-cpu), with the parameters llama.cpp derives from this rope; mlx: MLX's mx.fast.rope on its CPU backend, with mlx-lm's frequencies
+                             * @enum {string}
+                             */
+                            recipe: "exact" | "framework" | "transformers" | "ggml" | "mlx";
+                            /** @description d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the factors llama.cpp's converter would compute for llama3 or longrope; with recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them) */
+                            freq_factors?: number[];
+                            /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor, after llama.cpp pads it to a multiple of 256 (default: factor × original_max_position_embeddings, the model's own context) */
+                            n_ctx?: number;
+                            /**
+                             * @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it
+                             * @enum {string}
+                             */
+                            framework_precision?: "float32" | "float64";
+                        };
                         rotary_dim?: number;
                         partial_rotary_factor?: number;
                         /** @description the positions the table and verify URLs ask for: max_position_embeddings (else 4096), or fewer where the service's limits (POSENC_MAX_ELEMENTS, POSENC_MAX_WORK, POSENC_MEMORY_BYTES) would refuse that many; 0 when they refuse even one row, and that URL is left out */
@@ -4467,7 +4601,57 @@ export interface operations {
                             /** @description what this call turns in those layers, as llama.cpp's graph names it: q and k of the attention; q alone where a layer reuses an earlier layer's k (Gemma 3n, Gemma 4); q_pe and k_pe, the rotated parts of multi-head latent attention (DeepSeek); indexer_q and indexer_k, a lightning indexer's, a second rope in the same layers (DeepSeek-V3.2, GLM-5); in a vision projector's 2-D rope, q:row, k:row or q:column, k:column, the half of each head one axis turns */
                             applies_to: string[];
                             /** @description the canonical GET parameters of /v1/rope/table whose recipe=ggml is what llama.cpp computes for these layers (freq_factors: the factor tensor llama.cpp divides each pair's angle by) */
-                            params: Record<string, never>;
+                            params: {
+                                /** @description the rotated (head) dimension; even, since pairs rotate */
+                                d_model: number;
+                                /** @description rope_theta; 1 < base ≤ 1e12 */
+                                base: number;
+                                /**
+                                 * @description split: pairs (i, i+d/2), transformers' rotate_half; interleaved: pairs (2i, 2i+1), RoFormer and GPT-J
+                                 * @enum {string}
+                                 */
+                                layout: "interleaved" | "split";
+                                /**
+                                 * @description long-context scaling, as transformers computes it; each takes the parameters whose description names it
+                                 * @enum {string}
+                                 */
+                                scaling: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                                /** @description linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides frequencies, and angles are served exactly up to 2^16 radians per position */
+                                factor?: number;
+                                /** @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192) */
+                                original_max_position_embeddings?: number;
+                                /** @description llama3 (default 1) */
+                                low_freq_factor?: number;
+                                /** @description llama3 (default 4) */
+                                high_freq_factor?: number;
+                                /** @description yarn (default 32) */
+                                beta_fast?: number;
+                                /** @description yarn (default 1) */
+                                beta_slow?: number;
+                                /** @description yarn, longrope: overrides the inferred factor */
+                                attention_factor?: number;
+                                /** @description yarn */
+                                mscale?: number;
+                                /** @description yarn */
+                                mscale_all_dim?: number;
+                                /** @description yarn: round the ramp's ends outwards (default true) */
+                                truncate?: boolean;
+                                /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings; each at least 2^-16 */
+                                short_factor?: number[];
+                                /** @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16 */
+                                long_factor?: number[];
+                                /** @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair) */
+                                rotary_pairs?: number;
+                                /** @description d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the factors llama.cpp's converter would compute for llama3 or longrope; with recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them) */
+                                freq_factors?: number[];
+                                /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor, after llama.cpp pads it to a multiple of 256 (default: factor × original_max_position_embeddings, the model's own context) */
+                                n_ctx?: number;
+                                /**
+                                 * @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it
+                                 * @enum {string}
+                                 */
+                                framework_precision?: "float32" | "float64";
+                            };
                             /** @description the arguments of the layers' ggml_rope_ext (ggml_rope_multi with sections) as llama.cpp passes them, float32 values written exactly; freq_factors names the factor tensor (its values are params.freq_factors) */
                             ggml: {
                                 n_dims: number;
@@ -4518,7 +4702,184 @@ export interface operations {
                         /** @description the files of llama.cpp the architecture's row was read from: its hparams', then its graph's where that is another's */
                         llama_cpp_rules: string;
                         /** @description with a config part: what POST /v1/rope/config answers for it */
-                        model?: Record<string, never>;
+                        model?: {
+                            scheme: string;
+                            model_type: string | null;
+                            /** @description where the config of the model the rope turns was found, for a multimodal model (its text model's; an audio encoder's where it has no text model) */
+                            text_config: string | null;
+                            num_hidden_layers: number | null;
+                            head_dim: number;
+                            max_position_embeddings: number | null;
+                            /** @description every rope of the model; every layer is in one rope's layers or in nope_layers */
+                            ropes: {
+                                layer_types: string[];
+                                /** @description the layers that apply this rope; null when the config does not say how many layers the model has */
+                                layers: number[] | null;
+                                /** @description the canonical GET parameters */
+                                params: {
+                                    /** @description the rotated (head) dimension; even, since pairs rotate */
+                                    d_model: number;
+                                    /** @description rope_theta; 1 < base ≤ 1e12 */
+                                    base: number;
+                                    /**
+                                     * @description split: pairs (i, i+d/2), transformers' rotate_half; interleaved: pairs (2i, 2i+1), RoFormer and GPT-J
+                                     * @enum {string}
+                                     */
+                                    layout: "interleaved" | "split";
+                                    /**
+                                     * @description long-context scaling, as transformers computes it; each takes the parameters whose description names it
+                                     * @enum {string}
+                                     */
+                                    scaling: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                                    /** @description linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides frequencies, and angles are served exactly up to 2^16 radians per position */
+                                    factor?: number;
+                                    /** @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192) */
+                                    original_max_position_embeddings?: number;
+                                    /** @description llama3 (default 1) */
+                                    low_freq_factor?: number;
+                                    /** @description llama3 (default 4) */
+                                    high_freq_factor?: number;
+                                    /** @description yarn (default 32) */
+                                    beta_fast?: number;
+                                    /** @description yarn (default 1) */
+                                    beta_slow?: number;
+                                    /** @description yarn, longrope: overrides the inferred factor */
+                                    attention_factor?: number;
+                                    /** @description yarn */
+                                    mscale?: number;
+                                    /** @description yarn */
+                                    mscale_all_dim?: number;
+                                    /** @description yarn: round the ramp's ends outwards (default true) */
+                                    truncate?: boolean;
+                                    /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings; each at least 2^-16 */
+                                    short_factor?: number[];
+                                    /** @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16 */
+                                    long_factor?: number[];
+                                    /** @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair) */
+                                    rotary_pairs?: number;
+                                    /**
+                                     * @description exact: correctly rounded; framework (or transformers): transformers' own float32 computation; ggml: llama.cpp's (ggml-cpu), with the parameters llama.cpp derives from this rope; mlx: MLX's mx.fast.rope on its CPU backend, with mlx-lm's frequencies
+                                     * @enum {string}
+                                     */
+                                    recipe: "exact" | "framework" | "transformers" | "ggml" | "mlx";
+                                    /** @description d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the factors llama.cpp's converter would compute for llama3 or longrope; with recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them) */
+                                    freq_factors?: number[];
+                                    /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor, after llama.cpp pads it to a multiple of 256 (default: factor × original_max_position_embeddings, the model's own context) */
+                                    n_ctx?: number;
+                                    /**
+                                     * @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it
+                                     * @enum {string}
+                                     */
+                                    framework_precision?: "float32" | "float64";
+                                };
+                                /** @description the dimensions that turn: params.d_model, or 2·rotary_pairs for a proportional rope (its cache spans the head; the other pairs hold still) */
+                                rotary_dim: number;
+                                /** @description where in each head the rope sits: the first dimension that turns. The rope turns dimensions rotary_offset … rotary_offset + rotary_dim − 1 of the head and leaves the others still; 0 for a rope over the head's leading dimensions (almost every model), head_dim − rotary_dim for one over its trailing dimensions (DeepSeek-V4's qk_rope_head_dim, llama.cpp's ggml_rope_set_offset) */
+                                rotary_offset: number;
+                                partial_rotary_factor: number;
+                                /**
+                                 * @description the pairs q and k turn in, where the model's apply call re-lays the cache (params.layout) before rotating: interleaved = (2i, 2i+1); interleaved_to_rotate_half = pairs (2i, 2i+1) of q/k turned and written to (i, i + d/2), DeepSeek's rope_interleave; reversed = the cache's own pairs turned the other way, by −θ (its sin negated), NanoChat's
+                                 * @enum {string|null}
+                                 */
+                                apply: "interleaved" | "interleaved_to_rotate_half" | "reversed" | null;
+                                /** @description Llama 4's scaling of q by 1 + β·ln(1 + ⌊p / L⌋), applied beside the rope (not in its cos/sin) */
+                                query_scaling: {
+                                    [key: string]: number;
+                                } | null;
+                                /** @description the positions the table and verify URLs ask for: max_position_embeddings (else 4096), or fewer where the service's limits (POSENC_MAX_ELEMENTS, POSENC_MAX_WORK, POSENC_MEMORY_BYTES) would refuse that many; 0 when they refuse even one row, and that URL is left out */
+                                seq_len: {
+                                    table: number;
+                                    verify: number;
+                                };
+                                /** @description table (exact), table_framework (transformers' float32), table_ggml and table_mlx (llama.cpp's and MLX's, where that runtime implements the rope), verify, and their /v1/table and /v1/verify aliases; each as many rows as the service's limits serve */
+                                urls: {
+                                    [key: string]: string;
+                                };
+                            }[];
+                            nope_layers: number[];
+                            /** @description multimodal rope (M-RoPE): how the three ids of a token share the frequencies, and the vision merge sizes POST /v1/rope/positions reads; null unless model_type is a multimodal model's whose M-RoPE is modelled (a text model read on its own, and HunYuan-VL, get null) */
+                            mrope: null | {
+                                section: number[];
+                                section_from: string | null;
+                                interleaved: boolean;
+                                /** @enum {string} */
+                                rotary: "chunked" | "interleaved" | "glm_pairs" | "ernie";
+                                /** @enum {string} */
+                                video: "block" | "per_frame" | "none";
+                                spatial_merge_size: number;
+                                temporal_merge_size: number | null;
+                                tokens_per_second: number | null;
+                                position_id_per_seconds: number | null;
+                            };
+                            /** @description a model with one rope: its parameters */
+                            params?: {
+                                /** @description the rotated (head) dimension; even, since pairs rotate */
+                                d_model: number;
+                                /** @description rope_theta; 1 < base ≤ 1e12 */
+                                base: number;
+                                /**
+                                 * @description split: pairs (i, i+d/2), transformers' rotate_half; interleaved: pairs (2i, 2i+1), RoFormer and GPT-J
+                                 * @enum {string}
+                                 */
+                                layout: "interleaved" | "split";
+                                /**
+                                 * @description long-context scaling, as transformers computes it; each takes the parameters whose description names it
+                                 * @enum {string}
+                                 */
+                                scaling: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                                /** @description linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides frequencies, and angles are served exactly up to 2^16 radians per position */
+                                factor?: number;
+                                /** @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192) */
+                                original_max_position_embeddings?: number;
+                                /** @description llama3 (default 1) */
+                                low_freq_factor?: number;
+                                /** @description llama3 (default 4) */
+                                high_freq_factor?: number;
+                                /** @description yarn (default 32) */
+                                beta_fast?: number;
+                                /** @description yarn (default 1) */
+                                beta_slow?: number;
+                                /** @description yarn, longrope: overrides the inferred factor */
+                                attention_factor?: number;
+                                /** @description yarn */
+                                mscale?: number;
+                                /** @description yarn */
+                                mscale_all_dim?: number;
+                                /** @description yarn: round the ramp's ends outwards (default true) */
+                                truncate?: boolean;
+                                /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings; each at least 2^-16 */
+                                short_factor?: number[];
+                                /** @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16 */
+                                long_factor?: number[];
+                                /** @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair) */
+                                rotary_pairs?: number;
+                                /**
+                                 * @description exact: correctly rounded; framework (or transformers): transformers' own float32 computation; ggml: llama.cpp's (ggml-cpu), with the parameters llama.cpp derives from this rope; mlx: MLX's mx.fast.rope on its CPU backend, with mlx-lm's frequencies
+                                 * @enum {string}
+                                 */
+                                recipe: "exact" | "framework" | "transformers" | "ggml" | "mlx";
+                                /** @description d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the factors llama.cpp's converter would compute for llama3 or longrope; with recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them) */
+                                freq_factors?: number[];
+                                /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor, after llama.cpp pads it to a multiple of 256 (default: factor × original_max_position_embeddings, the model's own context) */
+                                n_ctx?: number;
+                                /**
+                                 * @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it
+                                 * @enum {string}
+                                 */
+                                framework_precision?: "float32" | "float64";
+                            };
+                            rotary_dim?: number;
+                            partial_rotary_factor?: number;
+                            /** @description the positions the table and verify URLs ask for: max_position_embeddings (else 4096), or fewer where the service's limits (POSENC_MAX_ELEMENTS, POSENC_MAX_WORK, POSENC_MEMORY_BYTES) would refuse that many; 0 when they refuse even one row, and that URL is left out */
+                            seq_len?: {
+                                table: number;
+                                verify: number;
+                            };
+                            /** @description table (exact), table_framework (transformers' float32), table_ggml and table_mlx (llama.cpp's and MLX's, where that runtime implements the rope), verify, and their /v1/table and /v1/verify aliases; each as many rows as the service's limits serve */
+                            urls?: {
+                                [key: string]: string;
+                            };
+                        };
                         /** @description with a config part: llama.cpp applies the model's rope at every layer for n_ctx (same frequencies, scaling, attention factor, layers and pairs) */
                         conforms?: boolean;
                         /** @description with a config part: each way the file's rope differs from the model's, with its layers and both sides' values */
@@ -4724,25 +5085,47 @@ export interface operations {
                         expected: {
                             /** @description the rope's canonical parameters, the GET parameters of /v1/rope/table (no recipe: every recipe is tried); null for a NoPE layer */
                             params: null | {
+                                /** @description the rotated (head) dimension; even, since pairs rotate */
                                 d_model: number;
+                                /** @description rope_theta; 1 < base ≤ 1e12 */
                                 base: number;
-                                /** @enum {string} */
+                                /**
+                                 * @description split: pairs (i, i+d/2), transformers' rotate_half; interleaved: pairs (2i, 2i+1), RoFormer and GPT-J
+                                 * @enum {string}
+                                 */
                                 layout: "interleaved" | "split";
-                                /** @enum {string} */
+                                /**
+                                 * @description long-context scaling, as transformers computes it; each takes the parameters whose description names it
+                                 * @enum {string}
+                                 */
                                 scaling: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                                /** @description linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides frequencies, and angles are served exactly up to 2^16 radians per position */
                                 factor?: number;
+                                /** @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192) */
                                 original_max_position_embeddings?: number;
+                                /** @description llama3 (default 1) */
                                 low_freq_factor?: number;
+                                /** @description llama3 (default 4) */
                                 high_freq_factor?: number;
+                                /** @description yarn (default 32) */
                                 beta_fast?: number;
+                                /** @description yarn (default 1) */
                                 beta_slow?: number;
+                                /** @description yarn, longrope: overrides the inferred factor */
                                 attention_factor?: number;
+                                /** @description yarn */
                                 mscale?: number;
+                                /** @description yarn */
                                 mscale_all_dim?: number;
+                                /** @description yarn: round the ramp's ends outwards (default true) */
                                 truncate?: boolean;
+                                /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings; each at least 2^-16 */
                                 short_factor?: number[];
+                                /** @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16 */
                                 long_factor?: number[];
+                                /** @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair) */
                                 rotary_pairs?: number;
+                                /** @description d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the factors llama.cpp's converter would compute for llama3 or longrope; with recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them) */
                                 freq_factors?: number[];
                             };
                             /** @description the config's layer; null: the rope came in the query */
@@ -4932,10 +5315,16 @@ export interface operations {
                                 /** @description the pairs the frequencies were read from */
                                 pairs_read?: number[];
                                 pairs_count?: number;
-                                /** @enum {string} */
+                                /**
+                                 * @description long-context scaling, as transformers computes it; each takes the parameters whose description names it
+                                 * @enum {string}
+                                 */
                                 fitted_scaling?: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
                                 fitted_original_max_position_embeddings?: number | null;
-                                /** @enum {string} */
+                                /**
+                                 * @description long-context scaling, as transformers computes it; each takes the parameters whose description names it
+                                 * @enum {string}
+                                 */
                                 stated_scaling?: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
                                 stated_factor?: number | null;
                                 /** @description angles_mismatch, radians */
@@ -5240,7 +5629,62 @@ export interface operations {
                                 /** @description the layers that apply this rope; null when the config does not say how many layers the model has */
                                 layers: number[] | null;
                                 /** @description the canonical GET parameters */
-                                params: Record<string, never>;
+                                params: {
+                                    /** @description the rotated (head) dimension; even, since pairs rotate */
+                                    d_model: number;
+                                    /** @description rope_theta; 1 < base ≤ 1e12 */
+                                    base: number;
+                                    /**
+                                     * @description split: pairs (i, i+d/2), transformers' rotate_half; interleaved: pairs (2i, 2i+1), RoFormer and GPT-J
+                                     * @enum {string}
+                                     */
+                                    layout: "interleaved" | "split";
+                                    /**
+                                     * @description long-context scaling, as transformers computes it; each takes the parameters whose description names it
+                                     * @enum {string}
+                                     */
+                                    scaling: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                                    /** @description linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides frequencies, and angles are served exactly up to 2^16 radians per position */
+                                    factor?: number;
+                                    /** @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192) */
+                                    original_max_position_embeddings?: number;
+                                    /** @description llama3 (default 1) */
+                                    low_freq_factor?: number;
+                                    /** @description llama3 (default 4) */
+                                    high_freq_factor?: number;
+                                    /** @description yarn (default 32) */
+                                    beta_fast?: number;
+                                    /** @description yarn (default 1) */
+                                    beta_slow?: number;
+                                    /** @description yarn, longrope: overrides the inferred factor */
+                                    attention_factor?: number;
+                                    /** @description yarn */
+                                    mscale?: number;
+                                    /** @description yarn */
+                                    mscale_all_dim?: number;
+                                    /** @description yarn: round the ramp's ends outwards (default true) */
+                                    truncate?: boolean;
+                                    /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings; each at least 2^-16 */
+                                    short_factor?: number[];
+                                    /** @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16 */
+                                    long_factor?: number[];
+                                    /** @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair) */
+                                    rotary_pairs?: number;
+                                    /**
+                                     * @description exact: correctly rounded; framework (or transformers): transformers' own float32 computation; ggml: llama.cpp's (ggml-cpu), with the parameters llama.cpp derives from this rope; mlx: MLX's mx.fast.rope on its CPU backend, with mlx-lm's frequencies
+                                     * @enum {string}
+                                     */
+                                    recipe: "exact" | "framework" | "transformers" | "ggml" | "mlx";
+                                    /** @description d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the factors llama.cpp's converter would compute for llama3 or longrope; with recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them) */
+                                    freq_factors?: number[];
+                                    /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor, after llama.cpp pads it to a multiple of 256 (default: factor × original_max_position_embeddings, the model's own context) */
+                                    n_ctx?: number;
+                                    /**
+                                     * @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it
+                                     * @enum {string}
+                                     */
+                                    framework_precision?: "float32" | "float64";
+                                };
                                 /** @description the dimensions that turn: params.d_model, or 2·rotary_pairs for a proportional rope (its cache spans the head; the other pairs hold still) */
                                 rotary_dim: number;
                                 /** @description where in each head the rope sits: the first dimension that turns. The rope turns dimensions rotary_offset … rotary_offset + rotary_dim − 1 of the head and leaves the others still; 0 for a rope over the head's leading dimensions (almost every model), head_dim − rotary_dim for one over its trailing dimensions (DeepSeek-V4's qk_rope_head_dim, llama.cpp's ggml_rope_set_offset) */
@@ -5281,7 +5725,62 @@ export interface operations {
                                 position_id_per_seconds: number | null;
                             };
                             /** @description a model with one rope: its parameters */
-                            params?: Record<string, never>;
+                            params?: {
+                                /** @description the rotated (head) dimension; even, since pairs rotate */
+                                d_model: number;
+                                /** @description rope_theta; 1 < base ≤ 1e12 */
+                                base: number;
+                                /**
+                                 * @description split: pairs (i, i+d/2), transformers' rotate_half; interleaved: pairs (2i, 2i+1), RoFormer and GPT-J
+                                 * @enum {string}
+                                 */
+                                layout: "interleaved" | "split";
+                                /**
+                                 * @description long-context scaling, as transformers computes it; each takes the parameters whose description names it
+                                 * @enum {string}
+                                 */
+                                scaling: "none" | "linear" | "dynamic" | "yarn" | "llama3" | "longrope";
+                                /** @description linear, dynamic, yarn, llama3 (required); longrope. At least 2^-16: it divides frequencies, and angles are served exactly up to 2^16 radians per position */
+                                factor?: number;
+                                /** @description the trained context length: dynamic, yarn, longrope (required); llama3 (8192) */
+                                original_max_position_embeddings?: number;
+                                /** @description llama3 (default 1) */
+                                low_freq_factor?: number;
+                                /** @description llama3 (default 4) */
+                                high_freq_factor?: number;
+                                /** @description yarn (default 32) */
+                                beta_fast?: number;
+                                /** @description yarn (default 1) */
+                                beta_slow?: number;
+                                /** @description yarn, longrope: overrides the inferred factor */
+                                attention_factor?: number;
+                                /** @description yarn */
+                                mscale?: number;
+                                /** @description yarn */
+                                mscale_all_dim?: number;
+                                /** @description yarn: round the ramp's ends outwards (default true) */
+                                truncate?: boolean;
+                                /** @description longrope (required): d_model/2 factors, used up to original_max_position_embeddings; each at least 2^-16 */
+                                short_factor?: number[];
+                                /** @description longrope (required): d_model/2 factors, used beyond it; each at least 2^-16 */
+                                long_factor?: number[];
+                                /** @description the pairs that turn: pair i < rotary_pairs at base^(−2i/d_model), the others at frequency 0 (cos 1, sin 0), after any scaling: transformers' proportional rope (Gemma 4, LFM 3), whose exponents divide by the whole head. At most d_model/2 (default: every pair) */
+                                rotary_pairs?: number;
+                                /**
+                                 * @description exact: correctly rounded; framework (or transformers): transformers' own float32 computation; ggml: llama.cpp's (ggml-cpu), with the parameters llama.cpp derives from this rope; mlx: MLX's mx.fast.rope on its CPU backend, with mlx-lm's frequencies
+                                 * @enum {string}
+                                 */
+                                recipe: "exact" | "framework" | "transformers" | "ggml" | "mlx";
+                                /** @description d_model/2 factors that divide each pair's frequency, as llama.cpp's rope_freqs or rope_factors_long/short tensor does (a GGUF's own): with recipe=ggml they replace the factors llama.cpp's converter would compute for llama3 or longrope; with recipe=exact, the exact rope of a GGUF (scaling none, linear or yarn on top of them) */
+                                freq_factors?: number[];
+                                /** @description recipe=ggml, scaling=longrope: the context llama.cpp runs with, which picks long_factor when it exceeds original_max_position_embeddings, else short_factor, after llama.cpp pads it to a multiple of 256 (default: factor × original_max_position_embeddings, the model's own context) */
+                                n_ctx?: number;
+                                /**
+                                 * @description recipe=framework: the precision the framework computes in. float32 (the default): transformers' rotary modules; float64: RoFormer's NumPy table (base^(2i/d_model), pos / it, sin and cos in float64, each rounded once to float32), which takes scaling=none and every pair turning only (checked whatever the recipe). The exact table's values do not depend on it
+                                 * @enum {string}
+                                 */
+                                framework_precision?: "float32" | "float64";
+                            };
                             rotary_dim?: number;
                             partial_rotary_factor?: number;
                             /** @description the positions the table and verify URLs ask for: max_position_embeddings (else 4096), or fewer where the service's limits (POSENC_MAX_ELEMENTS, POSENC_MAX_WORK, POSENC_MEMORY_BYTES) would refuse that many; 0 when they refuse even one row, and that URL is left out */

@@ -155,3 +155,10 @@ def test_the_contract_fuzzer_generates_bodies_of_the_config_operation(mode: str)
 
         generate()
     assert len(drawn) >= 30
+
+
+@pytest.mark.parametrize("value", [0, 1, 2, 3, 4.0, 4.5, -2, 65536])
+def test_the_validator_agrees_with_jsonschema_on_multiple_of(value: float) -> None:
+    """multipleOf, as an extra's query states an even d_model: enforced as documented."""
+    reference, ours = _verdicts(value, {"type": "number", "multipleOf": 2})
+    assert ours == reference
