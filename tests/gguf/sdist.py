@@ -1,9 +1,9 @@
 """The llama-cpp-python 0.3.36 sdist (llama.cpp 0c1e57098): the one door through which the suite
 reads any of its files.
 
-It is downloaded once with pip into ``~/.cache/posenc`` (or ``$POSENC_CACHE``). A test asks for
-the member it reads with :func:`unpacked`, which unpacks that member alone into a root of its
-own. So a path reached *around* the door (``unpacked("vendor/llama.cpp").parents[2] /
+It is downloaded once into ``~/.cache/posenc`` (or ``$POSENC_CACHE``), held to its digest. A
+test asks for the member it reads with :func:`unpacked`, which unpacks that member alone into a
+root of its own. So a path reached *around* the door (``unpacked("vendor/llama.cpp").parents[2] /
 "CHANGELOG.md"``) exists on no machine, fresh or warm, and fails the first time it is written
 rather than on a newcomer's first ``make test``. Concurrent workers take turns under a lock.
 """
@@ -14,15 +14,22 @@ import fcntl
 import hashlib
 import os
 import shutil
-import subprocess
-import sys
 import tarfile
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 VERSION = "0.3.36"
 NAME = f"llama_cpp_python-{VERSION}"
+# The file PyPI's simple index lists for this release, and its digest there: fetched as it is,
+# where `pip download` built the sdist's metadata first (scikit-build-core in an isolated
+# environment, three minutes on a fresh machine, while every other worker waited on the lock).
+URL = (
+    "https://files.pythonhosted.org/packages/ec/e9/"
+    f"e7de2b0463ea3ffbf0ede6cb21b58c1258a8f6521aae45ca773a59fe7cf3/{NAME}.tar.gz"
+)
+SHA256 = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
 
 
 def cache() -> Path:
@@ -38,17 +45,19 @@ def _locked() -> Iterator[None]:
 
 
 def archive() -> Path:
-    """The sdist itself, downloaded on first use (the llama.cpp build installs from it)."""
+    """The sdist itself, downloaded on first use and held to its digest (the llama.cpp build
+    installs from it)."""
     path = cache() / f"{NAME}.tar.gz"
     with _locked():
         if not path.exists():
-            # pip reads an sdist's metadata before it keeps it: in an isolated build
-            # environment (scikit-build-core, a minute the first time), never the suite's own.
-            subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
-                 ":all:", f"llama-cpp-python=={VERSION}", "-d", str(cache())],
-                check=True,
-            )  # fmt: skip
+            partial = path.with_suffix(".part")
+            with urllib.request.urlopen(URL, timeout=120) as response, open(partial, "wb") as out:
+                shutil.copyfileobj(response, out)
+            digest = hashlib.sha256(partial.read_bytes()).hexdigest()
+            if digest != SHA256:
+                partial.unlink()
+                raise RuntimeError(f"{URL} has sha256 {digest}, not the release's {SHA256}")
+            partial.rename(path)
     return path
 
 
