@@ -66,7 +66,8 @@ print(json.dumps({
         ("exact rows: unfold", kernels._unfold),
         ("exact rows: store", kernels._store_rows),
         ("mlx from the base", mlx._default_inverse),
-        ("a kernel's cells", applied.cells),
+        ("a kernel's sums", applied.sums),
+        ("a kernel's spreads", applied.spreads),
         ("a kernel's still dims", applied.still),
     )
 }))
