@@ -25,6 +25,12 @@ def _given(name: str) -> Upload:
     return Upload(b"", {}, {}, {"model": (Part(data),), "external": external})
 
 
+def _cpu_time(given: Upload) -> int:
+    started = time.thread_time_ns()
+    _handle(given)
+    return time.thread_time_ns() - started
+
+
 def _handle(given: Upload) -> dict[str, Any] | None:
     """The answer, or None where the body is refused with the service's own error."""
     try:
@@ -58,7 +64,7 @@ def test_the_declared_work_holds_the_time_the_costliest_bodies_take(name: str) -
     given = _given(name)
     declared = _declared(given)
     _handle(given)  # compiled loops and imports warm
-    started = time.thread_time_ns()
-    _handle(given)
-    took = time.thread_time_ns() - started
+    # The least of three: noise (another process's burst, a neighbour on this VM's host) only
+    # adds, and once added 4x to one body's time in a full run.
+    took = min(_cpu_time(given) for _ in range(3))
     assert took <= declared.work, f"{name}: {took} ns taken, {declared.work} declared"
