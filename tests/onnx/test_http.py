@@ -206,6 +206,51 @@ def test_a_layer_count_genai_config_states_is_checked_before_anything_is_sized_b
         assert response.json()["errors"][0]["loc"] == ["body", field]
 
 
+_OFFSET = ("model", "decoder", "session_options", "provider_options")
+
+
+def _nested(path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    for key in reversed(path):
+        value = {key: value}
+    nested: dict[str, Any] = value
+    return nested
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field"),
+    [
+        (("model", "context_length"), "4096", "model.context_length"),
+        (("model", "context_length"), 0, "model.context_length"),
+        (("model", "context_length"), 2**31 + 1, "model.context_length"),
+        (("model", "decoder", "head_size"), 64.0, "model.decoder.head_size"),
+        (("model", "decoder", "head_size"), 2**17, "model.decoder.head_size"),
+        (_OFFSET, {"webgpu": {}}, ".".join(_OFFSET)),
+        (_OFFSET, [{"webgpu": {"multiRotaryCacheConcatOffset": 4096}}], ".".join(_OFFSET)),
+        (_OFFSET, [{"webgpu": {"multiRotaryCacheConcatOffset": "-1"}}], ".".join(_OFFSET)),
+        (_OFFSET, [{"webgpu": {"multiRotaryCacheConcatOffset": "9" * 5000}}], ".".join(_OFFSET)),
+    ],
+)
+def test_a_genai_config_key_of_another_type_is_refused_naming_it_not_read_as_absent(
+    client: Client, path: tuple[str, ...], value: Any, field: str
+) -> None:
+    # An offset read as absent would take a concatenated cache for one cache of the long rows.
+    response = _post(client, graphs.plain(), genai_config=_nested(path, value))
+    assert response.status_code == 422, response.text
+    (error,) = response.json()["errors"]
+    assert error["loc"] == ["body", f"genai_config.{field}"] or error["loc"][1].startswith(
+        f"genai_config.{field}."
+    ), error
+
+
+def test_the_genai_config_keys_a_check_reads_are_in_its_answer(client: Client) -> None:
+    genai = {"model": {"context_length": 4096, "decoder": {"head_size": 128}}}
+    answer = _post(client, graphs.plain(), genai_config=genai).json()
+    assert (answer["context_length"], answer["head_size"]) == (4096, 128)
+    assert (
+        _post(client, graphs.plain(), genai_config={"model": {}}).json()["context_length"] is None
+    )
+
+
 def test_a_layer_count_genai_config_states_is_held_to_the_configs(client: Client) -> None:
     genai = {"model": {"decoder": {"num_hidden_layers": 4096}}}
     config = {**_CONFIG, "num_hidden_layers": 2}

@@ -4,7 +4,7 @@ sampled rows are (:mod:`.fit`), in the shape of ``/v1/rope/gguf``'s answer."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -12,8 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from posenc.errors import ParameterError
-from posenc.schemes.rope.onnx import fit, graph, rows, rules
+from posenc.schemes.rope.onnx import fit, genai, graph, rows, rules
 from posenc.schemes.rope.onnx.fit import Measured
 from posenc.schemes.rope.onnx.graph import MAX_ROPES, Cache, Choice, Use
 from posenc.schemes.rope.onnx.reader import Model
@@ -65,9 +64,9 @@ class Rope:
         return self.served[0] if self.served is not None else 1
 
 
-def ropes(model: Model, genai_config: Mapping[str, Any] | None) -> tuple[list[Rope], list[Any]]:
+def ropes(model: Model, stated: genai.Stated) -> tuple[list[Rope], list[Any]]:
     """The graph's ropes (rows not yet read) and its attention nodes."""
-    found, attention = graph.uses(model, genai_config)
+    found, attention = graph.uses(model, stated.concat_offset)
     grouped: dict[tuple[Any, ...], list[Use]] = {}
     for use in found:
         attributes = use.node.ints
@@ -232,10 +231,7 @@ def _choice(choice: Choice) -> dict[str, Any]:
 
 
 def answer_of(
-    model: Model,
-    genai_config: Mapping[str, Any] | None,
-    found: list[Rope],
-    attention: list[Any],
+    model: Model, stated: genai.Stated, found: list[Rope], attention: list[Any]
 ) -> dict[str, Any]:
     """The answer for the measured ropes."""
     layers = _all_layers(found, attention)
@@ -243,9 +239,9 @@ def answer_of(
     return {
         "producer": {"name": model.producer_name, "version": model.producer_version},
         "opsets": dict(model.opsets),
-        "num_hidden_layers": layer_count(genai_config, found, attention),
-        "head_size": _key(genai_config, rules.HEAD_SIZE),
-        "context_length": _key(genai_config, rules.CONTEXT_LENGTH),
+        "num_hidden_layers": layer_count(stated, found, attention),
+        "head_size": stated.head_size,
+        "context_length": stated.context_length,
         "ropes": [rope.listed for rope in found],
         "nope_layers": [layer for layer in layers if layer not in turning],
     }
@@ -257,31 +253,9 @@ def _all_layers(found: list[Rope], attention: list[Any]) -> list[int]:
     return sorted({*(layer for rope in found for layer in rope.layers), *attending})
 
 
-def layer_count(
-    genai_config: Mapping[str, Any] | None, found: list[Rope], attention: list[Any]
-) -> int | None:
-    """genai_config.json's count of layers (1 to :data:`.graph.MAX_LAYERS`, else refused
-    naming it), else one past the last layer a node names."""
-    declared: Any = genai_config
-    for key in rules.NUM_HIDDEN_LAYERS:
-        declared = declared.get(key) if isinstance(declared, Mapping) else None
-    if declared is None:
-        layers = _all_layers(found, attention)
-        return layers[-1] + 1 if layers else None
-    if (
-        isinstance(declared, bool)
-        or not isinstance(declared, int)
-        or not 1 <= declared <= graph.MAX_LAYERS
-    ):
-        raise ParameterError(
-            ".".join(("genai_config", *rules.NUM_HIDDEN_LAYERS)),
-            f"must be an integer from 1 to {graph.MAX_LAYERS}, got {repr(declared)[:40]}",
-        )
-    return declared
-
-
-def _key(config: Mapping[str, Any] | None, path: tuple[str, ...]) -> int | None:
-    value: Any = config
-    for key in path:
-        value = value.get(key) if isinstance(value, Mapping) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+def layer_count(stated: genai.Stated, found: list[Rope], attention: list[Any]) -> int | None:
+    """genai_config.json's count of layers, else one past the last layer a node names."""
+    if stated.num_hidden_layers is not None:
+        return stated.num_hidden_layers
+    layers = _all_layers(found, attention)
+    return layers[-1] + 1 if layers else None

@@ -13,7 +13,7 @@ serves.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,12 +105,13 @@ class _Scope:
         return None, self
 
 
-def uses(model: Model, genai_config: Mapping[str, Any] | None) -> tuple[list[Use], list[Node]]:
-    """Every node's use of a cos/sin pair (one per alternative), and the attention nodes."""
+def uses(model: Model, concat_offset: tuple[str, int] | None) -> tuple[list[Use], list[Node]]:
+    """Every node's use of a cos/sin pair (one per alternative), and the attention nodes;
+    ``concat_offset`` is genai_config.json's (:func:`.genai.read`)."""
     found: list[Use] = []
     distinct: set[tuple[Cache, Cache, tuple[Choice, ...]]] = set()
     attention: list[Node] = []
-    offset = _config_offset(genai_config)
+    offset = _config_offset(concat_offset)
     trace = _Trace(model)
     for node, scope in _nodes(_Scope(model.graph, None)):
         key = (node.domain, node.op_type)
@@ -339,20 +340,13 @@ def _offset_positions(
     return None
 
 
-def _config_offset(genai_config: Mapping[str, Any] | None) -> tuple[int, Choice] | None:
+def _config_offset(concat_offset: tuple[str, int] | None) -> tuple[int, Choice] | None:
     """WebGPU's and TensorRT-RTX's concatenated cache: the row its long part starts at, in
     genai_config.json's provider options (the runtime takes it for lengths above it)."""
-    options: Any = genai_config
-    for key in rules.PROVIDER_OPTIONS:
-        options = options.get(key) if isinstance(options, Mapping) else None
-    for provider in options if isinstance(options, list) else ():
-        for settings in provider.values() if isinstance(provider, Mapping) else ():
-            for key in rules.CONCAT_OFFSET_KEYS:
-                value = settings.get(key) if isinstance(settings, Mapping) else None
-                if isinstance(value, str) and value.isascii() and value.isdigit():
-                    offset = int(value[:12])
-                    return offset, Choice("genai_config", key, True, f"L > {offset}", offset)
-    return None
+    if concat_offset is None:
+        return None
+    key, offset = concat_offset
+    return offset, Choice("genai_config", key, True, f"L > {offset}", offset)
 
 
 def _split(

@@ -9,7 +9,7 @@ from typing import Any
 from posenc.cost import Cost
 from posenc.declare import Limits, Sized, Upload
 from posenc.errors import ParameterError
-from posenc.schemes.rope.onnx import answer, conformance, reader, rows
+from posenc.schemes.rope.onnx import answer, conformance, genai, reader, rows
 
 # Work units (≈ ns) per body byte: a graph of the smallest fields (empty nodes, 2 bytes each)
 # or of the smallest kept nodes (11 bytes each) is read at 0.5–0.8 µs a byte (measured),
@@ -51,13 +51,13 @@ def handle(given: Upload, limits: Limits) -> dict[str, Any]:
     """``POST /v1/rope/onnx``: the ropes of the graph in ``given``, measured from the rows its
     caches hold (asking for the external ranges that hold them), and checked against the
     model's config.json where it is given."""
-    genai_config = _object(given, "genai_config")
+    stated = genai.read(_object(given, "genai_config"))
     config = _object(given, "config")
     # The HTTP layer refuses a body without it, naming it; the command line sends its own.
     (sent,) = given.files["model"]
     model = reader.read(sent.data)
-    found, attention = answer.ropes(model, genai_config)
-    n_layer = answer.layer_count(genai_config, found, attention)
+    found, attention = answer.ropes(model, stated)
+    n_layer = answer.layer_count(stated, found, attention)
     external = given.files.get("external", ())
     parts = rows.Parts(external)
     missing = rows.missing(answer.needed(found), parts)
@@ -69,7 +69,7 @@ def handle(given: Upload, limits: Limits) -> dict[str, Any]:
         n_layer = conformance.layer_count(n_layer, described)
         hint = conformance.hint(described, n_layer)
     answer.measure(model, found, parts, hint)
-    result = answer.answer_of(model, genai_config, found, attention)
+    result = answer.answer_of(model, stated, found, attention)
     if described is None:
         return result
     return conformance.check(result, found, described, n_layer or 0)
