@@ -19,18 +19,14 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
-import orjson
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 
-from app import admission, bodies, documents, formats, handlers, responses
-from app.bodies.upload import upload
-from app.extra_query import extra_query
+from app import documents, extras, handlers
 from app.models import Endpoint, list_fields, model
-from app.responses import Body
-from posenc.declare import Extra, Limits, Scheme, Sized, choices, hints, spec
+from posenc.declare import Extra, Scheme, choices, hints, spec
 from posenc.errors import InconsistentError, NotApplicableError, ParameterError
 from posenc.registry import DEFAULT
 
@@ -174,65 +170,10 @@ def _add_post_verify(made: APIRouter, scheme: Scheme) -> None:
 
 
 def _add_extra(made: APIRouter, scheme: Scheme, extra: Extra) -> None:
-    body_schema: dict[str, Any] = {}
-    if not extra.binary:
-        body_schema = documents.extra_body(extra)["content"]["application/json"]["schema"]
-        bodies.check_schema(body_schema)
-    for param in extra.query:
-        bodies.check_schema(param.schema)
+    schema = extras.body_schema(extra)
 
     async def handle(request: Request) -> Response:
-        fmt, query = extra_query(request, extra)
-        request.state.param_source = "body"
-        settings = request.app.state.settings
-        limits = Limits(
-            settings.max_elements, settings.max_work, settings.memory_bytes, settings.max_gguf_bytes
-        )
-        if extra.binary:
-            multipart = bool(extra.parts or extra.files)
-            received = await handlers.read_file(request, limits.max_upload_bytes, multipart)
-            content_type = request.headers.get("content-type", "")
-        else:
-            body = await bodies.receive_bounded(request, extra.max_body_bytes)
-
-        def read() -> tuple[Any, Sized | None]:
-            if extra.binary:
-                given: Any = upload(extra, received, content_type, query)
-            else:
-                try:
-                    given = orjson.loads(body)
-                except orjson.JSONDecodeError as error:
-                    raise ParameterError("body", f"must be a JSON document: {error}") from None
-                bodies.validate(given, body_schema)
-            return given, None if extra.size is None else extra.size(given, limits)
-
-        # Parsing, checking and sizing a body of megabytes is CPU work: in the bounded pool,
-        # under the deadline, never on the event loop; so are the answer and its JSON.
-        given, sized = await admission.run(request, read)
-        if sized is not None:
-            what = f"the answer of {scheme.name}/{extra.name}"
-            await admission.admit(
-                request, admission.Estimate(sized.cost, sized.values, True, sized.param, what)
-            )
-
-        if fmt == "npy":
-            assert extra.array is not None, "only an extra with an array answers npy"
-            array_of = extra.array
-
-            def npy() -> tuple[Body, dict[str, str]]:
-                array, headers = array_of(given, limits)
-                return Body.of(array, "npy", {}, formats.Labels("", "", "", ""), False), headers
-
-            body_of, headers = await admission.run(request, npy)
-            response = responses.send(body_of, None)
-            response.headers.update(headers)
-            return response
-
-        def answer() -> bytes:
-            return orjson.dumps(extra.handle(given, limits), option=orjson.OPT_SERIALIZE_NUMPY)
-
-        content = await admission.run(request, answer)
-        return responses.send(Body.text(content, "json", responses.accepts_gzip(request)), None)
+        return await extras.answer(request, scheme, extra, schema)
 
     parameters = extra.query or extra.array is not None
     made.add_api_route(
