@@ -196,38 +196,13 @@ def context(
     n_ctx = n_ctx_train if n_ctx is None or n_ctx == 0 else n_ctx
     padded = -(-n_ctx // _PAD) * _PAD
     base = _base(row, keys, head_k)
-    scaling = keys.text("rope.scaling.type", "linear")
-    if scaling not in _SCALINGS:
-        raise GGUFError(
-            f"{row.name}.rope.scaling.type is {scaling!r}: llama.cpp reads {', '.join(_SCALINGS)}"
-        )
-    factor = keys.get("rope.scaling.factor")
-    ropescale = keys.number("rope.scaling.factor" if factor is not None else "rope.scale_linear", 0)
-    scale = _F32(1) if ropescale == 0 or scaling == "none" else _F32(1) / _F32(ropescale)
+    scaling, scale = _scaling(row, keys)
     ext, attn, log_mul = _yarn(row, keys, scaling, scale)
-    beta_fast = 8.0 if row.yarn_keys == "grok" else 32.0
-    beta_slow = 1.0
-    if row.yarn_keys != "none":
-        beta_fast = keys.number("rope.scaling.yarn_beta_fast", beta_fast)
-        beta_slow = keys.number("rope.scaling.yarn_beta_slow", beta_slow)
-    base_swa, scale_swa = float(base), float(scale)
-    if row.swa is not None and any(sliding):
-        fallback = float(base) if row.swa.base in ("key_or_base", "base") else 10000.0
-        base_swa = fallback
-        if row.swa.base.startswith("key"):
-            base_swa = keys.number(
-                "rope.freq_base_swa", None if row.swa.base == "key" else fallback
-            )
-        scale_swa = float(scale) if row.swa.scale == "full" else 1.0
+    beta_fast, beta_slow = _betas(row, keys)
+    base_swa, scale_swa = _sliding(row, keys, sliding, base, scale)
     rope_type, sections = _rope_type(row, keys)
     present = _factor_tensors(header, row, scaling)
-    chosen: str | None = None
-    if "rope_freqs.weight" in present:
-        chosen = "rope_freqs.weight"
-    elif present:
-        long = padded > n_ctx_orig
-        chosen = "rope_factors_long.weight" if long else "rope_factors_short.weight"
-        chosen = chosen if chosen in present else None
+    chosen = _chosen_factors(present, padded, n_ctx_orig)
     widest = max(n_rot, n_rot_swa) if any(sliding) else n_rot
     layer0 = n_rot_swa if sliding[0] else n_rot
     factor_length = {"n_rot": layer0, "head": head_k, "n_rot_max": widest}[row.factor_length]
@@ -265,3 +240,50 @@ def context(
         mscales=mscales,
         rope_tensors=header.rope_tensors,
     )
+
+
+def _scaling(row: Arch, keys: Keys) -> tuple[str, np.float32]:
+    """The scaling llama.cpp reads and its frequency scale, in float32 as llama.cpp holds it."""
+    scaling = keys.text("rope.scaling.type", "linear")
+    if scaling not in _SCALINGS:
+        raise GGUFError(
+            f"{row.name}.rope.scaling.type is {scaling!r}: llama.cpp reads {', '.join(_SCALINGS)}"
+        )
+    factor = keys.get("rope.scaling.factor")
+    ropescale = keys.number("rope.scaling.factor" if factor is not None else "rope.scale_linear", 0)
+    scale = _F32(1) if ropescale == 0 or scaling == "none" else _F32(1) / _F32(ropescale)
+    return scaling, scale
+
+
+def _betas(row: Arch, keys: Keys) -> tuple[float, float]:
+    """YaRN's beta_fast and beta_slow: Grok's defaults or llama.cpp's, else the file's."""
+    beta_fast = 8.0 if row.yarn_keys == "grok" else 32.0
+    beta_slow = 1.0
+    if row.yarn_keys != "none":
+        beta_fast = keys.number("rope.scaling.yarn_beta_fast", beta_fast)
+        beta_slow = keys.number("rope.scaling.yarn_beta_slow", beta_slow)
+    return beta_fast, beta_slow
+
+
+def _sliding(
+    row: Arch, keys: Keys, sliding: list[bool], base: np.float32, scale: np.float32
+) -> tuple[float, float]:
+    """The sliding layers' base and scale, as the architecture's row says llama.cpp takes them."""
+    if row.swa is None or not any(sliding):
+        return float(base), float(scale)
+    fallback = float(base) if row.swa.base in ("key_or_base", "base") else 10000.0
+    base_swa = fallback
+    if row.swa.base.startswith("key"):
+        base_swa = keys.number("rope.freq_base_swa", None if row.swa.base == "key" else fallback)
+    return base_swa, float(scale) if row.swa.scale == "full" else 1.0
+
+
+def _chosen_factors(present: tuple[str, ...], padded: int, n_ctx_orig: int) -> str | None:
+    """The factor tensor llama.cpp passes: rope_freqs, else LongRoPE's long pair for a padded
+    context past the original, its short pair otherwise (None where that one is missing)."""
+    if "rope_freqs.weight" in present:
+        return "rope_freqs.weight"
+    if not present:
+        return None
+    chosen = "rope_factors_long.weight" if padded > n_ctx_orig else "rope_factors_short.weight"
+    return chosen if chosen in present else None
