@@ -1,7 +1,8 @@
 """Issue 40's goal: ``POST /v1/rope/applied`` reads a 4096-token × 32-head × 128 float32 pair (a
 prefill's q before and after its rope, 2^24 values each) in under a second, computed by the core
 as the service computes it, best of 3, the compiled loops loaded first; beside it the same pair
-with a fault planted (the rope applied twice), which adds the diagnosis."""
+with a fault planted (the rope applied twice; a bfloat16 cos/sin table turning the float32 q),
+which adds the diagnosis."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from posenc.declare import Part
+from posenc.numerics import bfloat16
 from posenc.schemes.rope import maths
 from posenc.schemes.rope.applied import loops
 from posenc.schemes.rope.applied.answer import answer
@@ -28,8 +30,12 @@ def _npy(array: np.ndarray[Any, Any]) -> Part:
     return Part(buffer.getvalue())
 
 
-def _turned(x: np.ndarray[Any, Any], params: RopeParams) -> np.ndarray[Any, Any]:
+def _turned(
+    x: np.ndarray[Any, Any], params: RopeParams, table: bool = False
+) -> np.ndarray[Any, Any]:
     cos, sin = maths.encode(params, np.arange(len(x)), "float32", "cos_sin")
+    if table:
+        cos, sin = bfloat16.rounded(cos), bfloat16.rounded(sin)
     return maths.rotate_with(params.layout, x, cos[:, None], sin[:, None]).astype(np.float32)
 
 
@@ -48,7 +54,11 @@ def applied(row: Callable[[str, str, str, str], None]) -> None:
     query = {"d_model": HEAD_DIM, "base": 500000.0}
     x = np.random.default_rng(40).standard_normal((TOKENS, HEADS, HEAD_DIM)).astype(np.float32)
     once = _turned(x, params)
-    cases = (("faithful", once), ("applied twice", _turned(once, params)))
+    cases = (
+        ("faithful", once),
+        ("applied twice", _turned(once, params)),
+        ("bfloat16 table", _turned(x, params, table=True)),
+    )
     before = _npy(x)
     for label, after in cases:
         seconds, found = _best_seconds(before, _npy(after), query)

@@ -43,9 +43,12 @@ def llama(
     head_dim: int = 64,
     dtype: str = "float32",
     seed: int = 0,
+    table: str | None = None,
 ) -> Dump:
     """LlamaRotaryEmbedding and apply_rotary_pos_emb on q of shape (1, heads, n, head_dim), in
-    ``dtype`` (float32 or bfloat16) as a model in that dtype runs them."""
+    ``dtype`` (float32 or bfloat16) as a model in that dtype runs them; ``table``: the module's
+    cos and sin held in that torch dtype, then handed to the apply in ``dtype`` (a port that
+    keeps its cache in the model's dtype and turns float32 q)."""
     from transformers import LlamaConfig
     from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
 
@@ -57,7 +60,9 @@ def llama(
         max_position_embeddings=max(int(positions.max()) + 1, 2048),
     )
     rotary = LlamaRotaryEmbedding(config)
-    return _apply(rotary, apply_rotary_pos_emb, positions, heads, head_dim, dtype, seed)
+    return _apply(
+        rotary, apply_rotary_pos_emb, positions, heads, head_dim, dtype, seed, table=table
+    )
 
 
 def _apply(
@@ -69,15 +74,19 @@ def _apply(
     dtype: str,
     seed: int,
     ids: Any = None,
+    table: str | None = None,
 ) -> Dump:
     import torch
 
-    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
+    types = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    torch_dtype = types[dtype]
     n = positions.shape[-1]
     q = torch.from_numpy(vectors((1, heads, n, head_dim), seed)).to(torch_dtype)
     given = torch.from_numpy(positions if ids is None else ids)
     with torch.no_grad():
         cos, sin = rotary(q, given[None] if ids is None else given[:, None])
+        if table is not None:
+            cos, sin = cos.to(types[table]).to(torch_dtype), sin.to(types[table]).to(torch_dtype)
         turned, _ = apply(q, q, cos, sin)
     if dtype == "bfloat16":
         return Dump(bfloat16_words(q), bfloat16_words(turned), 2, positions, "bfloat16")

@@ -262,6 +262,8 @@ def _dump(tokens: int, samples: int, dtype: str, fault: str) -> tuple[Dump, str,
     after = exact(params, x, np.arange(tokens), "float64")
     if fault == "applied twice":
         after = exact(params, after, np.arange(tokens), "float64")
+    if fault == "a float16 table":
+        after = exact(params, x, np.arange(tokens), "float64", table="float16")
     if fault == "angles of no rope":
         after = exact(params, x, np.random.default_rng(1).integers(0, 2**20, tokens), "float64")
     if fault != "M-RoPE ids, rows dropped":
@@ -280,6 +282,7 @@ def _dump(tokens: int, samples: int, dtype: str, fault: str) -> tuple[Dump, str,
     [
         (512, 8, "float32", "none"),
         (512, 8, "float32", "applied twice"),
+        (4096, 4, "float32", "a float16 table"),
         (4096, 1, "float32", "angles of no rope"),
         (2048, 2, "float32", "M-RoPE ids, rows dropped"),
         # Few tokens of many samples (a token's samples are more than one block of values),

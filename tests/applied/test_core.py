@@ -33,9 +33,13 @@ def exact(
     dtype: str = "float32",
     rotary_offset: int = 0,
     sign: float = 1.0,
+    table: str | None = None,
 ) -> Array:
-    """``x`` ``(n, samples, head)`` turned by the exact rope at its dims and rounded once."""
+    """``x`` ``(n, samples, head)`` turned by the exact rope at its dims and rounded once
+    (``table``: by its cos and sin rounded to that type first)."""
     cos, sin = maths.encode(params, positions, "float64", "cos_sin")
+    if table is not None:
+        cos, sin = cos.astype(table).astype(np.float64), sin.astype(table).astype(np.float64)
     turned = x.astype(np.float64)
     block = slice(rotary_offset, rotary_offset + params.d_model)
     turned[..., block] = maths.rotate_with(
@@ -291,6 +295,30 @@ def test_positions_held_in_bfloat16_are_named() -> None:
     answer = analyse(dump, d_model=32)
     assert names(answer) == ["collapsed_positions"]
     assert answer["diagnosis"][0]["evidence"]["positions_dtype"] == "bfloat16"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_float16_table_turning_wider_data_is_named_and_read_to_its_resolution(dtype: str) -> None:
+    params = RopeParams(d_model=64, base=500000.0)
+    x, positions = vectors(256, 4, 64, dtype), np.arange(5000, 5256)
+    after = exact(params, x, positions, dtype, table="float16")
+    found = analyse(Dump(x, after, 0, positions), d_model=64, base=500000.0)
+    assert found["holds"] is False and names(found) == ["table_precision"]
+    assert found["diagnosis"][0]["evidence"]["table_dtype"] == "float16"
+    assert found["measured"]["recipe"] == "exact"
+    # The same table turning the data in float16: float16's own rounding, so it holds.
+    narrowed = Dump(x.astype(np.float16), after.astype(np.float16), 0, positions)
+    narrow = analyse(narrowed, d_model=64, base=500000.0)
+    assert narrow["holds"] is True and names(narrow) == []
+
+
+def test_a_float32_table_turning_float64_data_is_named_float32() -> None:
+    params = RopeParams(d_model=64)
+    x, positions = vectors(64, 4, 64, "float64"), np.arange(64)
+    after = exact(params, x, positions, "float64", table="float32")
+    found = analyse(Dump(x, after, 0, positions), d_model=64)
+    assert names(found) == ["table_precision"]
+    assert found["diagnosis"][0]["evidence"]["table_dtype"] == "float32"
 
 
 def test_a_narrower_rope_than_the_models_is_a_partial_rotary() -> None:

@@ -296,6 +296,41 @@ def test_an_angle_table_built_in_bfloat16_is_named() -> None:
     assert 6 <= answer["diagnosis"][0]["evidence"]["implied_bits"] <= 10
 
 
+@pytest.mark.parametrize("table", ["bfloat16", "float16"])
+def test_a_cos_sin_table_held_in_a_narrower_type_than_the_data_is_named(table: str) -> None:
+    """A port that keeps transformers' cos and sin in the model's dtype and turns float32 q
+    (vLLM's cos_sin_cache.to(dtype)): no pairing keeps float32's lengths, and the table's type
+    is named, with the rope it holds."""
+    rope = {"rope_type": "llama3", "rope_theta": 500000.0, **llama_31_rope_scaling()}
+    dump = kernels.llama(rope, FAR, table=table)
+    answer = analyse(dump, d_model=64, base=500000.0, offset=FAR[0], **LLAMA3)
+    assert answer["holds"] is False
+    assert names(answer) == ["table_precision"], answer["diagnosis"]
+    evidence = answer["diagnosis"][0]["evidence"]
+    assert evidence["table_dtype"] == table and evidence["values_on_grid"] >= 1000
+    assert max(evidence["lengths_kept"].values()) < 0.5  # to float32's resolution
+    # The rotations are the model's rope, to the table's resolution, under transformers' recipe
+    # (the exact one is as close: the table's rounding is coarser than the recipes' distance).
+    measured = answer["measured"]
+    assert measured["recipe"] is not None and measured["pairs"] == "split"
+    assert measured["resolution"] >= 2.0 ** -(11 if table == "float16" else 8)
+
+
+def test_a_narrower_table_of_another_base_names_both() -> None:
+    dump = kernels.llama({"rope_type": "default", "rope_theta": 10000.0}, FAR, table="bfloat16")
+    answer = analyse(dump, d_model=64, base=500000.0, offset=FAR[0])
+    assert names(answer) == ["table_precision", "base_mismatch"], answer["diagnosis"]
+
+
+def test_a_float32_kernel_that_is_no_rotation_is_not_taken_for_a_narrower_table(
+    llama_far: Dump,
+) -> None:
+    noise = kernels.vectors(llama_far.after.shape, seed=1) * np.float32(2.0**-10)
+    turned = llama_far.with_after(llama_far.after + noise)
+    answer = analyse(turned, d_model=64, base=500000.0, offset=FAR[0])
+    assert names(answer) == ["not_a_rotation"]
+
+
 # --- any width, base, scaling, dtype and position ---------------------------------------------
 
 

@@ -5234,7 +5234,7 @@ export interface operations {
                         };
                         diagnosis: {
                             /** @enum {string} */
-                            name: "pairing_mismatch" | "not_a_rotation" | "reversed_rotation" | "double_rotation" | "partial_rotary" | "scaling_mismatch" | "base_mismatch" | "attention_factor_mismatch" | "offset_mismatch" | "angle_precision" | "collapsed_positions" | "mrope_section_mismatch" | "angles_mismatch";
+                            name: "pairing_mismatch" | "not_a_rotation" | "reversed_rotation" | "double_rotation" | "partial_rotary" | "scaling_mismatch" | "base_mismatch" | "attention_factor_mismatch" | "offset_mismatch" | "angle_precision" | "collapsed_positions" | "mrope_section_mismatch" | "table_precision" | "angles_mismatch";
                             detail: string;
                             /** @description what the finding read: the fitted and stated values, pairs, dimensions and positions (each member below says which findings give it); a fault found by fitting also names the recipe it fits under and its largest angle error */
                             evidence: {
@@ -5248,12 +5248,19 @@ export interface operations {
                                  * @enum {string}
                                  */
                                 expected?: "split" | "interleaved" | "interleaved_to_rotate_half";
-                                /** @description pairing_mismatch, not_a_rotation, partial_rotary: each pairing's share of cells that keep one length; not_a_rotation in the pairs the model turns: the share itself */
+                                /** @description pairing_mismatch, not_a_rotation, partial_rotary, table_precision (to the data's resolution): each pairing's share of cells that keep one length; not_a_rotation in the pairs the model turns: the share itself */
                                 lengths_kept?: {
                                     split?: number;
                                     interleaved?: number;
                                     interleaved_to_rotate_half?: number;
                                 } | number;
+                                /**
+                                 * @description table_precision: the type every cell's cos and sin are values of
+                                 * @enum {string}
+                                 */
+                                table_dtype?: "bfloat16" | "float16" | "float32";
+                                /** @description table_precision: the cells' cos and sin that test the type's grid (its spacing far above the data's rounding), every one on it */
+                                values_on_grid?: number;
                                 /** @description not_a_rotation */
                                 magnitude?: number | null;
                                 /** @description partial_rotary: dimensions that moved */

@@ -11,7 +11,7 @@ recipe computes it (:mod:`.angles`); where none holds, the faults that explain t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -21,7 +21,7 @@ from posenc.conformance import Finding
 from posenc.declare import Part
 from posenc.errors import InconsistentError
 from posenc.schemes.rope.applied import expected as expected_rope
-from posenc.schemes.rope.applied import faults, loops, measure, reader, report, structure
+from posenc.schemes.rope.applied import faults, loops, measure, reader, report, structure, table
 from posenc.schemes.rope.applied.angles import (
     RECIPES,
     Fit,
@@ -107,8 +107,14 @@ def _analysed(expected: Expected, given: Data, ids: npt.NDArray[np.int64]) -> di
     if expected.params is None:
         holds = not read.moved_outside
         return report.document(expected, given, ids, read, None, None, read.findings, holds)
+    narrowed = None
     if read.pairing is None:
-        return report.document(expected, given, ids, read, None, None, read.findings, False)
+        narrowed = table.narrower(given, expected, read)
+        if narrowed is None:
+            return report.document(expected, given, ids, read, None, None, read.findings, False)
+        kept_at_data = read.kept
+        given, read = narrowed.given, narrowed.read
+        read.findings.insert(0, narrowed.finding(kept_at_data))
     stats = measure.cells(given, read.columns)
     stated = Turning(expected.params, times=-1 if expected.reversed else 1)
     fits = every_recipe(stats, stated, ids, expected.id_rows())
@@ -116,6 +122,9 @@ def _analysed(expected: Expected, given: Data, ids: npt.NDArray[np.int64]) -> di
     findings = list(read.findings)
     if verdict.holds is False:
         findings.extend(_diagnosis(expected, stats, ids, stated, fits, given.head))
+    elif narrowed is not None and verdict.holds is True:
+        # The model's rope to the table's resolution: not to the data's.
+        verdict = replace(verdict, holds=False)
     return report.document(
         expected,
         given,

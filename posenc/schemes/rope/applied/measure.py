@@ -45,6 +45,9 @@ class Data:
     head: int
     tokens: int
     samples: int
+    # The type of a cos/sin table narrower than the data, if the kernel's was (:mod:`.table`):
+    # its rounding joins the data's in every cell's resolution.
+    table: str | None = None
 
     def block(self, which: Given, piece: Piece) -> Float64Array:
         """The values ``piece`` picks of ``which`` (its axes: tokens, the sample axes, the
@@ -79,8 +82,9 @@ class Data:
     @property
     def floor(self) -> float:
         """The kernel's own arithmetic and its cos/sin rounding, in radians: two epsilons of
-        the coarser of the two dtypes."""
-        bits = min(PRECISION[self.before.dtype][0], PRECISION[self.after.dtype][0])
+        the coarsest of the two dtypes and the table's."""
+        table = PRECISION[self.table][0] if self.table is not None else 53
+        bits = min(PRECISION[self.before.dtype][0], PRECISION[self.after.dtype][0], table)
         return 2.0 ** (2 - bits)
 
     def precision(self, which: Given) -> tuple[int, int]:

@@ -96,7 +96,7 @@ FINDINGS = (
     "pairing_mismatch", "not_a_rotation", "reversed_rotation", "double_rotation",
     "partial_rotary", "scaling_mismatch", "base_mismatch", "attention_factor_mismatch",
     "offset_mismatch", "angle_precision", "collapsed_positions", "mrope_section_mismatch",
-    "angles_mismatch",
+    "table_precision", "angles_mismatch",
 )  # fmt: skip
 # Every member a finding's evidence may hold, by the findings that give it.
 _EVIDENCE: dict[str, Any] = {
@@ -110,9 +110,19 @@ _EVIDENCE: dict[str, Any] = {
         "expected": {"type": "string", "enum": list(_PAIRINGS), "description": "pairing_mismatch"},
         "lengths_kept": {
             "anyOf": [_SHARES, _NUMBER],
-            "description": "pairing_mismatch, not_a_rotation, partial_rotary: each pairing's "
-            "share of cells that keep one length; not_a_rotation in the pairs the model turns: "
-            "the share itself",
+            "description": "pairing_mismatch, not_a_rotation, partial_rotary, table_precision "
+            "(to the data's resolution): each pairing's share of cells that keep one length; "
+            "not_a_rotation in the pairs the model turns: the share itself",
+        },
+        "table_dtype": {
+            "type": "string",
+            "enum": ["bfloat16", "float16", "float32"],
+            "description": "table_precision: the type every cell's cos and sin are values of",
+        },
+        "values_on_grid": {
+            **_INTEGER,
+            "description": "table_precision: the cells' cos and sin that test the type's grid "
+            "(its spacing far above the data's rounding), every one on it",
         },
         "magnitude": {**_NULLABLE_NUMBER, "description": "not_a_rotation"},
         "moved_dimensions": {**_RUNS, "description": "partial_rotary: dimensions that moved"},

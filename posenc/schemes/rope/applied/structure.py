@@ -77,18 +77,43 @@ def read(given: Data, expected: Expected) -> Structure:
     if not any(kept.values()) and not _read_any(given, candidates[wanted]):
         # Nothing to read (zero vectors): the verdict says so; no pairing is blamed.
         return Structure(wanted, candidates[wanted], kept, moved_outside, findings)
-    keeping = sorted((name for name in kept if kept[name] >= KEEP), key=lambda n: -kept[n])
-    if wanted in keeping:
-        return Structure(wanted, candidates[wanted], kept, moved_outside, findings)
-    if keeping:
-        found = keeping[0]
-        findings.insert(0, _pairing(found, wanted, kept))
-        return Structure(found, candidates[found], kept, moved_outside, findings)
+    chosen = _chosen(candidates, kept, wanted, moved_outside, findings)
+    if chosen is not None:
+        return chosen
     every = np.arange(given.head, dtype=np.int64)
     moved_columns = np.flatnonzero(measure.moved(given, every) > 1)
     span = (int(moved_columns[0]), int(moved_columns[-1]) + 1) if len(moved_columns) else None
     findings.append(_elsewhere(given, expected, span) or _not_a_rotation(kept))
     return Structure(None, candidates[wanted], kept, moved_outside, findings, span)
+
+
+def reread(given: Data, expected: Expected, first: Structure) -> Structure | None:
+    """``first`` (where no pairing kept lengths) read again at ``given``'s resolution: the
+    pairing that keeps them there, if one does, with ``first``'s findings but its last (that no
+    pairing kept lengths)."""
+    candidates = _candidates(expected, expected.rotary_offset, expected.width)
+    kept = _kept(given, candidates)
+    wanted = expected_pairing(expected)
+    return _chosen(candidates, kept, wanted, first.moved_outside, first.findings[:-1])
+
+
+def _chosen(
+    candidates: dict[str, npt.NDArray[np.int64]],
+    kept: dict[str, float],
+    wanted: str,
+    moved_outside: list[int],
+    findings: list[Finding],
+) -> Structure | None:
+    """The expected pairing if it keeps lengths, else the one that keeps them best (a
+    ``pairing_mismatch``), else None."""
+    keeping = sorted((name for name in kept if kept[name] >= KEEP), key=lambda n: -kept[n])
+    if wanted in keeping:
+        return Structure(wanted, candidates[wanted], kept, moved_outside, list(findings))
+    if not keeping:
+        return None
+    found = keeping[0]
+    listed = [_pairing(found, wanted, kept), *findings]
+    return Structure(found, candidates[found], kept, moved_outside, listed)
 
 
 def _pairing(found: str, wanted: str, kept: dict[str, float]) -> Finding:
