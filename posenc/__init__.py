@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.4.0"
+__version__ = "0.4.1"
 
 if TYPE_CHECKING:
     from posenc.cache import ByteBoundedCache, CacheStats
