@@ -15,6 +15,7 @@ import pytest
 
 from posenc.declare import Part
 from posenc.errors import InconsistentError, ParameterError
+from posenc.numerics.bfloat16 import rounded as bfloat16_rounded
 from posenc.schemes.rope import maths
 from posenc.schemes.rope.applied import reader
 from posenc.schemes.rope.applied.angles import held_in
@@ -310,6 +311,25 @@ def test_a_float16_table_turning_wider_data_is_named_and_read_to_its_resolution(
     narrowed = Dump(x.astype(np.float16), after.astype(np.float16), 0, positions)
     narrow = analyse(narrowed, d_model=64, base=500000.0)
     assert narrow["holds"] is True and names(narrow) == []
+
+
+def test_a_bfloat16_table_turning_float32_data_is_named_under_the_pairing_it_turned() -> None:
+    params = RopeParams(d_model=64, layout="interleaved")
+    x, positions = vectors(48, 2, 64), np.arange(70000, 70048)
+    cos, sin = maths.encode(params, positions, "float32", "cos_sin")
+    cos, sin = bfloat16_rounded(cos).astype(np.float64), bfloat16_rounded(sin).astype(np.float64)
+    after = maths.rotate_with("interleaved", x.astype(np.float64), cos[:, None], sin[:, None])
+    found = analyse(Dump(x, after.astype(np.float32), 0, positions), d_model=64)  # split stated
+    assert names(found) == ["table_precision", "pairing_mismatch"], found["diagnosis"]
+    assert found["diagnosis"][0]["evidence"]["table_dtype"] == "bfloat16"
+
+
+def test_a_kernel_that_only_scales_by_bfloat16_values_is_no_table() -> None:
+    # b is 0 in every cell and a is a bfloat16 value: on the grid, yet no rotation at all.
+    x, positions = vectors(64, 4, 64), np.arange(100, 164)
+    scale = 1 + np.random.default_rng(2).uniform(-0.01, 0.01, (64, 1, 1))
+    after = (x * bfloat16_rounded(scale)).astype(np.float32)
+    assert names(analyse(Dump(x, after, 0, positions), d_model=64)) == ["not_a_rotation"]
 
 
 def test_a_float32_table_turning_float64_data_is_named_float32() -> None:

@@ -40,7 +40,8 @@ def expected_pairing(expected: Expected) -> str:
     return RELAID if expected.relaid else expected.pairs
 
 
-def _candidates(expected: Expected, offset: int, width: int) -> dict[str, npt.NDArray[np.int64]]:
+def pairings(expected: Expected, offset: int, width: int) -> dict[str, npt.NDArray[np.int64]]:
+    """The columns of each pairing a kernel may have turned the rope's dims in."""
     found = {layout: measure.pairs(layout, offset, width) for layout in ("split", "interleaved")}
     if expected.relaid:
         found[RELAID] = measure.pairs("split", offset, width, relaid=True)
@@ -71,7 +72,7 @@ def read(given: Data, expected: Expected) -> Structure:
     findings = [_turned_outside(expected, moved_outside, given.head)] if moved_outside else []
     if expected.params is None:
         return Structure(None, np.zeros((4, 0), np.int64), {}, moved_outside, findings)
-    candidates = _candidates(expected, start, width)
+    candidates = pairings(expected, start, width)
     kept = _kept(given, candidates)
     wanted = expected_pairing(expected)
     if not any(kept.values()) and not _read_any(given, candidates[wanted]):
@@ -85,16 +86,6 @@ def read(given: Data, expected: Expected) -> Structure:
     span = (int(moved_columns[0]), int(moved_columns[-1]) + 1) if len(moved_columns) else None
     findings.append(_elsewhere(given, expected, span) or _not_a_rotation(kept))
     return Structure(None, candidates[wanted], kept, moved_outside, findings, span)
-
-
-def reread(given: Data, expected: Expected, first: Structure) -> Structure | None:
-    """``first`` (where no pairing kept lengths) read again at ``given``'s resolution: the
-    pairing that keeps them there, if one does, with ``first``'s findings but its last (that no
-    pairing kept lengths)."""
-    candidates = _candidates(expected, expected.rotary_offset, expected.width)
-    kept = _kept(given, candidates)
-    wanted = expected_pairing(expected)
-    return _chosen(candidates, kept, wanted, first.moved_outside, first.findings[:-1])
 
 
 def _chosen(
@@ -112,11 +103,11 @@ def _chosen(
     if not keeping:
         return None
     found = keeping[0]
-    listed = [_pairing(found, wanted, kept), *findings]
+    listed = [pairing_mismatch(found, wanted, kept), *findings]
     return Structure(found, candidates[found], kept, moved_outside, listed)
 
 
-def _pairing(found: str, wanted: str, kept: dict[str, float]) -> Finding:
+def pairing_mismatch(found: str, wanted: str, kept: dict[str, float]) -> Finding:
     return Finding(
         "pairing_mismatch",
         f"the kernel turns pairs {_NAMES.get(found, found)}, where the model turns "
@@ -161,7 +152,7 @@ def _elsewhere(given: Data, expected: Expected, span: tuple[int, int] | None) ->
     width = end - start
     if width % 2 or (start, width) == (expected.rotary_offset, expected.width):
         return None
-    found = _kept(given, _candidates(expected, start, width))
+    found = _kept(given, pairings(expected, start, width))
     keeping = [name for name, share in found.items() if share >= KEEP]
     if not keeping:
         return None
