@@ -143,10 +143,10 @@ def _compute(
 ) -> dict[str, Any]:
     import numpy as np
 
-    from posenc import testing
     from posenc.cli import budget
+    from posenc.testing.tables import conformance, params_of
 
-    params = testing.params_of(scheme, values)
+    params = params_of(scheme, values)
     chosen = component or (scheme.components or ("",))[0]
     size = os.path.getsize(cache)
     if shape is None or dtype is None:
@@ -165,7 +165,7 @@ def _compute(
         count = scheme.rows_in(params, array.shape, chosen)
         cost = scheme.conformance_cost(params, count, chosen)
         budget.admit(size + cost.bytes, f"checking {cache}", "cache")
-    return testing.conformance(array, scheme.name, component=component, **settings, **values)
+    return conformance(array, scheme.name, component=component, **settings, **values)
 
 
 def _plain(value: Any) -> Any:

@@ -89,7 +89,7 @@ def _compute(
 ) -> Any:
     from posenc.cli import budget
     from posenc.rows import Rows
-    from posenc.testing import params_of
+    from posenc.testing.tables import params_of
 
     params = params_of(scheme, values)
     rows = Rows(math.prod(params.grid)) if seq_len is None else Rows(seq_len, offset or 0)

@@ -26,7 +26,6 @@ from posenc.testing.tables import (
     assert_rope_matches,
     assert_table_matches,
     conformance,
-    params_of,
     report_text,
 )
 
@@ -36,7 +35,6 @@ __all__ = [
     "assert_rope_matches",
     "assert_table_matches",
     "conformance",
-    "params_of",
     "report_text",
     "rope_applied",
 ]

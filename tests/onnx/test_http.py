@@ -207,6 +207,7 @@ def test_a_layer_count_genai_config_states_is_checked_before_anything_is_sized_b
 
 
 _OFFSET = ("model", "decoder", "session_options", "provider_options")
+_AT_OFFSET = ".".join(_OFFSET) + "[0].webgpu.multiRotaryCacheConcatOffset"
 
 
 def _nested(path: tuple[str, ...], value: Any) -> dict[str, Any]:
@@ -225,21 +226,37 @@ def _nested(path: tuple[str, ...], value: Any) -> dict[str, Any]:
         (("model", "decoder", "head_size"), 64.0, "model.decoder.head_size"),
         (("model", "decoder", "head_size"), 2**17, "model.decoder.head_size"),
         (_OFFSET, {"webgpu": {}}, ".".join(_OFFSET)),
-        (_OFFSET, [{"webgpu": {"multiRotaryCacheConcatOffset": 4096}}], ".".join(_OFFSET)),
-        (_OFFSET, [{"webgpu": {"multiRotaryCacheConcatOffset": "-1"}}], ".".join(_OFFSET)),
-        (_OFFSET, [{"webgpu": {"multiRotaryCacheConcatOffset": "9" * 5000}}], ".".join(_OFFSET)),
+        (_OFFSET, [{"webgpu": {"multiRotaryCacheConcatOffset": 4096}}], _AT_OFFSET),
+        (_OFFSET, [{"webgpu": {"multiRotaryCacheConcatOffset": "-1"}}], _AT_OFFSET),
+        (_OFFSET, [{"webgpu": {"multiRotaryCacheConcatOffset": "9" * 5000}}], _AT_OFFSET),
+        (_OFFSET, ["webgpu"], ".".join(_OFFSET) + "[0]"),
+        (("model", "decoder", "head_size"), 64, "model"),  # model is a string below
     ],
 )
 def test_a_genai_config_key_of_another_type_is_refused_naming_it_not_read_as_absent(
     client: Client, path: tuple[str, ...], value: Any, field: str
 ) -> None:
     # An offset read as absent would take a concatenated cache for one cache of the long rows.
-    response = _post(client, graphs.plain(), genai_config=_nested(path, value))
+    genai = _nested(path, value)
+    if field == "model":
+        genai = {"model": "decoder"}
+    response = _post(client, graphs.plain(), genai_config=genai)
     assert response.status_code == 422, response.text
     (error,) = response.json()["errors"]
-    assert error["loc"] == ["body", f"genai_config.{field}"] or error["loc"][1].startswith(
-        f"genai_config.{field}."
-    ), error
+    assert error["loc"] == ["body", f"genai_config.{field}"], error
+
+
+@pytest.mark.parametrize(("offset", "ropes"), [("0", 1), ("192", 2)])
+def test_a_concatenated_caches_offset_is_read_from_the_provider_options(
+    client: Client, offset: str, ropes: int
+) -> None:
+    # ONNX Runtime's default "0": no concatenated cache; else two ropes, the rows either side.
+    options = [{"webgpu": {"enableGraphCapture": "1", "multiRotaryCacheConcatOffset": offset}}]
+    answer = _post(client, graphs.plain(), genai_config=_nested(_OFFSET, options)).json()
+    assert len(answer["ropes"]) == ropes, answer
+    if ropes == 2:
+        rows = sorted(tuple(rope["caches"]["cos"]["rows"]) for rope in answer["ropes"])
+        assert rows == [(0, 192), (192, 256)]
 
 
 def test_the_genai_config_keys_a_check_reads_are_in_its_answer(client: Client) -> None:

@@ -1,7 +1,8 @@
 """genai_config.json: what the runtime is told beside the graph — the context it serves, its
 layers and head, and the row a concatenated cache's long part starts at. Read once, before the
-graph: a key that is there but of another type or out of bounds is refused naming it, never read
-as absent (an offset read as absent would take a concatenated cache for one cache)."""
+graph: a key a check reads that is there but of another type or out of bounds, or an object on
+its path that is not one, is refused naming it, never read as absent (an offset read as absent
+would take a concatenated cache for one cache)."""
 
 from __future__ import annotations
 
@@ -51,11 +52,15 @@ def read(config: Mapping[str, Any] | None) -> Stated:
 
 
 def _at(config: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    """The value at ``path`` (None where a key is missing), each object on the way one."""
     value: Any = config
-    for key in path:
+    for depth, key in enumerate(path):
         if not isinstance(value, Mapping):
-            return None
+            where = ".".join(("genai_config", *path[:depth]))
+            raise ParameterError(where, f"must be a JSON object, got {type(value).__name__}")
         value = value.get(key)
+        if value is None:
+            return None
     return value
 
 
@@ -72,26 +77,30 @@ def _integer(config: Mapping[str, Any], path: tuple[str, ...], most: int) -> int
 
 
 def _concat_offset(config: Mapping[str, Any]) -> tuple[str, int] | None:
-    """The first provider's offset: ONNX Runtime's provider options are strings, so a string of
-    decimal digits."""
+    """The first provider's offset. ONNX Runtime's provider options are strings, so a string of
+    decimal digits; "0" is its default, no concatenated cache."""
     providers = _at(config, rules.PROVIDER_OPTIONS)
     name = ".".join(("genai_config", *rules.PROVIDER_OPTIONS))
     if providers is None:
         return None
     if not isinstance(providers, list):
         raise ParameterError(name, f"must be a list, got {type(providers).__name__}")
-    for provider in providers:
-        for settings in provider.values() if isinstance(provider, Mapping) else ():
+    for index, provider in enumerate(providers):
+        if not isinstance(provider, Mapping):
+            raise ParameterError(f"{name}[{index}]", "must be a JSON object")
+        for label, settings in provider.items():
+            if not isinstance(settings, Mapping):
+                raise ParameterError(f"{name}[{index}].{label}", "must be a JSON object")
             for key in rules.CONCAT_OFFSET_KEYS:
-                value = settings.get(key) if isinstance(settings, Mapping) else None
+                value = settings.get(key)
                 if value is None:
                     continue
                 digits = isinstance(value, str) and value.isascii() and value.isdigit()
-                if not digits or len(value) > 10 or not 1 <= int(value) < MAX_POSITIONS:
+                if not digits or len(value) > 10 or not 0 <= int(value) < MAX_POSITIONS:
                     raise ParameterError(
-                        f"{name}.{key}",
-                        f"must be a row from 1 to {MAX_POSITIONS - 1} as a string of digits, "
+                        f"{name}[{index}].{label}.{key}",
+                        f"must be a row from 0 to {MAX_POSITIONS - 1} as a string of digits, "
                         f"got {repr(value)[:40]}",
                     )
-                return key, int(value)
+                return None if int(value) == 0 else (key, int(value))
     return None
