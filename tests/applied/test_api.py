@@ -339,3 +339,43 @@ def test_the_declared_cost_holds_what_answering_allocates_beyond_the_parts(
     operation.handle(given, SERVICE_DEFAULTS)
     peak = tracemalloc.get_traced_memory()[1] - start
     assert 0 < peak <= declared, f"measured {peak} > declared {declared}"
+
+
+@pytest.mark.serial
+@pytest.mark.parametrize(
+    ("tokens", "samples", "fault"),
+    [
+        (8, 8192, "none"),
+        (8, 8192, "a float16 table"),
+        (8, 8192, "no rotation"),  # every pairing and every table's grid tried, all tokens
+        (1024, 64, "no rotation"),
+    ],
+)
+def test_the_declared_work_holds_the_time_the_costliest_paths_take(
+    tokens: int, samples: int, fault: str
+) -> None:
+    params = RopeParams(d_model=128, base=500000.0)
+    x, positions = vectors(tokens, samples, 128), np.arange(tokens)
+    after = exact(params, x, positions, "float32", table="float16" if "table" in fault else None)
+    if fault == "no rotation":
+        after = after + np.float32(1e-3) * vectors(tokens, samples, 128, seed=3)
+    sent = {name: part(values) for name, values in (("before", x), ("after", after))}
+    parts = {name: (Part(made.data, made.headers),) for name, made in sent.items()}
+    given = Upload(memoryview(b""), {"d_model": 128, "base": 500000.0}, {}, parts)
+    declared = operation.size(given, SERVICE_DEFAULTS).cost.work
+    found = operation.handle(given, SERVICE_DEFAULTS)  # compiled loops warm
+    expected = {
+        "none": [],
+        "a float16 table": ["table_precision"],
+        "no rotation": ["not_a_rotation"],
+    }
+    assert names(found) == expected[fault]
+
+    def took() -> int:
+        started = time.thread_time_ns()
+        operation.handle(given, SERVICE_DEFAULTS)
+        return time.thread_time_ns() - started
+
+    # The least of three: noise only adds.
+    best = min(took() for _ in range(3))
+    assert best <= declared, f"{best} ns taken, {declared} declared"

@@ -10,12 +10,17 @@ from posenc.cost import Cost
 from posenc.declare import Limits, Sized, Upload
 from posenc.schemes.rope.applied import answer, reader
 from posenc.schemes.rope.applied.loops import STATS
-from posenc.schemes.rope.applied.measure import BLOCK_VALUES
+from posenc.schemes.rope.applied.measure import BLOCK_VALUES, PAIRING_TOKENS
 
 # Work units (≈ ns) per value of before: converting both arrays to float64 a block at a time,
 # the finiteness checks, the pairing read on a spread of tokens, and the cells' pass (measured
 # 17 ns a value over 2^24 values, 4096 tokens × 32 heads × 128).
 WORK_PER_VALUE = 40
+# Per value of the tokens read on a spread of the sequence (all of them, up to PAIRING_TOKENS):
+# each pairing's lengths, then, where none keeps them, each pairing's cells for a narrower
+# table's grid (:mod:`.table`), up to six passes (measured ≈ 9 ns a value a pass; a 1-token
+# × 65536 × 128 body that is no rotation took 0.94× its work declared without this).
+SPREAD_WORK_PER_VALUE = 60
 # Per cell (a token and a pair): each recipe's rotations and their fit, for the stated rope and
 # the fault that explains it, each fault tried on a spread of tokens first (measured: 1.1 µs a
 # cell where nothing explains the angles, 262144 cells); three times the ids for M-RoPE's
@@ -48,7 +53,8 @@ def size(given: Upload, limits: Limits) -> Sized:
         ids = math.prod(stated)
         per_cell = WORK_PER_MROPE_CELL if len(stated) == 2 else WORK_PER_CELL
     cost = Cost(BYTES_PER_BLOCK_VALUE * block + BYTES_PER_CELL * cells + 8 * ids, 0)
-    work = WORK_PER_VALUE * values + per_cell * cells
+    spread = values * min(1.0, PAIRING_TOKENS / _tokens(shape, given.query))
+    work = WORK_PER_VALUE * values + math.ceil(SPREAD_WORK_PER_VALUE * spread) + per_cell * cells
     return Sized(FIXED + cost + Cost(0, work), 0, "before")
 
 
@@ -60,6 +66,11 @@ def _cells(shape: tuple[int, ...], query: dict[str, Any]) -> int:
     if not 0 <= axis < len(shape) - 1:
         return most  # refused when read
     return min(most, shape[axis] * (_head(shape, query) // 2))
+
+
+def _tokens(shape: tuple[int, ...], query: dict[str, Any]) -> int:
+    axis = int(query.get("token_axis", 0))
+    return shape[axis] if 0 <= axis < len(shape) - 1 else 1
 
 
 def _head(shape: tuple[int, ...], query: dict[str, Any]) -> int:
