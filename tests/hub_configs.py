@@ -55,6 +55,20 @@ def qwen2_vl_config() -> dict[str, Any]:
     }
 
 
+def tiny_qwen2_vl_config() -> dict[str, Any]:
+    """Qwen2-VL's rope keys on a head of 16 (sections [2, 3, 3]): small enough for a kernel's
+    dump in a test, a fresh dict at each call."""
+    return {
+        "model_type": "qwen2_vl",
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_hidden_layers": 2,
+        "max_position_embeddings": 32768,
+        "rope_theta": 1000000.0,
+        "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]},
+    }
+
+
 # Configs as the Hub publishes them, for families whose rope lives in keys of their own.
 HUB_CONFIGS: dict[str, dict[str, Any]] = {
     "gemma3_text 1B": {

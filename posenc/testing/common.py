@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 
@@ -40,3 +40,15 @@ def load_config(config: Mapping[str, Any] | str | os.PathLike[str]) -> Any:
 def prefixed(err_msg: str, message: str) -> str:
     """The caller's ``err_msg`` (as ``numpy.testing`` takes it) on a line before the diagnosis."""
     return f"{err_msg}\n{message}" if err_msg else message
+
+
+def finding_lines(findings: Iterable[Mapping[str, Any]], text: str) -> list[str]:
+    """Each finding as a line of its name and its ``text`` member (``summary`` in a
+    conformance answer, ``detail`` in a kernel's), then one of its evidence if it has any."""
+    lines = []
+    for finding in findings:
+        lines.append(f"  {finding['name']}: {finding[text]}")
+        evidence = finding.get("evidence") or {}
+        if evidence:
+            lines.append("      " + ", ".join(f"{k}={value_text(v)}" for k, v in evidence.items()))
+    return lines

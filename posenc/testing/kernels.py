@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc.errors import ParameterError
-from posenc.testing.common import load_config, prefixed, value_text
+from posenc.testing.common import finding_lines, load_config, prefixed, value_text
 
 
 def assert_rope_applied(
@@ -125,11 +125,7 @@ def applied_text(answer: Mapping[str, Any]) -> str:
     recipes = measured.get("recipes") or {}
     if recipes:
         lines.append("  " + ", ".join(_recipe_text(name, fit) for name, fit in recipes.items()))
-    for finding in answer.get("diagnosis", ()):
-        lines.append(f"  {finding['name']}: {finding['detail']}")
-        evidence = finding.get("evidence") or {}
-        if evidence:
-            lines.append("      " + ", ".join(f"{k}={value_text(v)}" for k, v in evidence.items()))
+    lines += finding_lines(answer.get("diagnosis", ()), "detail")
     return "\n".join(lines)
 
 

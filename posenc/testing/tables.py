@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from posenc.errors import InconsistentError, NotApplicableError, ParameterError
-from posenc.testing.common import load_config, prefixed, value_text
+from posenc.testing.common import finding_lines, load_config, prefixed, value_text
 
 # The array types the service reads from a client (app/bodies/dtypes.py says the same).
 DTYPES = ("float16", "float32", "float64", "int32")
@@ -195,11 +195,7 @@ def report_text(document: Mapping[str, Any]) -> str:
         f"{value_text(document.get('max_ulp_error'))} ulps of {dtype}"
         + ("" if bad is None else f", first bad position {bad}"),
     ]
-    for finding in document.get("diagnosis", ()):
-        lines.append(f"  {finding['name']}: {finding['summary']}")
-        evidence = finding.get("evidence") or {}
-        if evidence:
-            lines.append("      " + ", ".join(f"{k}={value_text(v)}" for k, v in evidence.items()))
+    lines += finding_lines(document.get("diagnosis", ()), "summary")
     return "\n".join(lines)
 
 

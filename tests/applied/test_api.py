@@ -27,7 +27,7 @@ from tests.api.test_costs import PeakOfEachRequest
 from tests.applied.dumps import Dump, files, names, npy, part
 from tests.applied.test_core import LLAMA4, bfloat16, exact, vectors
 from tests.conftest import Client
-from tests.hub_configs import llama_31_rope_scaling
+from tests.hub_configs import llama_31_rope_scaling, tiny_qwen2_vl_config
 
 URL = "/v1/rope/applied"
 FAR = np.arange(1_000_000, 1_000_032)
@@ -244,17 +244,6 @@ def tracing() -> Iterator[None]:
         tracemalloc.stop()
 
 
-QWEN2_VL = {
-    "model_type": "qwen2_vl",
-    "hidden_size": 64,
-    "num_attention_heads": 4,
-    "num_hidden_layers": 2,
-    "max_position_embeddings": 32768,
-    "rope_theta": 1000000.0,
-    "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]},
-}
-
-
 def _dump(tokens: int, samples: int, dtype: str, fault: str) -> tuple[Dump, str, dict[str, Any]]:
     """A dump in ``dtype``, its query, and its other parts (M-RoPE's: the config)."""
     params = RopeParams(d_model=64, base=500000.0)
@@ -273,7 +262,7 @@ def _dump(tokens: int, samples: int, dtype: str, fault: str) -> tuple[Dump, str,
     ids = np.stack([np.arange(tokens) // 16, np.arange(tokens) % 16, np.arange(tokens) // 4])
     x = vectors(tokens, samples, 16)
     temporal = exact(RopeParams(d_model=16, base=1000000.0), x, ids[0])
-    config = ("config.json", orjson_bytes(QWEN2_VL), "application/json")
+    config = ("config.json", orjson_bytes(tiny_qwen2_vl_config()), "application/json")
     return Dump(x, temporal, 0, ids.astype(np.int64)), "", {"config": config}
 
 

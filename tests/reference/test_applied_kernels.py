@@ -21,7 +21,7 @@ from posenc.schemes.rope.params import RopeParams
 from posenc.schemes.rope.recipes import framework
 from tests.applied import kernels
 from tests.applied.dumps import Dump, analyse, names
-from tests.hub_configs import llama_31_rope_scaling
+from tests.hub_configs import llama_31_rope_scaling, tiny_qwen2_vl_config
 from tests.reference import runtimes
 
 pytest.importorskip("ggml", reason="ggml-python is part of the reference extra")
@@ -36,15 +36,6 @@ LLAMA3 = {
     "original_max_position_embeddings": 8192,
     "low_freq_factor": 1.0,
     "high_freq_factor": 4.0,
-}
-QWEN2_VL = {
-    "model_type": "qwen2_vl",
-    "hidden_size": 64,
-    "num_attention_heads": 4,
-    "num_hidden_layers": 2,
-    "max_position_embeddings": 32768,
-    "rope_theta": 1000000.0,
-    "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]},
 }
 
 
@@ -103,7 +94,7 @@ def test_transformers_cohere_turns_interleaved_pairs() -> None:
 
 def test_transformers_qwen2_vl_holds_for_an_images_three_ids() -> None:
     ids = _image_ids()
-    answer = analyse(kernels.qwen2_vl(QWEN2_VL, ids), QWEN2_VL)
+    answer = analyse(kernels.qwen2_vl(tiny_qwen2_vl_config(), ids), tiny_qwen2_vl_config())
     _holds(answer, "framework")
     assert answer["expected"]["mrope"] == {"rotary": "chunked", "section": [2, 3, 3]}
 
@@ -167,7 +158,7 @@ def test_ggml_mrope_holds_for_an_images_three_ids() -> None:
     params = RopeParams(d_model=16, base=1000000.0)
     x = kernels.vectors((ids.shape[1], 4, 16))
     dump = Dump(x, kernels.ggml_mrope(params, x, ids, (2, 3, 3)), 0, ids)
-    _holds(analyse(dump, QWEN2_VL), "ggml")
+    _holds(analyse(dump, tiny_qwen2_vl_config()), "ggml")
 
 
 def test_the_other_pairs_turned_by_ggml_normal_mode_are_named() -> None:
@@ -192,7 +183,7 @@ def test_mrope_height_and_width_rows_dropped_by_ggml_are_named() -> None:
     params = RopeParams(d_model=16, base=1000000.0)
     x = kernels.vectors((ids.shape[1], 4, 16))
     temporal_only = kernels.ggml_rope(params, x, ids[0])
-    answer = analyse(Dump(x, temporal_only, 0, ids), QWEN2_VL)
+    answer = analyse(Dump(x, temporal_only, 0, ids), tiny_qwen2_vl_config())
     assert names(answer) == ["mrope_section_mismatch"]
     evidence = answer["diagnosis"][0]["evidence"]
     assert evidence["pairs"] == [2, 3, 4, 5, 6, 7]  # the height and width sections
