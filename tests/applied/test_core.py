@@ -307,6 +307,7 @@ def test_a_float16_table_turning_wider_data_is_named_and_read_to_its_resolution(
     assert found["holds"] is False and names(found) == ["table_precision"]
     assert found["diagnosis"][0]["evidence"]["table_dtype"] == "float16"
     assert found["measured"]["recipe"] == "exact"
+    assert 2.0**-9 <= found["measured"]["resolution"] < 2.0**-8  # float16's, not the data's
     # The same table turning the data in float16: float16's own rounding, so it holds.
     narrowed = Dump(x.astype(np.float16), after.astype(np.float16), 0, positions)
     narrow = analyse(narrowed, d_model=64, base=500000.0)

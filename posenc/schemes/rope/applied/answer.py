@@ -112,9 +112,7 @@ def _analysed(expected: Expected, given: Data, ids: npt.NDArray[np.int64]) -> di
         narrowed = table.narrower(given, expected, read)
         if narrowed is None:
             return report.document(expected, given, ids, read, None, None, read.findings, False)
-        kept_at_data = read.kept
-        given, read = narrowed.given, narrowed.read
-        read.findings.insert(0, narrowed.finding(kept_at_data))
+        given, read = narrowed
     stats = measure.cells(given, read.columns)
     stated = Turning(expected.params, times=-1 if expected.reversed else 1)
     fits = every_recipe(stats, stated, ids, expected.id_rows())

@@ -15,7 +15,7 @@ model's rope like any kernel's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
@@ -46,36 +46,13 @@ FEW_BITS = 4
 DATA_ROUNDING = 8
 
 
-@dataclass(frozen=True)
-class Table:
-    """The narrower type the cells' rotations are on, the data read at its resolution, and the
-    structure read there."""
-
-    dtype: str
-    given: Data
-    read: structure.Structure
-    tested: int
-
-    def finding(self, kept_at_data: dict[str, float]) -> Finding:
-        data = self.given.after.dtype
-        return Finding(
-            "table_precision",
-            f"the kernel's cos and sin are {self.dtype} values: a table held in {self.dtype} "
-            f"turned {data} data, so each pair's length and angle move by up to "
-            f"{2.0 ** -PRECISION[self.dtype][0]:.3g} (the model's rope in {data} rounds "
-            f"only its {data} values)",
-            {
-                "table_dtype": self.dtype,
-                "values_on_grid": self.tested,
-                "lengths_kept": kept_at_data,
-            },
-        )
-
-
-def narrower(given: Data, expected: Expected, read: structure.Structure) -> Table | None:
-    """Where no pairing keeps lengths to the data's resolution: the coarsest type whose grid
-    holds every cell's rotation under one pairing, with the data read at that type's resolution
-    (None: none does). One pass over the spread tokens per pairing tried."""
+def narrower(
+    given: Data, expected: Expected, read: structure.Structure
+) -> tuple[Data, structure.Structure] | None:
+    """Where no pairing keeps lengths to the data's resolution: the data read at the resolution
+    of the coarsest type whose grid holds every cell's rotation under one pairing, and that
+    pairing's structure, ``table_precision`` first among its findings (None: no type does).
+    One pass over the spread tokens per pairing tried."""
     bits = min(PRECISION[given.before.dtype][0], PRECISION[given.after.dtype][0])
     emin = PRECISION[given.after.dtype][1]
     coarser = [t for t in NARROWER if PRECISION[t][0] <= bits - LEAST_BITS_NARROWER]
@@ -91,12 +68,23 @@ def narrower(given: Data, expected: Expected, read: structure.Structure) -> Tabl
             tested = on_grid(sums, dtype, bits, emin)
             if not tested:
                 continue
-            findings = list(read.findings[:-1])
+            findings = [_finding(dtype, given.after.dtype, tested, read.kept)]
             if pairing != wanted:
-                findings.insert(0, structure.pairing_mismatch(pairing, wanted, read.kept))
+                findings.append(structure.pairing_mismatch(pairing, wanted, read.kept))
+            findings += read.findings[:-1]  # what was read but that no pairing kept lengths
             found = structure.Structure(pairing, columns, read.kept, read.moved_outside, findings)
-            return Table(dtype, replace(given, table=dtype), found, tested)
+            return replace(given, table=dtype), found
     return None
+
+
+def _finding(dtype: str, data: str, tested: int, kept_at_data: dict[str, float]) -> Finding:
+    return Finding(
+        "table_precision",
+        f"the kernel's cos and sin are {dtype} values: a table held in {dtype} turned {data} "
+        f"data, so each pair's length and angle move by up to {2.0 ** -PRECISION[dtype][0]:.3g} "
+        f"(the model's rope in {data} rounds only its {data} values)",
+        {"table_dtype": dtype, "values_on_grid": tested, "lengths_kept": kept_at_data},
+    )
 
 
 def on_grid(stats: Float64Array, dtype: str, data_bits: int, data_emin: int) -> int:
