@@ -53,7 +53,8 @@ def size(given: Upload, limits: Limits) -> Sized:
         ids = math.prod(stated)
         per_cell = WORK_PER_MROPE_CELL if len(stated) == 2 else WORK_PER_CELL
     cost = Cost(BYTES_PER_BLOCK_VALUE * block + BYTES_PER_CELL * cells + 8 * ids, 0)
-    spread = values * min(1.0, PAIRING_TOKENS / _tokens(shape, given.query))
+    tokens = _tokens(shape, given.query)
+    spread = values if tokens is None else values * min(1.0, PAIRING_TOKENS / tokens)
     work = WORK_PER_VALUE * values + math.ceil(SPREAD_WORK_PER_VALUE * spread) + per_cell * cells
     return Sized(FIXED + cost + Cost(0, work), 0, "before")
 
@@ -62,15 +63,14 @@ def _cells(shape: tuple[int, ...], query: dict[str, Any]) -> int:
     """Tokens × pairs of a head: at most half the values (one sample a token), fewer where
     the query's token axis and head width say so."""
     most = math.prod(shape) // 2
-    axis = int(query.get("token_axis", 0))
-    if not 0 <= axis < len(shape) - 1:
-        return most  # refused when read
-    return min(most, shape[axis] * (_head(shape, query) // 2))
+    tokens = _tokens(shape, query)
+    return most if tokens is None else min(most, tokens * (_head(shape, query) // 2))
 
 
-def _tokens(shape: tuple[int, ...], query: dict[str, Any]) -> int:
+def _tokens(shape: tuple[int, ...], query: dict[str, Any]) -> int | None:
+    """The tokens along the query's token axis; None where it names none (refused when read)."""
     axis = int(query.get("token_axis", 0))
-    return shape[axis] if 0 <= axis < len(shape) - 1 else 1
+    return shape[axis] if 0 <= axis < len(shape) - 1 else None
 
 
 def _head(shape: tuple[int, ...], query: dict[str, Any]) -> int:
